@@ -1,0 +1,43 @@
+# Helpers shared by every layer's CMakeLists.txt.
+
+# Warnings for the project's own code only; consumers never inherit them.
+function(exedev_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic)
+  if(EXEDEV_WARNINGS_AS_ERRORS)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+endfunction()
+
+# A library of the package: public headers under include/, exported as exedev::<alias>.
+# Usage: exedev_library(<target> ALIAS <name> SOURCES ... [PUBLIC_LINK ...] [PRIVATE_LINK ...])
+function(exedev_library target)
+  cmake_parse_arguments(ARG "" "ALIAS" "SOURCES;PUBLIC_LINK;PRIVATE_LINK" ${ARGN})
+  add_library(${target} ${ARG_SOURCES})
+  add_library(exedev::${ARG_ALIAS} ALIAS ${target})
+  set_target_properties(${target} PROPERTIES EXPORT_NAME ${ARG_ALIAS} OUTPUT_NAME exedev_${ARG_ALIAS}
+                                             POSITION_INDEPENDENT_CODE ON)
+  target_compile_features(${target} PUBLIC cxx_std_20)
+  target_include_directories(${target} PUBLIC
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
+    PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(${target} PUBLIC ${ARG_PUBLIC_LINK} PRIVATE ${ARG_PRIVATE_LINK})
+  exedev_warnings(${target})
+  set_property(GLOBAL APPEND PROPERTY EXEDEV_INSTALL_TARGETS ${target})
+endfunction()
+
+# A Catch2 test executable registered in CTest with labels.
+# Usage: exedev_test(<name> LABELS unit [integration ...] SOURCES ... LINK ...)
+function(exedev_test name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "LABELS;SOURCES;LINK" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_LINK} Catch2::Catch2WithMain)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
+  exedev_warnings(${name})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 600)
+  endif()
+  # One CTest entry per executable keeps the Catch2 output (and its summary) in one place.
+  add_test(NAME ${name} COMMAND ${name} --durations no)
+  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+endfunction()

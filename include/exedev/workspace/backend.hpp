@@ -1,0 +1,100 @@
+#pragma once
+// The backend protocol: what an environment an agent works in must provide.
+//
+// A backend derives from WorkspaceBackend and from each optional capability it supports:
+// SupportsCommands, SupportsFilesystem, SupportsRealpath. Workspace discovers the capabilities
+// with dynamic_cast. Because a capability is an abstract class, a backend that implements only
+// part of SupportsFilesystem does not compile (the reference API checks this at run time).
+//
+// Contract shared by every backend (the reference protocol's module contract):
+// - Construction does no I/O. Without a ref, the first operation creates a fresh environment;
+//   with a ref, the first operation attaches, and raises WorkspaceUnavailableError if the
+//   environment is gone; it never creates a replacement.
+// - ref() is recorded as soon as the environment exists and never changes afterwards.
+// - Concurrent first operations create at most one environment.
+// - Backends never destroy the environment.
+// - Errors: a dead environment is WorkspaceUnavailableError, a timeout WorkspaceTimeoutError,
+//   a path failure std::filesystem::filesystem_error, bad arguments std::invalid_argument;
+//   anything else (a transient transport error) propagates unchanged.
+// - Every operation runs on the caller's executor and honours Asio per-operation cancellation
+//   (terminal at least); each backend documents what a cancelled operation leaves behind.
+
+#include <boost/asio/awaitable.hpp>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <exedev/workspace/types.hpp>
+
+namespace exedev::workspace {
+
+template <typename T>
+using Task = boost::asio::awaitable<T>;
+
+/// The environment an agent run works in.
+class WorkspaceBackend {
+ public:
+  virtual ~WorkspaceBackend() = default;
+
+  /// The environment's identity: nullopt until a fresh one is created, then set for good.
+  [[nodiscard]] virtual std::optional<WorkspaceRef> ref() const = 0;
+
+  /// The stable working directory: absolute, symlinks resolved, no ./.. segments.
+  virtual Task<std::string> working_dir() = 0;
+};
+
+/// Sizes the shell-derived filesystem uses on a backend. A backend whose requests are small
+/// (exe.dev: a 64 KiB request body) lowers them.
+struct ShellFilesystemLimits {
+  std::size_t read_page_bytes = 64 * 1024;         ///< Bytes read per command.
+  std::size_t write_chunk_chars = 64 * 1024;       ///< Base64 characters written per command.
+  std::size_t listing_inline_bytes = 64 * 1024;    ///< Listings larger than this are paged.
+};
+
+/// Optional command execution. Without it, Workspace::run throws WorkspaceUsageError.
+class SupportsCommands {
+ public:
+  virtual ~SupportsCommands() = default;
+
+  /// Executes a command with stdin at EOF, starting in working_dir(), and returns its
+  /// complete output or throws. A missing argv program exits 127. Undecodable output bytes
+  /// become U+FFFD. On timeout or cancellation the foreground process tree is stopped.
+  virtual Task<CommandResult> run(Command command, RunOptions options) = 0;
+
+  /// The page sizes the shell-derived filesystem uses on this backend.
+  [[nodiscard]] virtual ShellFilesystemLimits shell_filesystem_limits() const { return {}; }
+};
+
+/// Optional native file access; without it, Workspace uses the shell. Paths are absolute POSIX
+/// paths. A missing path throws filesystem_error(no_such_file_or_directory) (except exists),
+/// reading a directory throws filesystem_error(is_a_directory).
+class SupportsFilesystem {
+ public:
+  virtual ~SupportsFilesystem() = default;
+  virtual Task<Bytes> read_bytes(std::string path) = 0;
+  /// Creates missing parents; writes through an existing symlink.
+  virtual Task<void> write_bytes(std::string path, Bytes data) = 0;
+  virtual Task<FileEntry> stat(std::string path) = 0;
+  /// Non-recursive, sorted by path.
+  virtual Task<std::vector<FileEntry>> list_dir(std::string path) = 0;
+  /// mkdir -p semantics.
+  virtual Task<void> make_dir(std::string path) = 0;
+  /// A file, or a directory and its contents; a symlink is removed itself. Refuses the working
+  /// directory and its ancestors with std::invalid_argument.
+  virtual Task<void> remove(std::string path) = 0;
+  virtual Task<bool> exists(std::string path) = 0;
+};
+
+/// Optional native symlink resolution, for a filesystem-only backend whose storage can hold
+/// symlinks. Like os.path.realpath(path, strict=False): relative link targets start in the
+/// link's directory, `..` after a link climbs from its target, missing components are kept,
+/// a loop never hangs. Returns an absolute, normalized path.
+class SupportsRealpath {
+ public:
+  virtual ~SupportsRealpath() = default;
+  virtual Task<std::string> realpath(std::string path) = 0;
+};
+
+}  // namespace exedev::workspace

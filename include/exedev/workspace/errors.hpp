@@ -1,0 +1,68 @@
+#pragma once
+// The workspace error hierarchy. Path-level failures are not here: they are
+// std::filesystem::filesystem_error with the matching std::errc (no_such_file_or_directory,
+// is_a_directory, not_a_directory, file_exists, permission_denied) and the path.
+// Invalid arguments are std::invalid_argument.
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+namespace exedev::workspace {
+
+/// The workspace layer deliberately failed an operation.
+class WorkspaceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The environment is gone or unusable (terminated, expired, not found): retrying can't succeed.
+class WorkspaceUnavailableError : public WorkspaceError {
+ public:
+  using WorkspaceError::WorkspaceError;
+};
+
+/// A command exceeded its timeout; stdout_text/stderr_text hold the partial output.
+class WorkspaceTimeoutError : public WorkspaceError {
+ public:
+  WorkspaceTimeoutError(const std::string& message, std::string stdout_text, std::string stderr_text)
+      : WorkspaceError(message), stdout_text_(std::move(stdout_text)), stderr_text_(std::move(stderr_text)) {}
+  [[nodiscard]] const std::string& stdout_text() const noexcept { return stdout_text_; }
+  [[nodiscard]] const std::string& stderr_text() const noexcept { return stderr_text_; }
+
+ private:
+  std::string stdout_text_;
+  std::string stderr_text_;
+};
+
+/// A command exceeded its output cap; stdout_text/stderr_text hold the captured beginnings.
+class WorkspaceOutputLimitError : public WorkspaceError {
+ public:
+  WorkspaceOutputLimitError(const std::string& message, std::size_t limit, std::string stdout_text,
+                            std::string stderr_text)
+      : WorkspaceError(message), limit_(limit), stdout_text_(std::move(stdout_text)),
+        stderr_text_(std::move(stderr_text)) {}
+  [[nodiscard]] std::size_t limit() const noexcept { return limit_; }
+  [[nodiscard]] const std::string& stdout_text() const noexcept { return stdout_text_; }
+  [[nodiscard]] const std::string& stderr_text() const noexcept { return stderr_text_; }
+
+ private:
+  std::size_t limit_;
+  std::string stdout_text_;
+  std::string stderr_text_;
+};
+
+/// A mutation was refused because the workspace is read-only.
+class WorkspaceReadOnlyError : public WorkspaceError {
+ public:
+  using WorkspaceError::WorkspaceError;
+};
+
+/// A workspace was used for something it cannot do (no commands, no filesystem).
+/// The reference API's UserError: a configuration mistake, not an environment failure.
+class WorkspaceUsageError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+}  // namespace exedev::workspace

@@ -1,0 +1,94 @@
+#pragma once
+// The Workspace facade: what tools see. Relative paths resolve against the working directory,
+// file operations use the backend's native filesystem or fall back to its shell, text is UTF-8.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <exedev/workspace/backend.hpp>
+
+namespace exedev::workspace {
+
+/// Python's posixpath.normpath, exactly: "" -> ".", two leading slashes kept, three or more
+/// collapse to one, ".." above "/" dropped.
+[[nodiscard]] std::string normpath(const std::string& path);
+
+/// A facade over a backend. It is itself a backend with every capability, so a Workspace can
+/// wrap another Workspace (see WrapperWorkspace). Cheap to construct; holds no lock.
+class Workspace : public WorkspaceBackend,
+                  public SupportsCommands,
+                  public SupportsFilesystem,
+                  public SupportsRealpath {
+ public:
+  /// Precondition: backend is not null (std::invalid_argument otherwise).
+  explicit Workspace(std::shared_ptr<WorkspaceBackend> backend);
+
+  /// The provider backend underneath every wrapper.
+  [[nodiscard]] const std::shared_ptr<WorkspaceBackend>& backend() const;
+  /// Whether this workspace refuses commands and file changes.
+  [[nodiscard]] virtual bool read_only() const;
+  /// Whether this workspace reaches an environment (false for an UnavailableBackend).
+  [[nodiscard]] bool attached() const;
+
+  [[nodiscard]] std::optional<WorkspaceRef> ref() const override;
+  Task<std::string> working_dir() override;
+
+  /// Checks the timeout, rejects an empty argv (std::invalid_argument), then delegates;
+  /// throws WorkspaceUsageError when the backend cannot run commands.
+  Task<CommandResult> run(Command command, RunOptions options) override;
+  Task<CommandResult> run(Command command) { return run(std::move(command), RunOptions{}); }
+  [[nodiscard]] ShellFilesystemLimits shell_filesystem_limits() const override;
+
+  /// Joins path onto base (default: the working directory) and normalizes it as text.
+  /// A relative base throws std::invalid_argument. Confines nothing.
+  Task<std::string> resolve(std::string path, std::optional<std::string> base = std::nullopt);
+
+  Task<Bytes> read_bytes(std::string path) override;
+  Task<void> write_bytes(std::string path, Bytes data) override;
+  Task<FileEntry> stat(std::string path) override;
+  Task<std::vector<FileEntry>> list_dir(std::string path) override;
+  Task<void> make_dir(std::string path) override;
+  Task<void> remove(std::string path) override;
+  Task<bool> exists(std::string path) override;
+  /// Follows every symlink in the environment (native, else the shell, else text only).
+  Task<std::string> realpath(std::string path) override;
+
+  /// Strict UTF-8: invalid bytes throw std::range_error naming the path.
+  Task<std::string> read_text(std::string path);
+  Task<void> write_text(std::string path, std::string content);
+
+ protected:
+  /// The backend this facade wraps directly (for wrappers).
+  [[nodiscard]] const std::shared_ptr<WorkspaceBackend>& wrapped_backend() const { return backend_; }
+
+ private:
+  std::shared_ptr<WorkspaceBackend> backend_;
+};
+
+/// A facade that composes another workspace: override what changes, the rest delegates.
+class WrapperWorkspace : public Workspace {
+ public:
+  explicit WrapperWorkspace(std::shared_ptr<Workspace> wrapped);
+  [[nodiscard]] const std::shared_ptr<Workspace>& wrapped() const { return wrapped_; }
+
+ private:
+  std::shared_ptr<Workspace> wrapped_;
+};
+
+/// Allows reads; refuses commands and file changes with WorkspaceReadOnlyError.
+/// This restricts the workspace API; it is not isolation.
+class ReadOnlyWorkspace : public WrapperWorkspace {
+ public:
+  using WrapperWorkspace::WrapperWorkspace;
+  static constexpr const char* reason =
+      "This workspace is read-only: running commands and modifying files are disabled. "
+      "Reading files, listing directories, and checking that paths exist are allowed.";
+  [[nodiscard]] bool read_only() const override { return true; }
+  Task<CommandResult> run(Command command, RunOptions options) override;
+  Task<void> write_bytes(std::string path, Bytes data) override;
+  Task<void> make_dir(std::string path) override;
+  Task<void> remove(std::string path) override;
+};
+
+}  // namespace exedev::workspace
