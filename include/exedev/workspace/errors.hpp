@@ -3,10 +3,14 @@
 // std::filesystem::filesystem_error with the matching std::errc (no_such_file_or_directory,
 // is_a_directory, not_a_directory, file_exists, permission_denied) and the path.
 // Invalid arguments are std::invalid_argument.
+// The reference API's OSError("not a regular file") (a FIFO, socket or device where a regular
+// file is needed) is a filesystem_error with not_a_regular_file (std::errc::operation_not_supported).
 
 #include <cstddef>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 
 namespace exedev::workspace {
 
@@ -64,5 +68,15 @@ class WorkspaceUsageError : public std::logic_error {
  public:
   using std::logic_error::logic_error;
 };
+
+/// The errc of "not a regular file": a FIFO, socket or device where a regular file is needed.
+inline constexpr std::errc not_a_regular_file = std::errc::operation_not_supported;
+
+/// A path-level failure: std::filesystem::filesystem_error carrying `code` and `path`.
+/// `what` says what was attempted; the message ends with the code's text and the path.
+[[nodiscard]] inline std::filesystem::filesystem_error path_error(std::errc code, const std::string& path,
+                                                                  const std::string& what = "cannot access") {
+  return std::filesystem::filesystem_error(what, std::filesystem::path(path), std::make_error_code(code));
+}
 
 }  // namespace exedev::workspace

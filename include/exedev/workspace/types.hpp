@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -96,5 +97,13 @@ void validate_timeout(const std::optional<Seconds>& timeout);
 /// Single-quotes `text` for a POSIX shell, like Python's shlex.quote: a string of only safe
 /// characters is left bare, anything else becomes '…' with each ' written as '"'"'.
 [[nodiscard]] std::string shell_quote(const std::string& text);
+
+/// Decodes `bytes` as UTF-8 the way Python's `bytes.decode('utf-8', 'replace')` does: each
+/// maximal invalid subsequence becomes one U+FFFD; valid text is returned unchanged.
+/// Backends use it for command output.
+[[nodiscard]] std::string utf8_replace_invalid(std::string_view bytes);
+
+/// Whether `bytes` is strictly valid UTF-8 (no surrogates, no overlong forms).
+[[nodiscard]] bool is_valid_utf8(std::string_view bytes);
 
 }  // namespace exedev::workspace

@@ -85,6 +85,7 @@ class ReadOnlyWorkspace : public WrapperWorkspace {
       "This workspace is read-only: running commands and modifying files are disabled. "
       "Reading files, listing directories, and checking that paths exist are allowed.";
   [[nodiscard]] bool read_only() const override { return true; }
+  using Workspace::run;
   Task<CommandResult> run(Command command, RunOptions options) override;
   Task<void> write_bytes(std::string path, Bytes data) override;
   Task<void> make_dir(std::string path) override;

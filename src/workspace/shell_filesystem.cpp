@@ -1,0 +1,522 @@
+#include "workspace/shell_filesystem.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <stdexcept>
+
+#include <exedev/workspace/workspace.hpp>
+
+#include "workspace/shield.hpp"
+
+namespace exedev::workspace::detail {
+
+DamagedOutputError::DamagedOutputError(const std::string& path)
+    : WorkspaceError(fmt::format("shell filesystem returned damaged or incomplete output for '{}'", path)) {}
+
+// ---- posixpath helpers ----
+
+std::string posix_basename(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string posix_dirname(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return "";
+  std::string head = path.substr(0, slash + 1);
+  if (head.find_first_not_of('/') != std::string::npos) {
+    while (!head.empty() && head.back() == '/') head.pop_back();
+  }
+  return head;
+}
+
+std::string posix_join(const std::string& a, const std::string& b) {
+  if (!b.empty() && b.front() == '/') return b;
+  if (a.empty() || a.back() == '/') return a + b;
+  return a + "/" + b;
+}
+
+// ---- base64 ----
+
+namespace {
+constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+int base64_value(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+
+std::string strip(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t\r\n\v\f");
+  if (first == std::string::npos) return "";
+  const auto last = text.find_last_not_of(" \t\r\n\v\f");
+  return text.substr(first, last - first + 1);
+}
+}  // namespace
+
+std::string base64_encode(const std::string& data) {
+  std::string out;
+  out.reserve((data.size() + 2) / 3 * 4);
+  std::size_t i = 0;
+  for (; i + 2 < data.size(); i += 3) {
+    const auto n = (static_cast<unsigned char>(data[i]) << 16) | (static_cast<unsigned char>(data[i + 1]) << 8) |
+                   static_cast<unsigned char>(data[i + 2]);
+    out += kAlphabet[(n >> 18) & 63];
+    out += kAlphabet[(n >> 12) & 63];
+    out += kAlphabet[(n >> 6) & 63];
+    out += kAlphabet[n & 63];
+  }
+  if (i + 1 == data.size()) {
+    const auto n = static_cast<unsigned char>(data[i]) << 16;
+    out += kAlphabet[(n >> 18) & 63];
+    out += kAlphabet[(n >> 12) & 63];
+    out += "==";
+  } else if (i + 2 == data.size()) {
+    const auto n = (static_cast<unsigned char>(data[i]) << 16) | (static_cast<unsigned char>(data[i + 1]) << 8);
+    out += kAlphabet[(n >> 18) & 63];
+    out += kAlphabet[(n >> 12) & 63];
+    out += kAlphabet[(n >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+std::optional<std::string> base64_decode(const std::string& text) {
+  std::string clean;
+  clean.reserve(text.size());
+  for (const char c : text) {
+    if (c != '\n' && c != '\r') clean += c;
+  }
+  if (clean.size() % 4 != 0) return std::nullopt;
+  std::string out;
+  out.reserve(clean.size() / 4 * 3);
+  for (std::size_t i = 0; i < clean.size(); i += 4) {
+    const bool last = i + 4 == clean.size();
+    int pad = 0;
+    if (last && clean[i + 3] == '=') pad = clean[i + 2] == '=' ? 2 : 1;
+    int v[4];
+    for (int k = 0; k < 4 - pad; ++k) {
+      v[k] = base64_value(clean[i + static_cast<std::size_t>(k)]);
+      if (v[k] < 0) return std::nullopt;
+    }
+    for (int k = 4 - pad; k < 4; ++k) v[k] = 0;
+    const unsigned n = (static_cast<unsigned>(v[0]) << 18) | (static_cast<unsigned>(v[1]) << 12) |
+                       (static_cast<unsigned>(v[2]) << 6) | static_cast<unsigned>(v[3]);
+    out += static_cast<char>((n >> 16) & 0xFF);
+    if (pad < 2) out += static_cast<char>((n >> 8) & 0xFF);
+    if (pad < 1) out += static_cast<char>(n & 0xFF);
+  }
+  return out;
+}
+
+// ---- script builders ----
+
+std::string check_parents_fragment() {
+  return "while [ \"$parent\" != / ]; do "
+         "if [ -d \"$parent\" ]; then test -w \"$parent\" || exit 113; break; fi; "
+         "if [ -e \"$parent\" ]; then exit 120; fi; "
+         "parent=\"${parent%/*}\"; [ -n \"$parent\" ] || parent=/; "
+         "done; ";
+}
+
+std::string stat_script(const std::string& path) {
+  const auto q = shell_quote(path);
+  return fmt::format(
+      "if test -d {0}; then printf 'directory\\n'; elif test -f {0}; then test -r {0} || exit 113; wc -c < {0}; "
+      "elif test -e {0}; then exit 122; else exit 102; fi",
+      q);
+}
+
+std::string read_chunk_script(const std::string& source_word, std::size_t page_bytes, std::size_t index) {
+  return fmt::format("dd if={} bs={} skip={} count=1 2>/dev/null | base64", source_word, page_bytes, index);
+}
+
+std::string tool_probe_script() {
+  std::string tools;
+  for (const char* tool : kShellTools) {
+    if (!tools.empty()) tools += ' ';
+    tools += tool;
+  }
+  return fmt::format("for tool in {}; do command -v \"$tool\" >/dev/null 2>&1 || printf \"%s \" \"$tool\"; done",
+                     tools);
+}
+
+std::string write_first_chunk_script(const std::string& parent, const std::string& temp, const std::string& chunk) {
+  const auto qp = shell_quote(parent);
+  return fmt::format("parent={0}; {1}test -w {0} || ! test -e {0} || exit 113; mkdir -p {0} && printf '%s' {2} > {3}",
+                     qp, check_parents_fragment(), shell_quote(chunk), shell_quote(temp));
+}
+
+std::string write_append_script(const std::string& temp, const std::string& chunk) {
+  return fmt::format("printf '%s' {} >> {}", shell_quote(chunk), shell_quote(temp));
+}
+
+std::string commit_script(const std::string& destination, const std::string& temp, const std::string& decoded) {
+  // cp first so that the decoded file, written into the copy, keeps the target's mode bits.
+  return fmt::format(
+      "if test -d {0}; then status=121\n"
+      "elif test -e {0} && ! test -f {0}; then status=122\n"
+      "elif test -e {0} && ! test -w {0}; then status=113\n"
+      "else if test -f {0}; then cp {0} {2}; fi && base64 -d < {1} > {2} && mv -f {2} {0}; status=$?\n"
+      "fi\n"
+      "rm -f {1} {2}; exit $status",
+      shell_quote(destination), shell_quote(temp), shell_quote(decoded));
+}
+
+std::string remove_files_script(const std::vector<std::string>& shell_words) {
+  std::string script = "rm -f";
+  for (const auto& word : shell_words) script += " " + word;
+  return script;
+}
+
+std::string listing_temp_word(const std::string& name) { return "\"${TMPDIR:-/tmp}\"/" + shell_quote(name); }
+
+std::string list_script(const std::string& path, const std::string& temp_word, std::size_t inline_bytes) {
+  // `find` is never piped into base64: the pipe would hide its failure. No `find -printf`:
+  // BusyBox and macOS lack it.
+  const std::string mark = "for f do test -d \"$f\" && d=d || d=-; printf \"%s%s\\000\" \"$d\" \"$f\"; done";
+  return fmt::format(
+      "file={1}; trap 'rm -f \"$file\"' EXIT HUP INT TERM; "
+      "if ! test -d {0}; then test -e {0} && exit 120; exit 102; fi; "
+      "find -H {0} -mindepth 1 -maxdepth 1 -exec sh -c {2} sh {{}} + > \"$file\" && "
+      "size=$(wc -c < \"$file\") && printf \"%s\\n\" \"$size\" && "
+      "if [ \"$size\" -le {3} ]; then base64 < \"$file\"; else printf \"PAGED\\n\"; trap - EXIT HUP INT TERM; fi",
+      shell_quote(path), temp_word, shell_quote(mark), inline_bytes);
+}
+
+std::string make_dir_script(const std::string& path) {
+  return fmt::format("if test -e {0} && ! test -d {0}; then exit 117; fi; parent={1}; {2}mkdir -p {0}",
+                     shell_quote(path), shell_quote(posix_dirname(path)), check_parents_fragment());
+}
+
+std::string remove_script(const std::string& path) {
+  return fmt::format("(test -e {0} || test -L {0}) && rm -rf {0}", shell_quote(path));
+}
+
+std::string exists_script(const std::string& path) { return "test -e " + shell_quote(path); }
+
+std::string realpath_script(const std::string& path) {
+  const auto first = path.find_first_not_of('/');
+  const std::string rest = first == std::string::npos ? "" : path.substr(first);
+  // The `x` sentinel keeps a link target's trailing newlines from $( ) stripping.
+  return fmt::format(
+      "rest={0}; resolved=; links=0\n"
+      "while [ -n \"$rest\" ]; do\n"
+      "  case $rest in */*) part=${{rest%%/*}}; rest=${{rest#*/}};; *) part=$rest; rest=;; esac\n"
+      "  case $part in ''|.) continue;; ..) resolved=${{resolved%/*}}; continue;; esac\n"
+      "  if [ \"$links\" -lt {1} ] && [ -L \"$resolved/$part\" ]; then\n"
+      "    links=$((links + 1))\n"
+      "    target=$(readlink -n -- \"$resolved/$part\" && printf x) || exit 1\n"
+      "    target=${{target%x}}\n"
+      "    case $target in /*) resolved=;; esac\n"
+      "    rest=$target/$rest\n"
+      "  else\n"
+      "    resolved=$resolved/$part\n"
+      "  fi\n"
+      "done\n"
+      "value=${{resolved:-/}}\n"
+      "printf %s \"$value\" | wc -c\n"
+      "printf %s \"$value\" | base64",
+      shell_quote(rest), kRealpathMaxLinks);
+}
+
+// ---- parsers ----
+
+std::uint64_t parse_size_line(const std::string& line, const std::string& path) {
+  const auto text = strip(line);
+  if (text.empty() || text.size() > 19 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    throw DamagedOutputError(path);
+  }
+  return std::stoull(text);
+}
+
+StatOutput parse_stat_output(const std::string& stdout_text, const std::string& path) {
+  if (strip(stdout_text) == "directory") return {true, std::nullopt};
+  return {false, parse_size_line(stdout_text, path)};
+}
+
+std::string decode_exact(const std::string& text, std::size_t expected, const std::string& path) {
+  auto decoded = base64_decode(text);
+  if (!decoded || decoded->size() != expected) throw DamagedOutputError(path);
+  return std::move(*decoded);
+}
+
+namespace {
+std::pair<std::string, std::string> split_first_line(const std::string& text, const std::string& path) {
+  const auto newline = text.find('\n');
+  if (newline == std::string::npos) throw DamagedOutputError(path);
+  return {text.substr(0, newline), text.substr(newline + 1)};
+}
+}  // namespace
+
+ListingOutput parse_listing_output(const std::string& stdout_text, const std::string& path) {
+  auto [first, rest] = split_first_line(stdout_text, path);
+  ListingOutput out;
+  out.size = parse_size_line(first, path);
+  if (rest == "PAGED\n") {
+    out.paged = true;
+    return out;
+  }
+  out.records = decode_exact(rest, out.size, path);
+  return out;
+}
+
+std::vector<FileEntry> parse_listing_records(const std::string& records, const std::string& path) {
+  std::vector<FileEntry> entries;
+  std::size_t start = 0;
+  while (start < records.size()) {
+    const auto end = records.find('\0', start);
+    if (end == std::string::npos) throw DamagedOutputError(path);  // a record cut short
+    const std::string record = records.substr(start, end - start);
+    start = end + 1;
+    if (record.size() < 2 || (record[0] != 'd' && record[0] != '-')) throw DamagedOutputError(path);
+    std::string entry_path = record.substr(1);
+    entries.push_back(FileEntry{posix_basename(entry_path), entry_path, record[0] == 'd', std::nullopt});
+  }
+  std::sort(entries.begin(), entries.end(), [](const FileEntry& a, const FileEntry& b) { return a.path < b.path; });
+  return entries;
+}
+
+std::string parse_realpath_output(const std::string& stdout_text, const std::string& path) {
+  auto [first, rest] = split_first_line(stdout_text, path);
+  const auto size = parse_size_line(first, path);
+  auto value = decode_exact(rest, size, path);
+  if (value.empty() || value.front() != '/') throw DamagedOutputError(path);
+  return value;
+}
+
+std::vector<std::string> parse_missing_tools(const std::string& stdout_text) {
+  std::vector<std::string> tools;
+  std::size_t start = 0;
+  while (start < stdout_text.size()) {
+    const auto end = std::min(stdout_text.find(' ', start), stdout_text.size());
+    if (end > start) tools.push_back(stdout_text.substr(start, end - start));
+    start = end + 1;
+  }
+  return tools;
+}
+
+std::string missing_tools_message(const std::vector<std::string>& tools) {
+  std::string names;
+  for (const auto& tool : tools) {
+    if (!names.empty()) names += ", ";
+    names += "`" + tool + "`";
+  }
+  return fmt::format(
+      "The workspace has no {}, which its file operations need: it has no native filesystem, so they run "
+      "as shell commands. Install them in the image (coreutils and findutils provide them).",
+      names);
+}
+
+void raise_for_private_status(const CommandResult& result, const std::string& path) {
+  switch (result.exit_code) {
+    case kNotFound: throw path_error(std::errc::no_such_file_or_directory, path);
+    case kNotADirectory: throw path_error(std::errc::not_a_directory, path);
+    case kIsADirectory: throw path_error(std::errc::is_a_directory, path);
+    case kExists: throw path_error(std::errc::file_exists, path);
+    case kNotARegularFile: throw path_error(not_a_regular_file, path, "not a regular file");
+    case kPermission: throw path_error(std::errc::permission_denied, path);
+    default: return;
+  }
+}
+
+void raise_operation_failed(const CommandResult& result, const std::string& path) {
+  auto message = strip(result.stderr_text);
+  if (message.empty()) message = fmt::format("shell filesystem operation failed for '{}'", path);
+  throw WorkspaceError(message);
+}
+
+std::string random_hex() {
+  thread_local std::mt19937_64 generator{std::random_device{}()};
+  return fmt::format("{:016x}{:016x}", generator(), generator());
+}
+
+// ---- ShellFilesystem ----
+
+ShellFilesystem::ShellFilesystem(std::shared_ptr<WorkspaceBackend> backend, SupportsCommands& commands)
+    : backend_(std::move(backend)), commands_(commands), limits_(commands.shell_filesystem_limits()) {
+  if (limits_.read_page_bytes == 0 || limits_.write_chunk_chars == 0) {
+    throw std::invalid_argument("shell filesystem page and chunk sizes must be positive");
+  }
+}
+
+Task<CommandResult> ShellFilesystem::sh(std::string script) {
+  // No timeout: a file operation's duration is the transport's business.
+  co_return co_await commands_.run(Command::shell(std::move(script)), RunOptions{});
+}
+
+Task<void> ShellFilesystem::discard(std::string script) { co_await sh(std::move(script)); }
+
+Task<void> ShellFilesystem::check(const CommandResult& result, const std::string& path, bool missing) {
+  if (result.exit_code == 0) co_return;
+  raise_for_private_status(result, path);
+  if (missing && !co_await exists(path)) throw path_error(std::errc::no_such_file_or_directory, path);
+  raise_operation_failed(result, path);
+}
+
+Task<void> ShellFilesystem::cleanup(std::string script) {
+  // Best effort: the caller's original error matters more than a failed cleanup.
+  try {
+    co_await run_shielded(discard(std::move(script)), std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                          std::chrono::duration<double>(kCleanupTimeoutSeconds)));
+  } catch (const std::exception&) {
+  }
+}
+
+Task<FileEntry> ShellFilesystem::stat(std::string path) {
+  const auto result = co_await sh(stat_script(path));
+  co_await check(result, path, true);
+  const auto out = parse_stat_output(result.stdout_text, path);
+  co_return FileEntry{posix_basename(normpath(path)), path, out.is_dir, out.size};
+}
+
+Task<std::string> ShellFilesystem::read_pages(std::string source_word, std::uint64_t size, std::string path,
+                                              const char* limit_what) {
+  std::string data;
+  data.reserve(size);
+  const std::uint64_t page = limits_.read_page_bytes;
+  for (std::uint64_t index = 0; index * page < size; ++index) {
+    const auto expected = static_cast<std::size_t>(std::min<std::uint64_t>(page, size - index * page));
+    CommandResult result;
+    try {
+      result = co_await sh(read_chunk_script(source_word, page, index));
+    } catch (const WorkspaceOutputLimitError&) {
+      throw WorkspaceError(fmt::format("shell filesystem {} exceeded command output limit for '{}'", limit_what, path));
+    }
+    if (result.exit_code != 0) {
+      raise_for_private_status(result, path);
+      raise_operation_failed(result, path);
+    }
+    data += decode_exact(result.stdout_text, expected, path);
+  }
+  co_return data;
+}
+
+Task<Bytes> ShellFilesystem::read_bytes(std::string path) {
+  std::optional<std::uint64_t> previous;
+  for (int attempt = 0; attempt < kReadAttempts; ++attempt) {
+    const auto entry = co_await stat(path);
+    if (entry.is_dir) throw path_error(std::errc::is_a_directory, path);
+    // The same size twice means the file did not change: the output itself was damaged.
+    if (previous == entry.size) break;
+    previous = entry.size;
+    bool damaged = false;
+    std::string data;
+    try {
+      data = co_await read_pages(shell_quote(path), *entry.size, path, "read");
+    } catch (const DamagedOutputError&) {
+      damaged = true;
+    }
+    if (!damaged) co_return data;
+  }
+  const auto probe = co_await sh(tool_probe_script());
+  const auto missing = parse_missing_tools(probe.stdout_text);
+  if (!missing.empty()) throw WorkspaceError(missing_tools_message(missing));
+  throw DamagedOutputError(path);
+}
+
+Task<void> ShellFilesystem::write_bytes(std::string path, Bytes data) {
+  const auto destination = co_await realpath(path);
+  const auto parent = posix_dirname(destination);
+  const auto temp = posix_join(parent, ".exedev-" + random_hex() + ".tmp");
+  const auto decoded = temp + ".decoded";
+  const auto encoded = base64_encode(data);
+  const std::size_t chunk = limits_.write_chunk_chars;
+  std::exception_ptr error;
+  try {
+    for (std::size_t offset = 0; offset == 0 || offset < encoded.size(); offset += chunk) {
+      const auto piece = encoded.substr(offset, chunk);
+      const auto result = co_await sh(offset == 0 ? write_first_chunk_script(parent, temp, piece)
+                                                  : write_append_script(temp, piece));
+      co_await check(result, destination, false);
+    }
+    const auto result = co_await sh(commit_script(destination, temp, decoded));
+    co_await check(result, destination, false);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (error) {
+    const std::vector<std::string> leftovers{shell_quote(temp), shell_quote(decoded)};
+    co_await cleanup(remove_files_script(leftovers));
+    std::rethrow_exception(error);
+  }
+}
+
+Task<std::vector<FileEntry>> ShellFilesystem::list_dir(std::string path) {
+  const auto word = listing_temp_word(".exedev-" + random_hex() + ".list");
+  std::exception_ptr error;
+  CommandResult result;
+  ListingOutput out;
+  try {
+    result = co_await sh(list_script(path, word, limits_.listing_inline_bytes));
+    if (result.exit_code == 0) out = parse_listing_output(result.stdout_text, path);
+  } catch (...) {
+    // Killed or damaged: the script's own trap may not have removed the file.
+    error = std::current_exception();
+  }
+  const std::vector<std::string> leftovers{word};
+  if (error) {
+    co_await cleanup(remove_files_script(leftovers));
+    std::rethrow_exception(error);
+  }
+  co_await check(result, path, false);
+  if (!out.paged) co_return parse_listing_records(out.records, path);
+  std::string records;
+  try {
+    records = co_await read_pages(word, out.size, path, "listing");
+  } catch (...) {
+    error = std::current_exception();
+  }
+  co_await cleanup(remove_files_script(leftovers));
+  if (error) std::rethrow_exception(error);
+  co_return parse_listing_records(records, path);
+}
+
+Task<void> ShellFilesystem::make_dir(std::string path) {
+  const auto result = co_await sh(make_dir_script(path));
+  co_await check(result, path, false);
+}
+
+Task<void> ShellFilesystem::remove(std::string path) {
+  const auto root = co_await backend_->working_dir();
+  const auto target = posix_join(co_await realpath(posix_dirname(path)), posix_basename(path));
+  std::string prefix = target;
+  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+  prefix += '/';
+  if (root == target || root.rfind(prefix, 0) == 0) {
+    throw std::invalid_argument("cannot remove the workspace root or its ancestor");
+  }
+  const auto result = co_await sh(remove_script(path));
+  co_await check(result, path, true);
+}
+
+Task<bool> ShellFilesystem::exists(std::string path) {
+  const auto result = co_await sh(exists_script(path));
+  if (result.exit_code == 0) co_return true;
+  if (result.exit_code == 1) co_return false;
+  // A broken transport (ssh's 255, a missing `test`'s 127) must never read as "absent".
+  auto message = strip(result.stderr_text);
+  if (message.empty()) {
+    message = fmt::format("could not check whether '{}' exists (exit code {})", path, result.exit_code);
+  }
+  throw WorkspaceError(message);
+}
+
+Task<std::string> ShellFilesystem::realpath(std::string path) {
+  const auto result = co_await sh(realpath_script(path));
+  if (result.exit_code != 0) {
+    raise_for_private_status(result, path);
+    raise_operation_failed(result, path);
+  }
+  co_return parse_realpath_output(result.stdout_text, path);
+}
+
+}  // namespace exedev::workspace::detail

@@ -1,0 +1,141 @@
+#pragma once
+// The filesystem derived from a backend's shell (internal). Every operation is one or more
+// POSIX `sh` scripts run through SupportsCommands::run without a timeout. The script builders
+// and output parsers below are sans-IO so they are unit tested without processes.
+//
+// Needs POSIX sh (test, printf, case, $(( ))) plus base64 cp dd find mkdir mv readlink rm wc.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <exedev/workspace/backend.hpp>
+#include <exedev/workspace/errors.hpp>
+
+namespace exedev::workspace::detail {
+
+/// Private exit codes of the scripts: 100 + the Linux errno, above the codes sh, base64 and
+/// find use themselves.
+enum ShellStatus : int {
+  kNotFound = 102,
+  kPermission = 113,
+  kExists = 117,
+  kNotADirectory = 120,
+  kIsADirectory = 121,
+  kNotARegularFile = 122,
+};
+
+/// The tools the scripts need, in the order the missing-tools message names them.
+inline constexpr const char* kShellTools[] = {"base64", "cp", "dd", "find", "mkdir", "mv", "readlink", "rm", "wc"};
+
+/// Bound of every best-effort cleanup command (temp files), which also runs after cancellation.
+inline constexpr double kCleanupTimeoutSeconds = 10.0;
+/// read_bytes gives up after this many stat+read attempts.
+inline constexpr int kReadAttempts = 3;
+/// Links the realpath script follows before keeping the rest of the path as written.
+inline constexpr int kRealpathMaxLinks = 40;
+
+/// Output that is not what the script prints: never turned into a partial result.
+class DamagedOutputError : public WorkspaceError {
+ public:
+  explicit DamagedOutputError(const std::string& path);
+};
+
+// ---- posixpath helpers (Python semantics) ----
+[[nodiscard]] std::string posix_basename(const std::string& path);
+[[nodiscard]] std::string posix_dirname(const std::string& path);
+[[nodiscard]] std::string posix_join(const std::string& a, const std::string& b);
+
+// ---- base64 ----
+[[nodiscard]] std::string base64_encode(const std::string& data);
+/// Strict decoding; line breaks are ignored. nullopt for anything that is not base64.
+[[nodiscard]] std::optional<std::string> base64_decode(const std::string& text);
+
+// ---- script builders (Q = shell_quote(path)) ----
+/// `parent=...` must be set before it; walks up to the nearest existing ancestor.
+[[nodiscard]] std::string check_parents_fragment();
+[[nodiscard]] std::string stat_script(const std::string& path);
+/// `source_word` is a shell word (a quoted path, or an expression like "${TMPDIR:-/tmp}"/x).
+[[nodiscard]] std::string read_chunk_script(const std::string& source_word, std::size_t page_bytes,
+                                            std::size_t index);
+[[nodiscard]] std::string tool_probe_script();
+[[nodiscard]] std::string write_first_chunk_script(const std::string& parent, const std::string& temp,
+                                                   const std::string& chunk);
+[[nodiscard]] std::string write_append_script(const std::string& temp, const std::string& chunk);
+[[nodiscard]] std::string commit_script(const std::string& destination, const std::string& temp,
+                                        const std::string& decoded);
+[[nodiscard]] std::string remove_files_script(const std::vector<std::string>& shell_words);
+/// The shell word naming the listing temp file `name` in the environment's $TMPDIR.
+[[nodiscard]] std::string listing_temp_word(const std::string& name);
+[[nodiscard]] std::string list_script(const std::string& path, const std::string& temp_word,
+                                      std::size_t inline_bytes);
+[[nodiscard]] std::string make_dir_script(const std::string& path);
+[[nodiscard]] std::string remove_script(const std::string& path);
+[[nodiscard]] std::string exists_script(const std::string& path);
+[[nodiscard]] std::string realpath_script(const std::string& path);
+
+// ---- output parsers (throw DamagedOutputError) ----
+struct StatOutput {
+  bool is_dir = false;
+  std::optional<std::uint64_t> size;
+};
+[[nodiscard]] StatOutput parse_stat_output(const std::string& stdout_text, const std::string& path);
+/// A `size` line: digits only (surrounding blanks allowed, as BSD wc prints them).
+[[nodiscard]] std::uint64_t parse_size_line(const std::string& line, const std::string& path);
+/// base64 text that must decode to exactly `expected` bytes.
+[[nodiscard]] std::string decode_exact(const std::string& text, std::size_t expected, const std::string& path);
+
+struct ListingOutput {
+  std::uint64_t size = 0;
+  bool paged = false;
+  std::string records;  ///< The NUL-separated records when not paged.
+};
+[[nodiscard]] ListingOutput parse_listing_output(const std::string& stdout_text, const std::string& path);
+/// `<d|-><path>\0` records, sorted by path.
+[[nodiscard]] std::vector<FileEntry> parse_listing_records(const std::string& records, const std::string& path);
+/// `wc -c` line then base64 of the value.
+[[nodiscard]] std::string parse_realpath_output(const std::string& stdout_text, const std::string& path);
+/// Tool names printed by tool_probe_script().
+[[nodiscard]] std::vector<std::string> parse_missing_tools(const std::string& stdout_text);
+[[nodiscard]] std::string missing_tools_message(const std::vector<std::string>& tools);
+
+/// Throws the error a private exit code means (filesystem_error with the matching errc);
+/// returns for 0 and for codes that are not private.
+void raise_for_private_status(const CommandResult& result, const std::string& path);
+/// WorkspaceError(stderr stripped, or "shell filesystem operation failed for '<path>'").
+[[noreturn]] void raise_operation_failed(const CommandResult& result, const std::string& path);
+
+/// A random 32-hex-digit name part (like uuid4().hex).
+[[nodiscard]] std::string random_hex();
+
+/// The derived filesystem itself. Cheap; built per operation by Workspace.
+class ShellFilesystem final : public SupportsFilesystem, public SupportsRealpath {
+ public:
+  /// `commands` must be the SupportsCommands side of `backend`.
+  ShellFilesystem(std::shared_ptr<WorkspaceBackend> backend, SupportsCommands& commands);
+
+  Task<Bytes> read_bytes(std::string path) override;
+  Task<void> write_bytes(std::string path, Bytes data) override;
+  Task<FileEntry> stat(std::string path) override;
+  Task<std::vector<FileEntry>> list_dir(std::string path) override;
+  Task<void> make_dir(std::string path) override;
+  Task<void> remove(std::string path) override;
+  Task<bool> exists(std::string path) override;
+  Task<std::string> realpath(std::string path) override;
+
+ private:
+  Task<CommandResult> sh(std::string script);
+  Task<void> discard(std::string script);
+  Task<void> check(const CommandResult& result, const std::string& path, bool missing);
+  Task<std::string> read_pages(std::string source_word, std::uint64_t size, std::string path,
+                               const char* limit_what);
+  Task<void> cleanup(std::string script);
+
+  std::shared_ptr<WorkspaceBackend> backend_;
+  SupportsCommands& commands_;
+  ShellFilesystemLimits limits_;
+};
+
+}  // namespace exedev::workspace::detail

@@ -1,0 +1,63 @@
+#include "workspace/shield.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <exception>
+
+#include <exedev/workspace/errors.hpp>
+
+namespace exedev::workspace::detail {
+
+namespace asio = boost::asio;
+
+namespace {
+
+// Never fails, so that `||` below completes as soon as either side does.
+Task<std::exception_ptr> capture(Task<void> op) {
+  try {
+    co_await std::move(op);
+  } catch (...) {
+    co_return std::current_exception();
+  }
+  co_return nullptr;
+}
+
+Task<void> bounded(Task<void> op, std::chrono::steady_clock::duration limit) {
+  using namespace asio::experimental::awaitable_operators;
+  asio::steady_timer timer(co_await asio::this_coro::executor, limit);
+  auto outcome = co_await (capture(std::move(op)) || timer.async_wait(asio::use_awaitable));
+  if (outcome.index() == 1) {
+    throw WorkspaceTimeoutError("cleanup did not finish within its time limit", "", "");
+  }
+  if (auto error = std::get<0>(outcome)) std::rethrow_exception(error);
+}
+
+}  // namespace
+
+Task<void> run_shielded(Task<void> op, std::chrono::steady_clock::duration limit) {
+  const auto executor = co_await asio::this_coro::executor;
+  const bool previous = co_await asio::this_coro::throw_if_cancelled();
+  co_await asio::this_coro::throw_if_cancelled(false);
+  std::exception_ptr error;
+  try {
+    // An unconnected slot: the caller's (possibly already delivered) cancellation stays out.
+    co_await asio::co_spawn(executor, bounded(std::move(op), limit),
+                            asio::bind_cancellation_slot(asio::cancellation_slot(), asio::use_awaitable));
+  } catch (...) {
+    error = std::current_exception();
+  }
+  co_await asio::this_coro::throw_if_cancelled(previous);
+  if (error) std::rethrow_exception(error);
+}
+
+Task<bool> cancellation_requested() {
+  const auto state = co_await asio::this_coro::cancellation_state;
+  co_return state.cancelled() != asio::cancellation_type::none;
+}
+
+}  // namespace exedev::workspace::detail

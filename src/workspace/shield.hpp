@@ -1,0 +1,19 @@
+#pragma once
+// Running cleanup that must happen even when the calling coroutine was cancelled (internal).
+
+#include <chrono>
+
+#include <exedev/workspace/backend.hpp>
+
+namespace exedev::workspace::detail {
+
+/// Runs `op` on a coroutine of its own that the caller's cancellation does not reach, bounded by
+/// `limit` (past it, `op` receives a terminal cancellation and this throws
+/// WorkspaceTimeoutError). Works whether or not the caller was already cancelled, and leaves the
+/// caller's cancellation state as it was. Rethrows what `op` threw.
+Task<void> run_shielded(Task<void> op, std::chrono::steady_clock::duration limit);
+
+/// Whether the calling coroutine has received a cancellation.
+Task<bool> cancellation_requested();
+
+}  // namespace exedev::workspace::detail

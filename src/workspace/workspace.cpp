@@ -1,0 +1,202 @@
+#include <exedev/workspace/workspace.hpp>
+
+#include <exedev/workspace/errors.hpp>
+#include <exedev/workspace/unavailable.hpp>
+
+#include <stdexcept>
+
+#include "workspace/shell_filesystem.hpp"
+
+namespace exedev::workspace {
+
+std::string normpath(const std::string& path) {
+  if (path.empty()) return ".";
+  std::size_t initial_slashes = path.front() == '/' ? 1 : 0;
+  if (initial_slashes && path.rfind("//", 0) == 0 && path.rfind("///", 0) != 0) initial_slashes = 2;
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    const std::size_t end = std::min(path.find('/', start), path.size());
+    std::string comp = path.substr(start, end - start);
+    start = end + 1;
+    if (comp.empty() || comp == ".") continue;
+    if (comp != ".." || (!initial_slashes && parts.empty()) || (!parts.empty() && parts.back() == "..")) {
+      parts.push_back(std::move(comp));
+    } else if (!parts.empty()) {
+      parts.pop_back();
+    }
+  }
+  std::string out(initial_slashes, '/');
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i) out += '/';
+    out += parts[i];
+  }
+  return out.empty() ? "." : out;
+}
+
+namespace {
+
+// The filesystem a facade's file methods use. Built per call, not cached: a backend's
+// capabilities are what its type says now.
+struct FilesystemView {
+  std::unique_ptr<detail::ShellFilesystem> shell;
+  SupportsFilesystem* fs = nullptr;
+};
+
+FilesystemView filesystem_of(const std::shared_ptr<WorkspaceBackend>& backend) {
+  if (auto* native = dynamic_cast<SupportsFilesystem*>(backend.get())) return {nullptr, native};
+  if (auto* commands = dynamic_cast<SupportsCommands*>(backend.get())) {
+    auto shell = std::make_unique<detail::ShellFilesystem>(backend, *commands);
+    auto* fs = shell.get();
+    return {std::move(shell), fs};
+  }
+  throw WorkspaceUsageError(
+      "This workspace does not support filesystem operations. Attach a backend that implements "
+      "`SupportsFilesystem` or `SupportsCommands`.");
+}
+
+}  // namespace
+
+Workspace::Workspace(std::shared_ptr<WorkspaceBackend> backend) : backend_(std::move(backend)) {
+  if (!backend_) throw std::invalid_argument("Workspace needs a backend, got a null pointer");
+}
+
+const std::shared_ptr<WorkspaceBackend>& Workspace::backend() const {
+  if (const auto* inner = dynamic_cast<const Workspace*>(backend_.get())) return inner->backend();
+  return backend_;
+}
+
+bool Workspace::read_only() const {
+  if (const auto* inner = dynamic_cast<const Workspace*>(backend_.get())) return inner->read_only();
+  return false;
+}
+
+bool Workspace::attached() const {
+  if (const auto* inner = dynamic_cast<const Workspace*>(backend_.get())) return inner->attached();
+  return dynamic_cast<const UnavailableBackend*>(backend_.get()) == nullptr;
+}
+
+std::optional<WorkspaceRef> Workspace::ref() const { return backend_->ref(); }
+
+Task<std::string> Workspace::working_dir() { return backend_->working_dir(); }
+
+Task<CommandResult> Workspace::run(Command command, RunOptions options) {
+  validate_timeout(options.timeout);
+  if (!command.is_shell() && command.args().empty()) throw std::invalid_argument("command must not be empty");
+  auto* commands = dynamic_cast<SupportsCommands*>(backend_.get());
+  if (!commands) throw WorkspaceUsageError("This workspace does not support command execution.");
+  auto keep = backend_;
+  co_return co_await commands->run(std::move(command), std::move(options));
+}
+
+ShellFilesystemLimits Workspace::shell_filesystem_limits() const {
+  if (const auto* commands = dynamic_cast<const SupportsCommands*>(backend_.get())) {
+    return commands->shell_filesystem_limits();
+  }
+  return {};
+}
+
+Task<std::string> Workspace::resolve(std::string path, std::optional<std::string> base) {
+  if (base && (base->empty() || base->front() != '/')) {
+    throw std::invalid_argument("base must be an absolute path, got '" + *base + "'");
+  }
+  if (!path.empty() && path.front() == '/') co_return normpath(path);
+  const std::string root = base ? *base : co_await working_dir();
+  co_return normpath(detail::posix_join(root, path));
+}
+
+Task<Bytes> Workspace::read_bytes(std::string path) {
+  auto resolved = co_await resolve(std::move(path));
+  auto view = filesystem_of(backend_);
+  co_return co_await view.fs->read_bytes(std::move(resolved));
+}
+
+Task<void> Workspace::write_bytes(std::string path, Bytes data) {
+  auto resolved = co_await resolve(std::move(path));
+  auto view = filesystem_of(backend_);
+  co_await view.fs->write_bytes(std::move(resolved), std::move(data));
+}
+
+Task<FileEntry> Workspace::stat(std::string path) {
+  auto resolved = co_await resolve(std::move(path));
+  auto view = filesystem_of(backend_);
+  co_return co_await view.fs->stat(std::move(resolved));
+}
+
+Task<std::vector<FileEntry>> Workspace::list_dir(std::string path) {
+  auto resolved = co_await resolve(std::move(path));
+  auto view = filesystem_of(backend_);
+  co_return co_await view.fs->list_dir(std::move(resolved));
+}
+
+Task<void> Workspace::make_dir(std::string path) {
+  auto resolved = co_await resolve(std::move(path));
+  auto view = filesystem_of(backend_);
+  co_await view.fs->make_dir(std::move(resolved));
+}
+
+Task<void> Workspace::remove(std::string path) {
+  auto resolved = co_await resolve(std::move(path));
+  auto view = filesystem_of(backend_);
+  co_await view.fs->remove(std::move(resolved));
+}
+
+Task<bool> Workspace::exists(std::string path) {
+  auto resolved = co_await resolve(std::move(path));
+  auto view = filesystem_of(backend_);
+  co_return co_await view.fs->exists(std::move(resolved));
+}
+
+Task<std::string> Workspace::realpath(std::string path) {
+  // Joined without normalizing, so that `link/..` climbs from the link's target.
+  if (path.empty() || path.front() != '/') path = detail::posix_join(co_await working_dir(), path);
+  if (auto* native = dynamic_cast<SupportsRealpath*>(backend_.get())) {
+    auto keep = backend_;
+    co_return co_await native->realpath(std::move(path));
+  }
+  if (auto* commands = dynamic_cast<SupportsCommands*>(backend_.get())) {
+    detail::ShellFilesystem shell(backend_, *commands);
+    co_return co_await shell.realpath(std::move(path));
+  }
+  co_return normpath(path);
+}
+
+Task<std::string> Workspace::read_text(std::string path) {
+  const std::string shown = path;
+  Bytes data = co_await read_bytes(std::move(path));
+  if (!is_valid_utf8(data)) throw std::range_error("'" + shown + "' is not valid UTF-8 text");
+  co_return data;
+}
+
+Task<void> Workspace::write_text(std::string path, std::string content) {
+  co_await write_bytes(std::move(path), std::move(content));
+}
+
+WrapperWorkspace::WrapperWorkspace(std::shared_ptr<Workspace> wrapped)
+    : Workspace(wrapped), wrapped_(std::move(wrapped)) {}
+
+namespace {
+[[noreturn]] void refuse() { throw WorkspaceReadOnlyError(ReadOnlyWorkspace::reason); }
+}  // namespace
+
+Task<CommandResult> ReadOnlyWorkspace::run(Command, RunOptions) {
+  refuse();
+  co_return CommandResult{};
+}
+
+Task<void> ReadOnlyWorkspace::write_bytes(std::string, Bytes) {
+  refuse();
+  co_return;
+}
+
+Task<void> ReadOnlyWorkspace::make_dir(std::string) {
+  refuse();
+  co_return;
+}
+
+Task<void> ReadOnlyWorkspace::remove(std::string) {
+  refuse();
+  co_return;
+}
+
+}  // namespace exedev::workspace
