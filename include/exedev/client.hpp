@@ -2,15 +2,21 @@
 // exedev::Client: exe.dev's `POST /exec` API over HTTPS.
 //
 // A Client is a cheap, copyable handle; copies share one connection pool. It runs on the
-// executor given at construction and starts no threads. Every operation honours Asio
-// per-operation cancellation (terminal); what a cancelled operation leaves behind is
-// documented on the operation.
+// executor given at construction and starts no threads. Use it from one thread at a time (an
+// io_context run by one thread, or a strand). A moved-from Client may only be assigned to or
+// destroyed.
+//
+// Cancellation: every operation honours Asio per-operation cancellation (terminal; e.g. the
+// awaitable operators or bind_cancellation_slot). A cancelled operation throws
+// boost::system::system_error(operation_aborted), and the connection it was using is closed,
+// never reused. What the server did with a cancelled request is documented per operation.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -27,7 +33,10 @@ template <typename T>
 using Task = boost::asio::awaitable<T>;
 
 /// Which requests are re-sent, and how long to wait in between. Only read-only commands
-/// (`ls`, `whoami`, `help`) are ever retried: on 429, 5xx and connection errors.
+/// (`ls`, `whoami`, `help`) are ever retried: on 429, 5xx and connection errors, with
+/// exponential backoff (initial_backoff doubling up to max_backoff, with jitter between half and
+/// all of it); a Retry-After header, when longer, wins. Nothing that changes state (new, cp, rm,
+/// ssh, tag, comment, pause, resume, restart) is ever re-sent once it may have reached the server.
 struct RetryPolicy {
   int max_retries = 3;  ///< 0 disables retries.
   std::chrono::milliseconds initial_backoff{500};
@@ -41,16 +50,24 @@ using Logger = std::function<void(LogLevel, std::string_view)>;
 
 struct ClientOptions {
   /// API token; when empty, EXE_TOKEN. A client with neither throws AuthenticationError
-  /// on its first request (the message says how to create a token).
+  /// (status 0) on its first request; the message says how to create a token.
   std::optional<std::string> token;
-  /// Base URL; when empty, EXE_BASE_URL, else https://exe.dev.
+  /// Base URL (`https://host[:port][/prefix]`, or `http://` for a plain-HTTP emulator); when
+  /// empty, EXE_BASE_URL, else https://exe.dev. A malformed URL throws std::invalid_argument
+  /// from the constructor.
   std::optional<std::string> endpoint;
-  /// PEM file of trusted CAs, in addition to the system trust store.
+  /// PEM file of CAs trusted in addition to the system trust store. Peers are always verified
+  /// (certificate chain and host name); an unreadable file throws std::invalid_argument from
+  /// the constructor.
   std::optional<std::string> ca_file;
-  std::chrono::milliseconds connect_timeout{10'000};
-  std::chrono::milliseconds handshake_timeout{10'000};
+  std::chrono::milliseconds connect_timeout{10'000};    ///< Resolve + TCP connect.
+  std::chrono::milliseconds handshake_timeout{10'000};  ///< TLS handshake.
+  /// Limit on one lobby request (write + response), per attempt.
+  std::chrono::milliseconds request_timeout{60'000};
   /// Most connections open at once; further requests wait for one.
   std::size_t max_connections = 8;
+  /// Largest lobby response body read into memory (ProtocolError beyond).
+  std::size_t max_response_bytes = 8 * 1024 * 1024;
   RetryPolicy retry;
   std::string user_agent = "exedev-cpp";
   Logger logger;
@@ -61,11 +78,13 @@ struct VMStatus {
   enum class Kind { creating, starting, pending, running, paused, stopped, failed, building, unknown, other };
   Kind kind = Kind::unknown;
   std::string raw;
+  /// Known words map to their Kind, the empty string to `unknown`, anything else to `other`.
   [[nodiscard]] static VMStatus parse(std::string_view text);
   friend bool operator==(const VMStatus&, const VMStatus&) = default;
 };
 
 /// One VM as `ls` (or `new`/`cp`) describes it. Fields the server left out stay empty.
+/// `cp` answers in a legacy form (`name`, `state`, `ssh`) or like `new`; both are read.
 struct VMInfo {
   std::string name;
   VMStatus status;
@@ -83,24 +102,28 @@ struct VMInfo {
   std::optional<unsigned> allocated_cpus;
 };
 
+/// `new` flags; each is sent as `--flag=value` only when set.
 struct NewVMOptions {
   std::optional<std::string> name;
   std::optional<std::string> image;
   std::optional<unsigned> cpu;
   std::optional<std::string> memory;  ///< e.g. "8G".
   std::optional<std::string> disk;
-  std::vector<std::string> tags;
-  std::optional<std::string> comment;
-  std::map<std::string, std::string> env;  ///< VM-level environment.
+  std::vector<std::string> tags;      ///< One `--tag=` each.
+  std::optional<std::string> comment; ///< An empty comment is not sent.
+  std::map<std::string, std::string> env;  ///< VM-level environment (`--env=K=V`); values never appear in errors.
   std::vector<std::string> integrations;
-  std::optional<std::string> egress;       ///< "all" or "integrations".
-  bool standalone = false;
+  /// `--egress=<value>` ("all" or "integrations"). exe.dev does not document this flag yet;
+  /// the name is this library's choice.
+  std::optional<std::string> egress;
+  bool standalone = false;  ///< `--standalone=true`.
 };
 
+/// `cp <source> [name]` flags.
 struct CopyVMOptions {
   std::string source;
   std::optional<std::string> name;
-  bool copy_tags = true;
+  bool copy_tags = true;  ///< false sends `--copy-tags=false`.
   std::optional<unsigned> cpu;
   std::optional<std::string> memory;
   std::optional<std::string> disk;
@@ -110,7 +133,7 @@ struct CopyVMOptions {
 
 struct RemoveResult {
   std::vector<std::string> deleted;
-  std::vector<std::string> failed;
+  std::vector<std::string> failed;  ///< Missing or not deletable (exe.dev still answers 200).
 };
 
 struct WhoAmI {
@@ -126,16 +149,24 @@ struct ExecResponse {
 
 /// Options of Client::run.
 struct RunOptions {
-  std::map<std::string, std::string> env;       ///< Exported before the command.
-  std::optional<std::string> working_dir;       ///< `cd` before the command.
-  std::optional<std::chrono::duration<double>> timeout;  ///< Enforced on the VM and locally.
-  std::size_t max_output_bytes = 8 * 1024 * 1024;  ///< stdout + stderr; over it the command is stopped.
-  /// Called with output as it arrives (optional).
+  /// Exported before the command (names: [A-Za-z_][A-Za-z0-9_]*). Values never appear in
+  /// errors or logs.
+  std::map<std::string, std::string> env;
+  /// `cd` before the command; when it fails the command is not run and the exit code is 1.
+  std::optional<std::string> working_dir;
+  /// Enforced on the VM (TERM, then KILL after 5 s, to the command's whole process group) and
+  /// locally (15 s later, in case the VM cannot report it). Throws RunTimeoutError.
+  std::optional<std::chrono::duration<double>> timeout;
+  /// stdout + stderr together; past it the command is stopped and OutputLimitError thrown.
+  std::size_t max_output_bytes = 8 * 1024 * 1024;
+  /// Called with output as it arrives (optional). Called on the client's executor; an exception
+  /// thrown by a callback stops the command and propagates.
   std::function<void(std::string_view)> on_stdout;
   std::function<void(std::string_view)> on_stderr;
 };
 
-/// A finished command: exact bytes, separate streams, the real exit code.
+/// A finished command: exact bytes, separate streams, the real exit code (128 + N when a
+/// signal N ended it).
 struct RunResult {
   int exit_code = 0;
   std::string stdout_bytes;
@@ -144,6 +175,8 @@ struct RunResult {
 
 class Client {
  public:
+  /// Reads EXE_TOKEN / EXE_BASE_URL when the options leave them out. Throws
+  /// std::invalid_argument for a malformed endpoint or an unreadable CA file. Sends nothing.
   Client(boost::asio::any_io_executor executor, ClientOptions options = {});
   ~Client();
   Client(const Client&);
@@ -152,41 +185,83 @@ class Client {
   Client& operator=(Client&&) noexcept;
 
   [[nodiscard]] boost::asio::any_io_executor get_executor() const;
-  /// The endpoint in use (no credentials).
+  /// The endpoint in use, normalised (no credentials).
   [[nodiscard]] const std::string& endpoint() const;
 
-  /// Sends one lobby command line as is and returns the answer (any status).
+  /// Sends one lobby command line as is and returns the answer, whatever its status. Retried
+  /// (see RetryPolicy) only when its first word is a read-only command. Throws ConnectionError,
+  /// BadRequestError (413) for a line over 64 KiB, before sending.
+  /// Cancellation: the request is abandoned; it may or may not have reached exe.dev.
   Task<ExecResponse> exec(std::string command_line);
 
+  /// `new`. Cancellation: the VM may or may not have been created (look it up by name/tags).
   Task<VMInfo> new_vm(NewVMOptions options);
+  /// `cp`. Cancellation: the copy may or may not have been made.
   Task<VMInfo> copy_vm(CopyVMOptions options);
-  /// `ls [patterns...]`: names, globs or tags.
+  /// `ls [patterns...]`: names, globs or tags. Read-only: cancellation changes nothing.
   Task<std::vector<VMInfo>> list_vms(std::vector<std::string> patterns = {});
+  /// `rm names...` (at least one). VMs that were missing are listed in `failed`.
+  /// Cancellation: some or all VMs may have been deleted.
   Task<RemoveResult> remove_vms(std::vector<std::string> names);
+  /// `pause`. Cancellation: the VM may or may not be paused.
   Task<void> pause_vm(std::string name);
+  /// `resume`. Cancellation: the VM may or may not be resumed.
   Task<void> resume_vm(std::string name);
+  /// `restart`. Cancellation: the VM may or may not be restarting.
   Task<void> restart_vm(std::string name);
-  /// Returns the VM's tags afterwards.
+  /// `tag <vm> tags...`; returns the VM's tags afterwards. Cancellation: the tags may or may not
+  /// have been added.
   Task<std::vector<std::string>> add_tags(std::string name, std::vector<std::string> tags);
+  /// `tag -d <vm> tags...`; returns the VM's tags afterwards. Cancellation: as add_tags.
   Task<std::vector<std::string>> remove_tags(std::string name, std::vector<std::string> tags);
+  /// `comment <vm> <text>`; an empty text clears the comment. Cancellation: the comment may or
+  /// may not have changed.
   Task<void> set_comment(std::string name, std::string comment);
+  /// Clears the comment (sent as a single space, which exe.dev trims). Cancellation: as
+  /// set_comment.
   Task<void> clear_comment(std::string name);
+  /// `whoami`. Read-only: cancellation changes nothing.
   Task<WhoAmI> whoami();
 
-  /// Runs a POSIX shell line on a VM in its user's login shell. Commands that outlive one
-  /// request are collected over several; a command is never started twice.
-  /// Cancellation stops the remote process group with a follow-up request.
+  /// Runs a POSIX shell line on a VM (`/bin/sh`, started from the user's login shell and
+  /// environment, in their home directory unless working_dir says otherwise) and returns its
+  /// exit code and its stdout and stderr, separate and exact.
+  ///
+  /// The command runs detached on the VM with its output and status in a record directory
+  /// (`${XDG_STATE_HOME:-$HOME/.local/state}/exedev-cpp/runs/<id>`); each request streams new
+  /// output and waits at most 20 s for the exit, so a command may outlive exe.dev's 30 s
+  /// request limit. A cut connection is recovered by reading the record again; a command is
+  /// never started twice. The record of a finished run is removed by this client's next run
+  /// on that VM or by close(). `run` returns when the command's main process has exited:
+  /// background processes it started keep running.
+  ///
+  /// Throws: RunTimeoutError, OutputLimitError (the command was stopped; partial output held);
+  /// OutcomeUnknownError (the VM is gone, its record was lost, or it stayed unreachable: the
+  /// command may have run; what arrived is held); ConnectionError with sent() false (the command
+  /// was not started); APIError subclasses when exe.dev refused the ssh request (not started,
+  /// e.g. 422 for a missing or paused VM); ProtocolError (the command was stopped).
+  /// A non-zero exit code is a result, never an exception.
+  ///
+  /// Cancellation: the remote command's process group is stopped (TERM, then KILL) with a
+  /// follow-up request that runs shielded from further cancellation (bounded by its own
+  /// timeouts), then operation_aborted is thrown.
   Task<RunResult> run(std::string vm, std::string shell_line, RunOptions options = {});
 
-  /// Closes idle connections. The client stays usable; the next request reconnects.
+  /// Removes the records of finished runs still on VMs (one request per VM), then closes idle
+  /// connections. The client stays usable; the next request reconnects. Failures are logged,
+  /// not thrown. Cancellation: deferred until close() has finished (it is bounded by the request
+  /// timeouts); then operation_aborted is not thrown, the cancellation is simply absorbed.
   Task<void> close();
 
+  struct Impl;  ///< Implementation detail (opaque).
+
  private:
-  struct Impl;
   std::shared_ptr<Impl> impl_;
 };
 
-/// Quotes a word for the lobby lexer so that it arrives exactly (empty strings included).
+/// Quotes a word for the lobby lexer (`'…'`, each `'` as `'\''`) so that it arrives exactly.
+/// Throws std::invalid_argument for a word that cannot arrive: empty (the lexer drops empty
+/// words), containing NUL, or not valid UTF-8.
 [[nodiscard]] std::string lobby_quote(std::string_view word);
 
 }  // namespace exedev

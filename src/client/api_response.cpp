@@ -1,0 +1,251 @@
+#include "client/api_response.hpp"
+
+#include <exedev/errors.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace exedev {
+
+VMStatus VMStatus::parse(std::string_view text) {
+  static constexpr std::pair<std::string_view, Kind> known[] = {
+      {"creating", Kind::creating}, {"starting", Kind::starting}, {"pending", Kind::pending},
+      {"running", Kind::running},   {"paused", Kind::paused},     {"stopped", Kind::stopped},
+      {"failed", Kind::failed},     {"building", Kind::building}, {"unknown", Kind::unknown},
+  };
+  VMStatus status;
+  status.raw = std::string(text);
+  status.kind = text.empty() ? Kind::unknown : Kind::other;
+  for (const auto& [name, kind] : known) {
+    if (text == name) status.kind = kind;
+  }
+  return status;
+}
+
+namespace detail {
+
+namespace {
+
+using nlohmann::json;
+
+std::string mask(std::string text, const std::vector<std::string>& secrets) {
+  for (const auto& secret : secrets) {
+    if (secret.size() < 3) continue;  // too short to mask without mangling ordinary words
+    for (auto pos = text.find(secret); pos != std::string::npos; pos = text.find(secret, pos + 3)) {
+      text.replace(pos, secret.size(), "***");
+    }
+  }
+  return text;
+}
+
+// All JSON values of a body: one object, or NDJSON (rm writes error lines before its result).
+std::vector<json> parse_values(std::string_view body) {
+  std::vector<json> values;
+  std::size_t start = 0;
+  while (start < body.size()) {
+    auto end = body.find('\n', start);
+    if (end == std::string_view::npos) end = body.size();
+    const auto line = body.substr(start, end - start);
+    if (line.find_first_not_of(" \t\r") != std::string_view::npos) {
+      values.push_back(json::parse(line));  // throws json::parse_error
+    }
+    start = end + 1;
+  }
+  return values;
+}
+
+json last_object(std::string_view body, const std::string& command) {
+  try {
+    auto values = parse_values(body);
+    if (values.empty() || !values.back().is_object()) {
+      throw ProtocolError(fmt::format("exe.dev answered \"{}\" without a JSON object", command));
+    }
+    return std::move(values.back());
+  } catch (const json::exception&) {
+    throw ProtocolError(fmt::format("exe.dev answered \"{}\" with unreadable JSON", command));
+  }
+}
+
+std::optional<std::string> error_only(const json& object) {
+  if (object.is_object() && object.size() == 1 && object.contains("error") && object["error"].is_string()) {
+    return object["error"].get<std::string>();
+  }
+  return std::nullopt;
+}
+
+std::string str(const json& o, std::initializer_list<const char*> keys) {
+  for (const char* key : keys) {
+    const auto it = o.find(key);
+    if (it != o.end() && it->is_string()) return it->get<std::string>();
+  }
+  return {};
+}
+
+template <typename T>
+std::optional<T> number(const json& o, const char* key) {
+  const auto it = o.find(key);
+  if (it != o.end() && it->is_number_integer() && it->get<std::int64_t>() >= 0) return it->get<T>();
+  return std::nullopt;
+}
+
+std::vector<std::string> strings(const json& o, const char* key) {
+  std::vector<std::string> out;
+  const auto it = o.find(key);
+  if (it == o.end() || it->is_null()) return out;
+  if (!it->is_array()) throw ProtocolError(fmt::format("exe.dev answer field \"{}\" is not a list", key));
+  for (const auto& v : *it) {
+    if (!v.is_string()) throw ProtocolError(fmt::format("exe.dev answer field \"{}\" holds a non-string", key));
+    out.push_back(v.get<std::string>());
+  }
+  return out;
+}
+
+VMInfo vm_from(const json& o, const std::string& command) {
+  if (!o.is_object()) throw ProtocolError(fmt::format("exe.dev answered \"{}\" with a VM that is not an object", command));
+  VMInfo vm;
+  // `new` and newer `cp` say vm_name; the legacy `cp` says name (and state, ssh).
+  vm.name = str(o, {"vm_name", "name", "vm"});
+  if (vm.name.empty()) throw ProtocolError(fmt::format("exe.dev answered \"{}\" without a VM name", command));
+  vm.status = VMStatus::parse(str(o, {"status", "state"}));
+  vm.tags = strings(o, "tags");
+  vm.comment = str(o, {"comment"});
+  vm.image = str(o, {"image"});
+  vm.region = str(o, {"region"});
+  vm.created_at = str(o, {"created_at"});
+  vm.ssh_dest = str(o, {"ssh_dest", "ssh"});
+  vm.ssh_host = str(o, {"ssh_host"});
+  vm.ssh_user = str(o, {"ssh_user"});
+  vm.https_url = str(o, {"https_url"});
+  vm.disk_capacity_bytes = number<std::uint64_t>(o, "disk_capacity_bytes");
+  vm.memory_capacity_bytes = number<std::uint64_t>(o, "memory_capacity_bytes");
+  vm.allocated_cpus = number<unsigned>(o, "allocated_cpus");
+  return vm;
+}
+
+// Runs a parse step, turning nlohmann's type errors into ProtocolError.
+template <typename F>
+auto guarded(const std::string& command, F&& f) {
+  try {
+    return f();
+  } catch (const json::exception&) {
+    throw ProtocolError(fmt::format("exe.dev answered \"{}\" with JSON of an unexpected shape", command));
+  }
+}
+
+}  // namespace
+
+std::string server_message(std::string_view body, const std::vector<std::string>& secrets) {
+  try {
+    const auto values = parse_values(body);
+    if (!values.empty()) {
+      if (auto msg = error_only(values.back())) return mask(*msg, secrets);
+      if (values.back().is_object() && values.back().contains("error") && values.back()["error"].is_string()) {
+        return mask(values.back()["error"].get<std::string>(), secrets);
+      }
+    }
+  } catch (const json::exception&) {
+    // Not JSON: fall through to an excerpt.
+  }
+  std::string excerpt;
+  bool space = false;
+  for (const char c : body) {
+    if (excerpt.size() >= 80) break;
+    if (c == '<') break;  // HTML from a proxy: the status line says enough
+    const auto u = static_cast<unsigned char>(c);
+    if (u == ' ' || u == '\t' || u == '\n' || u == '\r') {
+      space = !excerpt.empty();
+    } else if (u >= 0x21 && u < 0x7f) {
+      if (space) excerpt += ' ';
+      space = false;
+      excerpt += c;
+    } else {
+      break;  // binary or non-ASCII: stop rather than echo it
+    }
+  }
+  return mask(excerpt, secrets);
+}
+
+void throw_api_error(unsigned status, const std::string& command, std::string_view body,
+                     const std::vector<std::string>& secrets) {
+  auto msg = server_message(body, secrets);
+  switch (status) {
+    case 400: case 405: case 413: throw BadRequestError(status, command, std::move(msg));
+    case 401: throw AuthenticationError(status, command, std::move(msg));
+    case 403: throw PermissionError(status, command, std::move(msg));
+    case 404: throw NotFoundError(status, command, std::move(msg));
+    case 422: throw CommandFailedError(status, command, std::move(msg));
+    case 429: throw RateLimitedError(status, command, std::move(msg));
+    case 504: throw GatewayTimeoutError(status, command, std::move(msg));
+    default:
+      if (status >= 500 && status < 600) throw ServerError(status, command, std::move(msg));
+      throw APIError(status, command, std::move(msg));
+  }
+}
+
+void check_lobby_answer(unsigned status, const std::string& command, std::string_view body,
+                        const std::vector<std::string>& secrets) {
+  if (status != 200) throw_api_error(status, command, body, secrets);
+  std::optional<std::string> error;
+  try {
+    const auto values = parse_values(body);
+    if (!values.empty()) error = error_only(values.back());
+  } catch (const json::exception&) {
+    return;  // the command's own parser reports unreadable JSON
+  }
+  if (!error) return;
+  if (*error == "unknown command") throw NotFoundError(404, command, *error);
+  throw CommandFailedError(200, command, mask(*error, secrets));
+}
+
+VMInfo parse_vm_answer(std::string_view body, const std::string& command) {
+  const auto o = last_object(body, command);
+  return guarded(command, [&] { return vm_from(o, command); });
+}
+
+std::vector<VMInfo> parse_list_answer(std::string_view body) {
+  const auto o = last_object(body, "ls");
+  return guarded("ls", [&] {
+    std::vector<VMInfo> vms;
+    const auto it = o.find("vms");
+    if (it == o.end() || !it->is_array()) throw ProtocolError("exe.dev answered \"ls\" without a \"vms\" list");
+    for (const auto& v : *it) vms.push_back(vm_from(v, "ls"));
+    return vms;
+  });
+}
+
+RemoveResult parse_remove_answer(std::string_view body) {
+  const auto o = last_object(body, "rm");
+  return guarded("rm", [&] {
+    if (!o.contains("deleted") && !o.contains("failed")) {
+      throw ProtocolError("exe.dev answered \"rm\" without \"deleted\" or \"failed\"");
+    }
+    return RemoveResult{strings(o, "deleted"), strings(o, "failed")};
+  });
+}
+
+std::vector<std::string> parse_tags_answer(std::string_view body) {
+  const auto o = last_object(body, "tag");
+  return guarded("tag", [&] {
+    if (!o.contains("tags")) throw ProtocolError("exe.dev answered \"tag\" without \"tags\"");
+    return strings(o, "tags");
+  });
+}
+
+WhoAmI parse_whoami_answer(std::string_view body) {
+  const auto o = last_object(body, "whoami");
+  return guarded("whoami", [&] {
+    WhoAmI who;
+    who.email = str(o, {"email"});
+    who.region = str(o, {"region"});
+    if (who.email.empty()) throw ProtocolError("exe.dev answered \"whoami\" without an email");
+    return who;
+  });
+}
+
+void parse_object_answer(std::string_view body, const std::string& command) {
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return;  // an empty success is fine
+  (void)last_object(body, command);
+}
+
+}  // namespace detail
+}  // namespace exedev

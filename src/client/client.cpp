@@ -1,0 +1,532 @@
+// exedev::Client: typed lobby commands, retries, and the run() protocol on top of the transport.
+#include <exedev/client.hpp>
+
+#include "client/api_response.hpp"
+#include "client/lobby.hpp"
+#include "client/retry.hpp"
+#include "client/run_protocol.hpp"
+#include "client/settings.hpp"
+#include "client/transport.hpp"
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <fmt/format.h>
+
+#include <charconv>
+#include <random>
+#include <variant>
+
+namespace exedev {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using namespace asio::experimental::awaitable_operators;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Each run request waits at most this long for the exit: well under exe.dev's ~30 s cut.
+constexpr int long_poll_seconds = 20;
+// Slack on top of a request's own wait before the client gives up on it.
+constexpr auto request_slack = 25s;
+// Past RunOptions::timeout, how long the client waits for the VM to report its own timeout.
+constexpr auto local_timeout_grace = 15s;
+// Consecutive failed polls (connection errors, 5xx) before the outcome is declared unknown.
+constexpr int max_poll_failures = 6;
+
+asio::awaitable<void> sleep_for(std::chrono::milliseconds delay) {
+  asio::steady_timer timer(co_await asio::this_coro::executor, delay);
+  co_await timer.async_wait(asio::use_awaitable);
+}
+
+// Blocks every further cancellation of the current coroutine and clears a pending one, so a
+// cleanup request runs to its (bounded) end.
+asio::awaitable<void> shield() {
+  co_await asio::this_coro::reset_cancellation_state([](asio::cancellation_type) { return asio::cancellation_type::none; });
+}
+
+bool is_cancellation(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const boost::system::system_error& error) {
+    return error.code() == asio::error::operation_aborted;
+  } catch (...) {
+    return false;
+  }
+}
+
+}  // namespace
+
+struct Client::Impl {
+  asio::any_io_executor executor;
+  ClientOptions options;
+  detail::Settings settings;
+  std::unique_ptr<detail::Transport> transport;
+  std::map<std::string, std::vector<std::string>> acks;  ///< VM → finished run records to remove
+  std::mt19937_64 jitter{std::random_device{}()};
+
+  void log(LogLevel level, std::string_view text) const {
+    if (options.logger) options.logger(level, text);
+  }
+
+  std::vector<std::string> secrets(std::vector<std::string> extra = {}) const {
+    if (settings.token) extra.push_back(*settings.token);
+    return extra;
+  }
+
+  // One lobby request with the retry policy: only read-only commands are re-sent.
+  asio::awaitable<detail::HttpResponse> lobby(std::string line, const std::string& command) {
+    const auto& token = detail::require_token(settings);
+    detail::check_body_size(line.size(), command);
+    const bool read_only = detail::is_read_only(command);
+    const int max_retries = read_only ? std::max(options.retry.max_retries, 0) : 0;
+    for (int attempt = 0;; ++attempt) {
+      std::exception_ptr failure;
+      detail::HttpResponse response;
+      try {
+        response = co_await transport->post(line, token,
+                                            {.idempotent = read_only, .timeout = options.request_timeout, .sink = {}});
+      } catch (const ConnectionError&) {
+        failure = std::current_exception();
+      }
+      if (!failure && !(detail::is_retryable_status(response.status))) co_return response;
+      if (attempt >= max_retries) {
+        if (failure) std::rethrow_exception(failure);
+        co_return response;
+      }
+      std::optional<std::chrono::milliseconds> retry_after;
+      if (!failure && response.retry_after) {
+        retry_after = detail::parse_retry_after(*response.retry_after, std::chrono::system_clock::now());
+      }
+      const double r = std::uniform_real_distribution<double>(0.0, 1.0)(jitter);
+      const auto delay = detail::backoff_delay(options.retry, attempt, r, retry_after);
+      log(LogLevel::info, fmt::format("exe.dev: \"{}\" {}; retry {} of {} in {} ms", command,
+                                      failure ? std::string("lost its connection") : fmt::format("got HTTP {}", response.status),
+                                      attempt + 1, max_retries, delay.count()));
+      co_await sleep_for(delay);
+    }
+  }
+
+  // A lobby command whose answer must be a success: returns the body.
+  asio::awaitable<std::string> call(const detail::LobbyLine& line, std::vector<std::string> extra_secrets = {}) {
+    auto text = line.str();
+    auto response = co_await lobby(std::move(text), line.command());
+    detail::check_lobby_answer(response.status, line.command(), response.body, secrets(std::move(extra_secrets)));
+    co_return std::move(response.body);
+  }
+};
+
+// ---- run() ------------------------------------------------------------------------------------
+
+namespace {
+
+struct RunState {
+  std::string vm;
+  std::string id = detail::random_hex(12);
+  std::string boundary = "#EXEDEV-" + detail::random_hex(12) + "#";
+  const RunOptions* options = nullptr;
+  std::string out, err;
+  std::uint64_t out_offset = 0, err_offset = 0;
+  bool started = false;
+  bool limit_hit = false;
+
+  // A data frame: appended when it continues what arrived (an overlap is skipped; a gap is a
+  // protocol error), cut at the output limit.
+  void data(const detail::FrameEvent& ev) {
+    auto& offset = ev.stream == 'o' ? out_offset : err_offset;
+    auto& buffer = ev.stream == 'o' ? out : err;
+    if (ev.offset > offset) throw ProtocolError(fmt::format("run on VM \"{}\": output frames skipped bytes", vm));
+    const auto skip = offset - ev.offset;
+    if (skip >= ev.bytes.size() || limit_hit) return;
+    std::string_view bytes(ev.bytes);
+    bytes.remove_prefix(static_cast<std::size_t>(skip));
+    const std::size_t total = out.size() + err.size();
+    const std::size_t room = options->max_output_bytes > total ? options->max_output_bytes - total : 0;
+    if (bytes.size() > room) {
+      bytes = bytes.substr(0, room);
+      limit_hit = true;
+    }
+    buffer.append(bytes);
+    offset += bytes.size();
+    const auto& callback = ev.stream == 'o' ? options->on_stdout : options->on_stderr;
+    if (callback && !bytes.empty()) callback(bytes);
+  }
+};
+
+struct Outcome {
+  enum class Kind { exited, running, lost, not_created, limit, http_error, cut } kind = Kind::cut;
+  int exit_code = 0;
+  char flag = '-';
+  unsigned status = 0;
+  std::string body;
+  bool sent = true;  ///< for cut: whether the request may have reached the server
+};
+
+Outcome limit_outcome() {
+  Outcome o;
+  o.kind = Outcome::Kind::limit;
+  return o;
+}
+
+}  // namespace
+
+namespace {
+
+asio::awaitable<Outcome> run_request(Client::Impl& impl, RunState& st, detail::ScriptRequest request) {
+  const auto script = detail::build_script(request);
+  const auto line = "ssh " + lobby_quote(st.vm) + " " + lobby_quote(detail::remote_command(script));
+  detail::check_body_size(line.size(), "ssh");
+  const auto& token = detail::require_token(impl.settings);
+
+  detail::FrameParser parser(st.boundary);
+  Outcome outcome;
+  bool terminal = false;
+  const bool probing = request.mode == detail::ScriptMode::probe;
+  auto sink = [&](std::string_view bytes) {
+    for (auto& ev : parser.feed(bytes)) {
+      using K = detail::FrameEvent::Kind;
+      if (terminal) throw ProtocolError(fmt::format("run on VM \"{}\": output after the final frame", st.vm));
+      switch (ev.kind) {
+        case K::started: st.started = true; break;
+        case K::data:
+          if (probing) st.started = true;
+          st.data(ev);
+          break;
+        case K::exit:
+          outcome.kind = Outcome::Kind::exited;
+          outcome.exit_code = ev.exit_code;
+          outcome.flag = ev.flag;
+          terminal = true;
+          break;
+        case K::running:
+          if (probing) st.started = true;
+          outcome.kind = Outcome::Kind::running;
+          terminal = true;
+          break;
+        case K::lost: outcome.kind = Outcome::Kind::lost; terminal = true; break;
+        case K::not_created: outcome.kind = Outcome::Kind::not_created; terminal = true; break;
+      }
+      if (st.limit_hit) return false;
+    }
+    return true;
+  };
+  const bool idempotent = request.mode != detail::ScriptMode::launch;
+  const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::seconds(request.wait_seconds) + request_slack);
+  detail::HttpResponse response;
+  try {
+    response = co_await impl.transport->post(line, token, {.idempotent = idempotent, .timeout = timeout, .sink = sink});
+  } catch (const ConnectionError& e) {
+    if (st.limit_hit) co_return limit_outcome();
+    impl.log(LogLevel::debug, fmt::format("exe.dev: run request to VM \"{}\" ended early: {}", st.vm, e.what()));
+    Outcome cut;
+    cut.sent = e.sent();
+    co_return cut;
+  }
+  if (response.status == 200 && !request.acks.empty()) impl.acks[st.vm].clear();
+  if (st.limit_hit) co_return limit_outcome();
+  if (response.status != 200) {
+    outcome.kind = Outcome::Kind::http_error;
+    outcome.status = response.status;
+    outcome.body = std::move(response.body);
+    co_return outcome;
+  }
+  if (!terminal) co_return Outcome{};  // the stream ended without a final frame: it was cut
+  if (outcome.kind == Outcome::Kind::exited && response.exe_exit) {
+    int trailer = -1;
+    const auto& t = *response.exe_exit;
+    const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), trailer);
+    if (ec != std::errc() || trailer != outcome.exit_code) {
+      throw ProtocolError(fmt::format("run on VM \"{}\": the X-Exe-Exit trailer disagrees with the exit frame", st.vm));
+    }
+  }
+  co_return outcome;
+}
+
+// Runs one request, cut short at `deadline` (nullopt outcome when the deadline won).
+asio::awaitable<std::optional<Outcome>> request_until(Client::Impl& impl, RunState& st, detail::ScriptRequest request,
+                                                      std::optional<Clock::time_point> deadline) {
+  if (!deadline) co_return co_await run_request(impl, st, std::move(request));
+  asio::steady_timer timer(impl.executor, *deadline);
+  auto result = co_await (run_request(impl, st, std::move(request)) || timer.async_wait(asio::use_awaitable));
+  if (result.index() == 0) co_return std::get<0>(std::move(result));
+  co_return std::nullopt;
+}
+
+detail::ScriptRequest script_request(Client::Impl& impl, const RunState& st, detail::ScriptMode mode, int wait) {
+  detail::ScriptRequest r;
+  r.mode = mode;
+  r.id = st.id;
+  r.boundary = st.boundary;
+  r.out_offset = st.out_offset;
+  r.err_offset = st.err_offset;
+  r.wait_seconds = wait;
+  if (auto it = impl.acks.find(st.vm); it != impl.acks.end()) r.acks = it->second;
+  return r;
+}
+
+// Stops the remote command (TERM, then KILL to its process group) and removes its record.
+// Bounded by the request timeout; failures are logged, not thrown.
+asio::awaitable<void> stop_remote(Client::Impl& impl, RunState& st) {
+  std::exception_ptr failure;
+  try {
+    auto request = script_request(impl, st, detail::ScriptMode::stop, 6);
+    const auto outcome = co_await run_request(impl, st, std::move(request));
+    if (outcome.kind == Outcome::Kind::exited || outcome.kind == Outcome::Kind::lost) {
+      impl.log(LogLevel::debug, fmt::format("exe.dev: stopped the command on VM \"{}\"", st.vm));
+      co_return;
+    }
+    impl.log(LogLevel::warning, fmt::format("exe.dev: could not confirm that the command on VM \"{}\" stopped", st.vm));
+  } catch (const std::exception& e) {
+    impl.log(LogLevel::warning, fmt::format("exe.dev: stopping the command on VM \"{}\" failed: {}", st.vm, e.what()));
+  }
+}
+
+}  // namespace
+
+// ---- Client -----------------------------------------------------------------------------------
+
+Client::Client(asio::any_io_executor executor, ClientOptions options) : impl_(std::make_shared<Impl>()) {
+  impl_->executor = executor;
+  impl_->settings = detail::resolve_settings(options, detail::process_env);
+  detail::TransportConfig config;
+  config.endpoint = impl_->settings.endpoint;
+  config.ca_file = options.ca_file;
+  config.connect_timeout = options.connect_timeout;
+  config.handshake_timeout = options.handshake_timeout;
+  config.max_connections = options.max_connections;
+  config.user_agent = options.user_agent;
+  config.logger = options.logger;
+  config.max_body_bytes = options.max_response_bytes;
+  impl_->transport = std::make_unique<detail::Transport>(std::move(executor), std::move(config));
+  impl_->options = std::move(options);
+}
+
+Client::~Client() = default;
+Client::Client(const Client&) = default;
+Client& Client::operator=(const Client&) = default;
+Client::Client(Client&&) noexcept = default;
+Client& Client::operator=(Client&&) noexcept = default;
+
+asio::any_io_executor Client::get_executor() const { return impl_->executor; }
+const std::string& Client::endpoint() const { return impl_->settings.endpoint.text; }
+
+Task<ExecResponse> Client::exec(std::string command_line) {
+  auto impl = impl_;
+  const auto command = detail::command_name(command_line);
+  auto response = co_await impl->lobby(std::move(command_line), command);
+  co_return ExecResponse{response.status, std::move(response.body)};
+}
+
+Task<VMInfo> Client::new_vm(NewVMOptions options) {
+  auto impl = impl_;
+  std::vector<std::string> env_values;
+  for (const auto& [k, v] : options.env) env_values.push_back(v);
+  const auto body = co_await impl->call(detail::new_vm_line(options), std::move(env_values));
+  co_return detail::parse_vm_answer(body, "new");
+}
+
+Task<VMInfo> Client::copy_vm(CopyVMOptions options) {
+  auto impl = impl_;
+  const auto body = co_await impl->call(detail::copy_vm_line(options));
+  co_return detail::parse_vm_answer(body, "cp");
+}
+
+Task<std::vector<VMInfo>> Client::list_vms(std::vector<std::string> patterns) {
+  auto impl = impl_;
+  const auto body = co_await impl->call(detail::list_vms_line(patterns));
+  co_return detail::parse_list_answer(body);
+}
+
+Task<RemoveResult> Client::remove_vms(std::vector<std::string> names) {
+  auto impl = impl_;
+  const auto body = co_await impl->call(detail::remove_vms_line(names));
+  auto result = detail::parse_remove_answer(body);
+  for (const auto& name : result.deleted) impl->acks.erase(name);
+  co_return result;
+}
+
+Task<void> Client::pause_vm(std::string name) {
+  auto impl = impl_;
+  detail::parse_object_answer(co_await impl->call(detail::vm_line("pause", name)), "pause");
+}
+
+Task<void> Client::resume_vm(std::string name) {
+  auto impl = impl_;
+  detail::parse_object_answer(co_await impl->call(detail::vm_line("resume", name)), "resume");
+}
+
+Task<void> Client::restart_vm(std::string name) {
+  auto impl = impl_;
+  detail::parse_object_answer(co_await impl->call(detail::vm_line("restart", name)), "restart");
+}
+
+Task<std::vector<std::string>> Client::add_tags(std::string name, std::vector<std::string> tags) {
+  auto impl = impl_;
+  co_return detail::parse_tags_answer(co_await impl->call(detail::tag_line(name, tags, false)));
+}
+
+Task<std::vector<std::string>> Client::remove_tags(std::string name, std::vector<std::string> tags) {
+  auto impl = impl_;
+  co_return detail::parse_tags_answer(co_await impl->call(detail::tag_line(name, tags, true)));
+}
+
+Task<void> Client::set_comment(std::string name, std::string comment) {
+  auto impl = impl_;
+  detail::parse_object_answer(co_await impl->call(detail::comment_line(name, comment)), "comment");
+}
+
+Task<void> Client::clear_comment(std::string name) { return set_comment(std::move(name), std::string()); }
+
+Task<WhoAmI> Client::whoami() {
+  auto impl = impl_;
+  co_return detail::parse_whoami_answer(co_await impl->call(detail::LobbyLine("whoami")));
+}
+
+Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions options) {
+  auto impl = impl_;
+  (void)lobby_quote(vm);  // rejects an empty or unsendable VM name before anything is sent
+  if (!vm.empty() && vm.front() == '-') throw std::invalid_argument("run: invalid VM name");
+  if (options.timeout && !(options.timeout->count() > 0)) throw std::invalid_argument("run: the timeout must be positive");
+  RunState st;
+  st.vm = std::move(vm);
+  st.options = &options;
+
+  std::optional<Clock::time_point> deadline;
+  if (options.timeout) {
+    deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(*options.timeout) + local_timeout_grace;
+  }
+  const auto wait_seconds = [&] {
+    if (!deadline) return long_poll_seconds;
+    const auto left = std::chrono::duration_cast<std::chrono::seconds>(*deadline - Clock::now()).count();
+    return static_cast<int>(std::clamp<long long>(left, 1, long_poll_seconds));
+  };
+
+  auto launch = script_request(*impl, st, detail::ScriptMode::launch, wait_seconds());
+  launch.shell_line = std::move(shell_line);
+  launch.env = options.env;
+  launch.working_dir = options.working_dir;
+  if (options.timeout) launch.timeout_seconds = options.timeout->count();
+  // Build once up front so bad input (NUL bytes, env names, size) throws before anything runs.
+  (void)detail::build_script(launch);
+
+  std::vector<std::string> secrets;
+  for (const auto& [k, v] : options.env) secrets.push_back(v);
+  const auto unknown = [&](const std::string& why) {
+    return OutcomeUnknownError(fmt::format("run on VM \"{}\": {}; the command may have run", st.vm, why), st.out, st.err);
+  };
+
+  detail::ScriptMode mode = detail::ScriptMode::launch;
+  int failures = 0;
+  std::chrono::milliseconds pending_delay{0};
+  std::exception_ptr abort;  // a cancellation or error that must stop the remote command first
+  bool timed_out = false;
+  for (;;) {
+    auto request = mode == detail::ScriptMode::launch ? launch : script_request(*impl, st, mode, wait_seconds());
+    std::optional<Outcome> result;
+    try {
+      if (pending_delay.count() > 0) co_await sleep_for(pending_delay);
+      result = co_await request_until(*impl, st, std::move(request), deadline);
+    } catch (...) {
+      abort = std::current_exception();
+    }
+    if (abort || !result) {
+      timed_out = !abort;
+      break;
+    }
+    Outcome& outcome = *result;
+    using K = Outcome::Kind;
+    switch (outcome.kind) {
+      case K::exited: {
+        impl->acks[st.vm].push_back(st.id);
+        if (outcome.flag == 't') {
+          throw RunTimeoutError(fmt::format("run on VM \"{}\" passed its timeout; the command was stopped", st.vm),
+                                std::move(st.out), std::move(st.err));
+        }
+        co_return RunResult{outcome.exit_code, std::move(st.out), std::move(st.err)};
+      }
+      case K::limit: break;
+      case K::running:
+        mode = detail::ScriptMode::follow;
+        failures = 0;
+        pending_delay = 0ms;
+        continue;
+      case K::lost:
+        if (mode == detail::ScriptMode::probe && !st.started) {
+          impl->acks[st.vm].push_back(st.id);  // the tombstone
+          throw ConnectionError(
+              fmt::format("run on VM \"{}\": the launch request failed and the command was not started", st.vm), false);
+        }
+        throw unknown("its record on the VM is lost");
+      case K::not_created:
+        throw ProtocolError(fmt::format("run on VM \"{}\": could not create the command's record; nothing was started", st.vm));
+      case K::http_error:
+        if (mode == detail::ScriptMode::launch && outcome.status < 500) {
+          detail::throw_api_error(outcome.status, "ssh", outcome.body, impl->secrets(secrets));  // refused: not started
+        }
+        if (mode != detail::ScriptMode::launch && outcome.status == 422) {
+          throw unknown(fmt::format("the VM answered {}", detail::server_message(outcome.body, impl->secrets(secrets))));
+        }
+        if (mode != detail::ScriptMode::launch && outcome.status != 429 && outcome.status < 500) {
+          throw unknown(fmt::format("polling failed with HTTP {}", outcome.status));
+        }
+        break;
+      case K::cut:
+        if (mode == detail::ScriptMode::launch && !st.started && !outcome.sent) {
+          throw ConnectionError(fmt::format("run on VM \"{}\": could not send the command; it was not started", st.vm), false);
+        }
+        break;
+    }
+    if (outcome.kind == K::limit) break;
+    // Recover from the record: never by launching again.
+    if (mode == detail::ScriptMode::launch) mode = st.started ? detail::ScriptMode::follow : detail::ScriptMode::probe;
+    if (st.started && mode == detail::ScriptMode::probe) mode = detail::ScriptMode::follow;
+    if (++failures > max_poll_failures) throw unknown("the VM could not be reached to collect the result");
+    pending_delay = std::min<std::chrono::milliseconds>(std::chrono::milliseconds(250 << failures), std::chrono::milliseconds(4000));
+    impl->log(LogLevel::info, fmt::format("exe.dev: run on VM \"{}\": request ended without the result; "
+                                          "reading its record again in {} ms", st.vm, pending_delay.count()));
+  }
+
+  // Cancelled, timed out locally, or over the output limit: stop the remote command first,
+  // shielded from further cancellation (the stop request is bounded by its own timeout).
+  co_await shield();
+  if (!abort || is_cancellation(abort) || st.started) co_await stop_remote(*impl, st);
+  if (abort) std::rethrow_exception(abort);
+  if (timed_out) {
+    throw RunTimeoutError(fmt::format("run on VM \"{}\" passed its timeout; the command was stopped", st.vm),
+                          std::move(st.out), std::move(st.err));
+  }
+  throw OutputLimitError(fmt::format("run on VM \"{}\" wrote more than {} bytes of output; the command was stopped",
+                                     st.vm, options.max_output_bytes),
+                         options.max_output_bytes, std::move(st.out), std::move(st.err));
+}
+
+Task<void> Client::close() {
+  auto impl = impl_;
+  // Removing finished runs' records is cleanup: it finishes before a cancellation is delivered.
+  co_await shield();
+  auto pending = std::move(impl->acks);
+  impl->acks.clear();
+  for (auto& [vm, ids] : pending) {
+    if (ids.empty()) continue;
+    RunState st;
+    st.vm = vm;
+    RunOptions none;
+    st.options = &none;
+    detail::ScriptRequest request;
+    request.mode = detail::ScriptMode::cleanup;
+    request.id = ids.front();
+    request.boundary = st.boundary;
+    request.acks = ids;
+    try {
+      (void)co_await run_request(*impl, st, std::move(request));
+    } catch (const std::exception& e) {
+      impl->log(LogLevel::warning, fmt::format("exe.dev: removing finished run records on VM \"{}\" failed: {}", vm, e.what()));
+    }
+  }
+  impl->transport->close_idle();
+}
+
+}  // namespace exedev

@@ -1,0 +1,460 @@
+// The client's only Beast/OpenSSL translation unit: connections, TLS, HTTP framing, the pool.
+#include "client/transport.hpp"
+
+#include <exedev/errors.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <fmt/format.h>
+#include <openssl/ssl.h>
+
+#include <algorithm>
+#include <array>
+#include <deque>
+
+namespace exedev::detail {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+constexpr std::size_t read_chunk = 64 * 1024;
+
+using Parser = http::response_parser<http::buffer_body>;
+
+void configure(Parser& parser, std::size_t max_header_bytes) {
+  parser.header_limit(static_cast<std::uint32_t>(std::min<std::size_t>(max_header_bytes, UINT32_MAX)));
+  parser.body_limit(boost::none);  // bodies are bounded by the collector (buffered) or the caller (streamed)
+}
+
+// Collects one response's body: streamed into the sink for a 200 with a sink, else buffered
+// under a limit. Trailer fields are merged into the parser's fields by Beast once the last
+// chunk is read, so the caller reads X-Exe-Exit after the body.
+class Collector {
+ public:
+  Collector(const BodySink& sink, std::size_t limit) : sink_(sink), limit_(limit) {}
+
+  void header(const Parser& parser) {
+    response_.status = parser.get().result_int();
+    if (const auto it = parser.get().find(http::field::retry_after); it != parser.get().end()) {
+      response_.retry_after = std::string(it->value());
+    }
+    streaming_ = sink_ && response_.status == 200;
+  }
+
+  /// False when the sink asked to stop.
+  bool body(std::string_view bytes) {
+    if (bytes.empty()) return true;
+    if (streaming_) return sink_(bytes);
+    if (response_.body.size() + bytes.size() > limit_) {
+      throw ProtocolError(fmt::format("exe.dev response body exceeds {} bytes", limit_));
+    }
+    response_.body.append(bytes);
+    return true;
+  }
+
+  HttpResponse finish(const Parser& parser) {
+    if (const auto it = parser.get().find("X-Exe-Exit"); it != parser.get().end()) {
+      response_.exe_exit = std::string(it->value());
+    }
+    response_.complete = true;
+    return std::move(response_);
+  }
+
+  HttpResponse stopped() { return std::move(response_); }
+
+ private:
+  const BodySink& sink_;
+  std::size_t limit_;
+  bool streaming_ = false;
+  HttpResponse response_;
+};
+
+bool is_ip_literal(const std::string& host) {
+  error_code ec;
+  (void)asio::ip::make_address(host, ec);
+  return !ec;
+}
+
+// "EOF before any response byte": the server closed the connection, most likely an idle
+// keep-alive connection it had already given up on.
+bool is_eof(const error_code& ec) {
+  return ec == http::error::end_of_stream || ec == http::error::partial_message || ec == asio::error::eof ||
+         ec == asio::error::connection_reset || ec == ssl::error::stream_truncated || ec == asio::error::broken_pipe;
+}
+
+// A malformed message (as opposed to a connection that ended).
+bool is_parse_error(const error_code& ec) {
+  return !is_eof(ec) && ec.category() == http::make_error_code(http::error::bad_target).category();
+}
+
+struct Connection {
+  std::optional<beast::tcp_stream> plain;
+  std::optional<beast::ssl_stream<beast::tcp_stream>> tls;
+  beast::flat_buffer buffer;
+  unsigned uses = 0;
+
+  beast::tcp_stream& tcp() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
+
+  // An idle connection is usable when the server has sent nothing since the last response: a
+  // FIN (EOF), a TLS close_notify or any stray byte all mean it must not be reused. The
+  // request has not been written yet, so dropping it is always safe.
+  bool idle_usable() {
+    auto& socket = tcp().socket();
+    if (!socket.is_open() || buffer.size() != 0) return false;
+    error_code ec;
+    socket.non_blocking(true, ec);
+    if (ec) return false;
+    char byte = 0;
+    const auto n = socket.receive(asio::buffer(&byte, 1), tcp::socket::message_peek, ec);
+    error_code ignored;
+    socket.non_blocking(false, ignored);
+    return n == 0 && ec == asio::error::would_block;
+  }
+
+  void close() {
+    error_code ignored;
+    tcp().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    tcp().socket().close(ignored);
+  }
+};
+
+struct Waiter {
+  asio::steady_timer timer;
+  bool ready = false;
+};
+
+// What exchange() learned beyond the response: whether to resend on a fresh connection.
+struct Exchange {
+  bool resend = false;   ///< The request provably did not reach the server (or may be re-sent).
+  bool reusable = false;
+};
+
+}  // namespace
+
+struct Transport::Impl {
+  asio::any_io_executor executor;
+  TransportConfig config;
+  std::optional<ssl::context> tls_context;
+  std::deque<std::unique_ptr<Connection>> idle;
+  std::size_t open = 0;  ///< Slots in use: idle + busy + connecting.
+  std::deque<Waiter*> waiters;
+  std::size_t opened = 0;
+
+  void log(LogLevel level, std::string_view text) const {
+    if (config.logger) config.logger(level, text);
+  }
+
+  std::string where() const { return fmt::format("{}:{}", config.endpoint.host, config.endpoint.port); }
+
+  void release(std::unique_ptr<Connection> connection, bool reusable) {
+    if (connection && reusable) {
+      idle.push_back(std::move(connection));
+    } else {
+      if (connection) connection->close();
+      --open;
+    }
+    if (!waiters.empty()) {
+      Waiter* w = waiters.front();
+      waiters.pop_front();
+      w->ready = true;
+      w->timer.cancel();
+    }
+  }
+};
+
+namespace {
+
+// A pool slot, with or without a connection. Gives the slot back however the request ends.
+class Lease {
+ public:
+  explicit Lease(std::shared_ptr<Transport::Impl> impl, std::unique_ptr<Connection> c = nullptr)
+      : connection(std::move(c)), impl_(std::move(impl)) {}
+  Lease(Lease&& other) noexcept = default;
+  Lease& operator=(Lease&&) = delete;
+  ~Lease() {
+    if (impl_) impl_->release(std::move(connection), reusable);
+  }
+
+  std::unique_ptr<Connection> connection;
+  bool reusable = false;
+
+ private:
+  std::shared_ptr<Transport::Impl> impl_;
+};
+
+asio::awaitable<Lease> acquire(std::shared_ptr<Transport::Impl> impl) {
+  for (;;) {
+    while (!impl->idle.empty()) {
+      auto c = std::move(impl->idle.back());
+      impl->idle.pop_back();
+      if (c->idle_usable()) {
+        co_return Lease(impl, std::move(c));
+      }
+      impl->log(LogLevel::debug, "exe.dev: dropping an idle connection the server closed");
+      c->close();
+      --impl->open;
+    }
+    if (impl->open < std::max<std::size_t>(impl->config.max_connections, 1)) {
+      ++impl->open;
+      co_return Lease(impl);
+    }
+    Waiter w{asio::steady_timer(impl->executor, asio::steady_timer::time_point::max())};
+    impl->waiters.push_back(&w);
+    auto [ec] = co_await w.timer.async_wait(use_tuple);
+    if (!w.ready) {
+      std::erase(impl->waiters, &w);
+      throw boost::system::system_error(ec ? ec : asio::error::operation_aborted);
+    }
+  }
+}
+
+[[noreturn]] void throw_cancelled(const error_code& ec) {
+  throw boost::system::system_error(ec);
+}
+
+asio::awaitable<void> connect(Transport::Impl& impl, Connection& c) {
+  const auto& ep = impl.config.endpoint;
+  tcp::resolver resolver(impl.executor);
+  // The resolver has no timeout of its own.
+  asio::steady_timer resolve_timer(impl.executor);
+  resolve_timer.expires_after(impl.config.connect_timeout);
+  bool resolve_timed_out = false;
+  resolve_timer.async_wait([&resolver, &resolve_timed_out](const error_code& ec) {
+    if (!ec) {
+      resolve_timed_out = true;
+      resolver.cancel();
+    }
+  });
+  auto [rec, results] = co_await resolver.async_resolve(ep.host, ep.port, use_tuple);
+  resolve_timer.cancel();
+  if (rec == asio::error::operation_aborted && !resolve_timed_out) throw_cancelled(rec);
+  if (rec) {
+    throw ConnectionError(fmt::format("exe.dev: cannot resolve {}: {}", ep.host,
+                                      resolve_timed_out ? std::string("timed out") : rec.message()),
+                          false);
+  }
+  if (ep.tls) {
+    c.tls.emplace(impl.executor, *impl.tls_context);
+    if (!is_ip_literal(ep.host)) {
+      if (!SSL_set_tlsext_host_name(c.tls->native_handle(), ep.host.c_str())) {
+        throw ConnectionError(fmt::format("exe.dev: cannot set TLS server name for {}", ep.host), false);
+      }
+    }
+    c.tls->set_verify_mode(ssl::verify_peer);
+    c.tls->set_verify_callback(ssl::host_name_verification(ep.host));
+  } else {
+    c.plain.emplace(impl.executor);
+  }
+  c.tcp().expires_after(impl.config.connect_timeout);
+  auto [cec, endpoint] = co_await c.tcp().async_connect(results, use_tuple);
+  if (cec == asio::error::operation_aborted) throw_cancelled(cec);
+  if (cec) {
+    throw ConnectionError(fmt::format("exe.dev: cannot connect to {}: {}", impl.where(),
+                                      cec == beast::error::timeout ? std::string("timed out") : cec.message()),
+                          false);
+  }
+  if (ep.tls) {
+    c.tcp().expires_after(impl.config.handshake_timeout);
+    auto [hec] = co_await c.tls->async_handshake(ssl::stream_base::client, use_tuple);
+    if (hec == asio::error::operation_aborted) throw_cancelled(hec);
+    if (hec) {
+      throw ConnectionError(fmt::format("exe.dev: TLS handshake with {} failed: {}", impl.where(),
+                                        hec == beast::error::timeout ? std::string("timed out") : hec.message()),
+                            false);
+    }
+  }
+  c.tcp().expires_never();
+  ++impl.opened;
+  impl.log(LogLevel::debug, fmt::format("exe.dev: connected to {}", impl.where()));
+}
+
+template <typename Stream>
+asio::awaitable<HttpResponse> exchange(Transport::Impl& impl, Stream& stream, Connection& c,
+                                       const http::request<http::string_body>& request, const PostOptions& options,
+                                       bool reused, Exchange& result) {
+  const auto deadline = std::chrono::steady_clock::now() + options.timeout;
+  const auto fail = [&](std::string_view what, const error_code& ec, bool sent) -> ConnectionError {
+    return ConnectionError(fmt::format("exe.dev: {} {} failed: {}", what, impl.where(),
+                                       ec == beast::error::timeout ? std::string("timed out") : ec.message()),
+                           sent);
+  };
+
+  c.tcp().expires_at(deadline);
+  auto [wec, written] = co_await http::async_write(stream, request, use_tuple);
+  if (wec == asio::error::operation_aborted) throw_cancelled(wec);
+  if (wec) {
+    if (written == 0 && wec != beast::error::timeout) {
+      // Nothing of the request left this process: it never reached the server.
+      if (reused) {
+        result.resend = true;
+        co_return HttpResponse{};
+      }
+      throw fail("request to", wec, false);
+    }
+    throw fail("request to", wec, true);
+  }
+
+  Parser parser;
+  configure(parser, impl.config.max_header_bytes);
+  Collector collector(options.sink, impl.config.max_body_bytes);
+  c.tcp().expires_at(deadline);
+  auto [hec, hn] = co_await http::async_read_header(stream, c.buffer, parser, use_tuple);
+  if (hec == asio::error::operation_aborted) throw_cancelled(hec);
+  if (hec) {
+    if (is_eof(hec) && !parser.got_some() && c.buffer.size() == 0 && reused && options.idempotent) {
+      // A keep-alive connection the server closed as the request went out: safe to re-send
+      // only because this request is idempotent.
+      result.resend = true;
+      co_return HttpResponse{};
+    }
+    if (hec == http::error::header_limit) throw ProtocolError("exe.dev response header exceeds the size limit");
+    if (is_parse_error(hec)) {
+      throw ProtocolError(fmt::format("exe.dev sent an unreadable HTTP response: {}", hec.message()));
+    }
+    throw fail("reading the response from", hec, true);
+  }
+  collector.header(parser);
+
+  std::array<char, read_chunk> chunk;
+  while (!parser.is_done()) {
+    parser.get().body().data = chunk.data();
+    parser.get().body().size = chunk.size();
+    c.tcp().expires_at(deadline);
+    auto [bec, bn] = co_await http::async_read(stream, c.buffer, parser, use_tuple);
+    if (bec == http::error::need_buffer) bec = {};
+    const std::size_t got = chunk.size() - parser.get().body().size;
+    if (got > 0 && !collector.body(std::string_view(chunk.data(), got))) {
+      result.reusable = false;
+      co_return collector.stopped();
+    }
+    if (bec == asio::error::operation_aborted) throw_cancelled(bec);
+    if (bec) {
+      if (is_parse_error(bec)) {
+        throw ProtocolError(fmt::format("exe.dev sent an unreadable HTTP response: {}", bec.message()));
+      }
+      throw fail("reading the response from", bec, true);
+    }
+  }
+  c.tcp().expires_never();
+  result.reusable = parser.get().keep_alive() && c.buffer.size() == 0;
+  co_return collector.finish(parser);
+}
+
+}  // namespace
+
+Transport::Transport(asio::any_io_executor executor, TransportConfig config) : impl_(std::make_shared<Impl>()) {
+  impl_->executor = std::move(executor);
+  impl_->config = std::move(config);
+  if (impl_->config.endpoint.tls) {
+    auto& ctx = impl_->tls_context.emplace(ssl::context::tls_client);
+    SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION);
+    ctx.set_verify_mode(ssl::verify_peer);
+    ctx.set_default_verify_paths();
+    if (impl_->config.ca_file) {
+      error_code ec;
+      ctx.load_verify_file(*impl_->config.ca_file, ec);
+      if (ec) throw std::invalid_argument(fmt::format("exe.dev: cannot load the CA file {}: {}", *impl_->config.ca_file, ec.message()));
+    }
+  }
+}
+
+Transport::~Transport() { close_idle(); }
+
+void Transport::close_idle() {
+  while (!impl_->idle.empty()) {
+    impl_->idle.back()->close();
+    impl_->idle.pop_back();
+    --impl_->open;
+  }
+}
+
+std::size_t Transport::connections_opened() const noexcept { return impl_->opened; }
+
+asio::awaitable<HttpResponse> Transport::post(std::string body, const std::string& token, PostOptions options) {
+  auto impl = impl_;  // the pool outlives this request even if the Transport is destroyed
+  const auto& ep = impl->config.endpoint;
+  http::request<http::string_body> request{http::verb::post, ep.target, 11};
+  const bool default_port = (ep.tls && ep.port == "443") || (!ep.tls && ep.port == "80");
+  const std::string host = ep.host.find(':') != std::string::npos ? "[" + ep.host + "]" : ep.host;
+  request.set(http::field::host, default_port ? host : host + ":" + ep.port);
+  request.set(http::field::user_agent, impl->config.user_agent);
+  request.set(http::field::authorization, "Bearer " + token);
+  request.set(http::field::content_type, "text/plain; charset=utf-8");
+  request.keep_alive(true);
+  request.body() = std::move(body);
+  request.prepare_payload();
+
+  for (int attempt = 0;; ++attempt) {
+    Lease lease = co_await acquire(impl);
+    const bool reused = lease.connection != nullptr;
+    if (!reused) {
+      lease.connection = std::make_unique<Connection>();
+      co_await connect(*impl, *lease.connection);
+    }
+    Connection& c = *lease.connection;
+    ++c.uses;
+    Exchange result;
+    HttpResponse response = c.tls ? co_await exchange(*impl, *c.tls, c, request, options, reused, result)
+                                   : co_await exchange(*impl, *c.plain, c, request, options, reused, result);
+    if (result.resend) {
+      impl->log(LogLevel::debug, "exe.dev: the server had closed a keep-alive connection; re-sending on a new one");
+      if (attempt >= 3) throw ConnectionError(fmt::format("exe.dev: connections to {} keep closing", impl->where()), false);
+      continue;
+    }
+    lease.reusable = result.reusable;
+    co_return response;
+  }
+}
+
+HttpResponse parse_http_response(std::string_view raw, const BodySink& sink) {
+  Parser parser;
+  configure(parser, 64 * 1024);
+  Collector collector(sink, 8 * 1024 * 1024);
+  std::array<char, read_chunk> chunk;
+  bool header_seen = false;
+  while (!parser.is_done()) {
+    if (parser.is_header_done() && !header_seen) {
+      collector.header(parser);
+      header_seen = true;
+    }
+    if (header_seen) {
+      parser.get().body().data = chunk.data();
+      parser.get().body().size = chunk.size();
+    }
+    error_code ec;
+    std::size_t used = 0;
+    if (raw.empty()) {
+      parser.put_eof(ec);  // a body delimited by the end of the connection
+    } else {
+      used = parser.put(asio::buffer(raw.data(), raw.size()), ec);
+      raw.remove_prefix(used);
+    }
+    if (ec == http::error::need_buffer || ec == http::error::need_more) ec = {};
+    if (header_seen) {
+      const std::size_t got = chunk.size() - parser.get().body().size;
+      if (got > 0 && !collector.body(std::string_view(chunk.data(), got))) return collector.stopped();
+    }
+    if (ec) throw ProtocolError(fmt::format("exe.dev sent an unreadable HTTP response: {}", ec.message()));
+    if (raw.empty() && used == 0 && !parser.is_done() && !(parser.is_header_done() && !header_seen)) {
+      throw ProtocolError("exe.dev response is incomplete");
+    }
+  }
+  if (!header_seen) collector.header(parser);
+  return collector.finish(parser);
+}
+
+}  // namespace exedev::detail
