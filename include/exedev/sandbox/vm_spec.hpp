@@ -40,31 +40,31 @@ enum class Egress {
 /// The fields of a VMSpec, for designated initializers. Every field is optional.
 struct VMSpecFields {
   /// 5-52 characters, ^[a-z][a-z0-9]*(-[a-z0-9]+)*$, not reserved; exe.dev generates one if unset.
-  std::optional<std::string> name;
+  std::optional<std::string> name{};
   /// At most 200 bytes of UTF-8 on one line, without exe.dev's forbidden characters.
-  std::optional<std::string> comment;
+  std::optional<std::string> comment{};
   /// Each ^[a-z][a-z0-9_-]*$, no duplicates.
-  std::vector<std::string> tags;
+  std::vector<std::string> tags{};
   /// The image of a new VM (exe.dev's default when unset).
-  std::optional<std::string> image;
+  std::optional<std::string> image{};
   /// The VM to copy (a VM name); the copy keeps its base's disk.
-  std::optional<std::string> base;
-  std::optional<unsigned> cpu;
+  std::optional<std::string> base{};
+  std::optional<unsigned> cpu{};
   /// Sizes as exe.dev parses them: N (GiB) or N followed by B, K, KB, KiB, M, MB, MiB, G, GB,
   /// GiB, T, TB or TiB (any case, decimals allowed), e.g. "8G".
-  std::optional<std::string> memory;
-  std::optional<std::string> disk;
+  std::optional<std::string> memory{};
+  std::optional<std::string> disk{};
   /// A copy's egress defaults to its base's.
-  std::optional<Egress> egress;
+  std::optional<Egress> egress{};
   /// Reserved capacity (needs a plan with it).
   bool standalone = false;
   /// New VMs only.
-  std::vector<std::string> integrations;
+  std::vector<std::string> integrations{};
   /// Copies only: whether the copy gets the base's tags (default: yes).
-  std::optional<bool> copy_base_tags;
+  std::optional<bool> copy_base_tags{};
   /// Where commands start: absolute, or relative to the VM user's home. Made while getting the
   /// VM ready.
-  std::optional<std::string> working_dir;
+  std::optional<std::string> working_dir{};
 };
 
 /// A validated VM description. Construction does no I/O.

@@ -1,0 +1,105 @@
+#pragma once
+// SandboxBackend: a workspace backend (commands; files through the workspace's shell-derived
+// filesystem) on one exe.dev VM. Provider "exedev", ref id = the VM name.
+//
+// - Without a ref, the first operation provisions a VM from the spec, exactly as
+//   VMs::provision does (same implementation); concurrent first operations make one VM. The ref
+//   is recorded as soon as the create returns, before the VM is made ready; if getting it ready
+//   fails (VMInitializationError) the next operation retries that. After a
+//   ProvisionOutcomeUnknownError every later operation raises it again rather than create a
+//   second VM. A cancelled first operation keeps the VM it made (backends never destroy their
+//   environment): the next operation finishes getting it ready.
+// - With a ref, the first operation attaches without creating, resuming or changing the VM: it
+//   checks with `ls` that the VM exists (VMNotFoundError) and carries the scope tag
+//   (VMOutOfScopeError). The spec then only says where commands start (working_dir), which
+//   must already exist.
+// - Commands run in the VM user's login shell, starting in working_dir, with the VM's login
+//   environment, then the backend's env, then the call's env (later wins). An argv is quoted
+//   literally. A command refused because the VM is paused resumes the VM and runs once, after
+//   the resume; nothing else is retried.
+// - Errors: VMNotFoundError (VM gone, also during a command), VMOutOfScopeError,
+//   ExeDevAccessError (401, 403, no token), WorkspaceTimeoutError, WorkspaceOutputLimitError
+//   (8 MiB of stdout+stderr), CommandOutcomeUnknownError (result unknown, the VM exists),
+//   ProvisionOutcomeUnknownError, VMInitializationError; other client errors propagate
+//   unchanged.
+// - Threading: one executor (an io_context run by one thread, or a strand).
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <exedev/client.hpp>
+#include <exedev/sandbox/errors.hpp>
+#include <exedev/sandbox/vm_spec.hpp>
+#include <exedev/sandbox/vms.hpp>
+#include <exedev/workspace/backend.hpp>
+#include <exedev/workspace/types.hpp>
+
+namespace exedev {
+
+/// exe.dev's request body limit: a lobby line must be shorter than this.
+inline constexpr std::size_t max_request_body_bytes = 64 * 1024;
+/// The most stdout + stderr a command may write before it is stopped.
+inline constexpr std::size_t max_command_output_bytes = 8 * 1024 * 1024;
+
+struct SandboxBackendOptions {
+  /// Attach to this VM; without it, the first operation provisions one from `spec`.
+  std::optional<workspace::WorkspaceRef> ref{};
+  VMSpec spec{};
+  std::optional<std::string> scope_tag{};
+  /// Used as is and never closed for you.
+  std::optional<Client> client{};
+  /// Options of the client made on first use when `client` is unset.
+  ClientOptions client_options{};
+  /// Layered over the VM's login environment, under each call's env.
+  workspace::Env env{};
+  ReadinessOptions readiness{};
+};
+
+/// The shell-filesystem sizes that keep every lobby line under max_request_body_bytes for a
+/// backend with this env and working_dir. Throws std::invalid_argument when they leave too
+/// little room for file chunks (at least 16 KiB).
+[[nodiscard]] workspace::ShellFilesystemLimits exedev_shell_filesystem_limits(const workspace::Env& env,
+                                                                              const std::optional<std::string>& working_dir);
+
+class SandboxBackend final : public workspace::WorkspaceBackend, public workspace::SupportsCommands {
+ public:
+  /// No I/O. Throws std::invalid_argument for a ref of another provider or an invalid VM name,
+  /// a spec with copy_base_tags=false under a scope tag, an invalid scope tag, or an env too
+  /// large for exe.dev's request limit.
+  explicit SandboxBackend(SandboxBackendOptions options);
+  SandboxBackend(std::optional<workspace::WorkspaceRef> ref, VMSpec spec, std::optional<std::string> scope_tag,
+                 std::optional<Client> client = std::nullopt, workspace::Env env = {});
+  ~SandboxBackend() override;
+  SandboxBackend(const SandboxBackend&) = delete;
+  SandboxBackend& operator=(const SandboxBackend&) = delete;
+
+  [[nodiscard]] std::optional<workspace::WorkspaceRef> ref() const override;
+
+  /// `pwd -P` in working_dir, once. Cancellation: as run().
+  workspace::Task<std::string> working_dir() override;
+
+  /// Cancellation (or the timeout) closes the request; the client stops the command's process
+  /// group on the VM. A first operation cancelled mid-provision: see the header comment.
+  workspace::Task<workspace::CommandResult> run(workspace::Command command, workspace::RunOptions options) override;
+
+  [[nodiscard]] workspace::ShellFilesystemLimits shell_filesystem_limits() const override;
+
+  /// The client in use (made on first use when none was given).
+  workspace::Task<Client> client();
+
+  /// Waits for a VM this backend is provisioning (so its ref is recorded; this wait can be
+  /// cancelled), then closes the client this backend made (never one it was given). Never
+  /// touches the VM. Once the close has started it finishes before a cancellation reaches the
+  /// caller; the cancellation is then raised (operation_aborted, with the close's error nested
+  /// if it failed). A failed close keeps the client; calling close() again retries. The
+  /// backend stays usable: its next operation makes a new client.
+  workspace::Task<void> close();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace exedev

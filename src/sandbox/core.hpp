@@ -1,0 +1,123 @@
+#pragma once
+// The one implementation behind VMs, SandboxBackend and Sandbox: the client a component owns,
+// cancellation shields, scope checks, readiness waits, provisioning and initialization.
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/cancellation_state.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <exception>
+#include <functional>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <exedev/client.hpp>
+#include <exedev/sandbox/errors.hpp>
+#include <exedev/sandbox/vm_spec.hpp>
+#include <exedev/sandbox/vm_state.hpp>
+#include <exedev/sandbox/vms.hpp>
+
+namespace exedev::detail {
+
+/// Runs `op` to completion whatever happens to the caller: a cancellation of the caller is not
+/// forwarded to it (it stays recorded in the caller's cancellation state). A caller that may
+/// already have been cancelled must set `this_coro::throw_if_cancelled(false)` before
+/// co_awaiting this (Asio refuses to start an awaitable in a cancelled coroutine otherwise).
+template <typename T>
+Task<T> shielded(Task<T> op) {
+  namespace asio = boost::asio;
+  const bool previous = co_await asio::this_coro::throw_if_cancelled();
+  co_await asio::this_coro::throw_if_cancelled(false);
+  const auto executor = co_await asio::this_coro::executor;
+  std::exception_ptr error;
+  if constexpr (std::is_void_v<T>) {
+    try {
+      co_await asio::co_spawn(executor, std::move(op),
+                              asio::bind_cancellation_slot(asio::cancellation_slot(), asio::use_awaitable));
+    } catch (...) {
+      error = std::current_exception();
+    }
+    co_await asio::this_coro::throw_if_cancelled(previous);
+    if (error) std::rethrow_exception(error);
+  } else {
+    std::optional<T> value;
+    try {
+      value.emplace(co_await asio::co_spawn(executor, std::move(op),
+                                            asio::bind_cancellation_slot(asio::cancellation_slot(), asio::use_awaitable)));
+    } catch (...) {
+      error = std::current_exception();
+    }
+    co_await asio::this_coro::throw_if_cancelled(previous);
+    if (error) std::rethrow_exception(error);
+    co_return std::move(*value);
+  }
+}
+
+/// A one-word list. (GCC 12 miscompiles braced initializer lists inside coroutines.)
+[[nodiscard]] inline std::vector<std::string> one(std::string word) {
+  std::vector<std::string> words;
+  words.push_back(std::move(word));
+  return words;
+}
+
+/// Whether a coroutine's cancellation state records a cancellation.
+[[nodiscard]] bool was_cancelled(const boost::asio::cancellation_state& state);
+
+/// Throws operation_aborted, with `cause` nested when there is one.
+[[noreturn]] void throw_cancelled(std::exception_ptr cause);
+
+/// Whether `error` is a cancellation (operation_aborted).
+[[nodiscard]] bool is_cancellation(const std::exception_ptr& error);
+
+/// A client given by the user (never closed) or made on first use (closed by close()).
+class ClientHolder {
+ public:
+  ClientHolder(std::optional<Client> given, ClientOptions options);
+  Task<Client> get();
+  /// Closes a made client; shielded once started; the cancellation is raised afterwards.
+  Task<void> close();
+
+ private:
+  std::optional<Client> given_;
+  std::optional<Client> made_;
+  ClientOptions options_;
+};
+
+/// Rethrows `error`, turning 401 / 403 / no-token client errors into ExeDevAccessError.
+[[noreturn]] void rethrow_access_mapped(std::exception_ptr error);
+
+/// Whether a create/copy failure leaves it unknown whether the VM exists.
+[[nodiscard]] bool is_unknown_create_outcome(const std::exception_ptr& error);
+
+/// `ls <name>`: the VM, or VMNotFoundError; VMOutOfScopeError when it lacks the scope tag.
+Task<VMInfo> find_in_scope(Client client, std::string name, std::optional<std::string> scope_tag);
+
+/// Probes `echo <unique-token>` until the VM's shell answers it, retrying every poll_interval
+/// on connection-level and not-ready errors until timeout.
+Task<void> wait_ready(Client client, std::string name, ReadinessOptions readiness);
+
+/// Refuses a copy without its base's tags under a scope tag (std::invalid_argument).
+void check_spec_scope(const VMSpec& spec, const std::optional<std::string>& scope_tag);
+
+struct ProvisionHooks {
+  /// Called as soon as the create returns, before the VM is made ready.
+  std::function<void(const workspace::WorkspaceRef&)> on_created;
+  /// Delete the VM when the caller is cancelled after the create (VMs::provision), or keep it
+  /// (a backend never destroys its environment).
+  bool delete_on_cancel = true;
+};
+
+Task<VMState> provision(Client client, VMSpec spec, std::optional<std::string> scope_tag, ReadinessOptions readiness,
+                        ProvisionHooks hooks);
+
+/// Gets an existing VM ready: readiness, tags and comment (when set_tags_and_comment), working
+/// dir. Failures become VMInitializationError; cancellation propagates as is.
+Task<void> initialize_steps(Client client, std::string name, VMSpec spec, ReadinessOptions readiness,
+                            bool set_tags_and_comment);
+
+}  // namespace exedev::detail

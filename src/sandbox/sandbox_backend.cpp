@@ -1,0 +1,326 @@
+#include <exedev/sandbox/sandbox_backend.hpp>
+
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "client/run_protocol.hpp"
+#include "sandbox/core.hpp"
+#include "workspace/shell_filesystem.hpp"
+
+namespace exedev {
+namespace asio = boost::asio;
+using workspace::CommandResult;
+using workspace::WorkspaceRef;
+
+namespace {
+
+// What the request-size budget assumes about paths: the shell filesystem's first write chunk
+// carries the destination's parent and temp file paths (quoted); paths up to this many bytes
+// without single quotes fit. Longer ones are refused by the client (413, nothing sent).
+constexpr std::size_t kPathAllowance = 1024;
+// Records of finished runs the client may acknowledge in the same request.
+constexpr std::size_t kAckAllowance = 16;
+// Below this many base64 characters per chunk, the backend is refused at construction.
+constexpr std::size_t kMinimumChunkChars = 16 * 1024;
+constexpr std::size_t kLongestVmName = 52;
+
+std::size_t lobby_line_size(const std::string& shell_line, const workspace::Env& env,
+                            const std::optional<std::string>& working_dir) {
+  detail::ScriptRequest request;
+  request.mode = detail::ScriptMode::launch;
+  request.id = std::string(32, 'f');
+  request.boundary = std::string(40, 'B');
+  for (std::size_t i = 0; i < kAckAllowance; ++i) request.acks.push_back(std::string(32, 'a'));
+  request.shell_line = shell_line;
+  request.env = std::map<std::string, std::string>(env.begin(), env.end());
+  request.working_dir = working_dir;
+  // As Client::run builds it.
+  const std::string vm(kLongestVmName, 'v');
+  return ("ssh " + lobby_quote(vm) + " " + lobby_quote(detail::remote_command(detail::build_script(request)))).size();
+}
+
+// The shell filesystem's first write command for a chunk of `chars` base64 characters, with
+// paths at the allowance: the longest command it sends per chunk.
+std::string first_chunk_command(std::size_t chars) {
+  const std::string parent = "/" + std::string(kPathAllowance - 64, 'p');
+  const std::string temp = parent + "/.pydantic-ai-" + std::string(32, 'f') + ".tmp";
+  return workspace::detail::write_first_chunk_script(parent, temp, std::string(chars, 'A'));
+}
+
+}  // namespace
+
+workspace::ShellFilesystemLimits exedev_shell_filesystem_limits(const workspace::Env& env,
+                                                                const std::optional<std::string>& working_dir) {
+  // Every byte of the shell line costs 4/3 byte in the lobby line (the client base64-encodes its
+  // script), so start from that estimate, then step down until the exact size fits.
+  const std::size_t limit = max_request_body_bytes - 1;
+  const std::size_t overhead = lobby_line_size(first_chunk_command(0), env, working_dir);
+  if (overhead >= limit) {
+    throw std::invalid_argument("env and working_dir leave no room in exe.dev's 64 KiB request for file transfers");
+  }
+  std::size_t chars = ((limit - overhead) * 3 / 4) & ~std::size_t{3};
+  while (chars > 0 && lobby_line_size(first_chunk_command(chars), env, working_dir) > limit) chars -= 4;
+  if (chars < kMinimumChunkChars) {
+    throw std::invalid_argument("env and working_dir are too large: they leave fewer than 16 KiB of exe.dev's 64 KiB "
+                                "request for file chunks");
+  }
+  workspace::ShellFilesystemLimits limits;
+  limits.write_chunk_chars = chars;
+  return limits;
+}
+
+struct SandboxBackend::Impl {
+  enum class Phase { pending, busy, needs_init, ready, outcome_unknown };
+
+  const bool attach;
+  VMSpec spec;
+  std::optional<std::string> scope_tag;
+  detail::ClientHolder client;
+  workspace::Env env;
+  ReadinessOptions readiness;
+  workspace::ShellFilesystemLimits limits;
+
+  Phase phase = Phase::pending;
+  std::optional<WorkspaceRef> ref;
+  std::exception_ptr unknown_outcome;
+  // Waiters of a busy phase wait on this timer; a phase change cancels it.
+  std::shared_ptr<asio::steady_timer> wake;
+  std::optional<std::string> canonical_working_dir;
+
+  explicit Impl(SandboxBackendOptions& o)
+      : attach(o.ref.has_value()), spec(std::move(o.spec)), scope_tag(std::move(o.scope_tag)),
+        client(std::move(o.client), std::move(o.client_options)), env(std::move(o.env)), readiness(o.readiness),
+        limits(exedev_shell_filesystem_limits(env, spec.working_dir())) {
+    detail::check_spec_scope(spec, scope_tag);
+    if (o.ref) ref = vm_ref(VMTarget(*o.ref).name());
+  }
+
+  void notify() {
+    if (wake) {
+      wake->cancel();
+      wake.reset();
+    }
+  }
+
+  Task<void> wait_for_change() {
+    if (!wake) wake = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor, asio::steady_timer::time_point::max());
+    const auto timer = wake;
+    boost::system::error_code ignored;
+    co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    if (detail::was_cancelled(co_await asio::this_coro::cancellation_state)) detail::throw_cancelled(nullptr);
+  }
+
+  // One step from `from`; sets the phase it reaches.
+  Task<void> advance(Phase from) {
+    auto c = co_await client.get();
+    if (from == Phase::needs_init) {
+      co_await detail::initialize_steps(c, ref->id, spec, readiness, spec.is_copy());
+    } else if (attach) {
+      co_await detail::find_in_scope(c, ref->id, scope_tag);
+    } else {
+      detail::ProvisionHooks hooks;
+      hooks.on_created = [this](const WorkspaceRef& created) { ref = created; };
+      hooks.delete_on_cancel = false;  // a backend never destroys its environment
+      co_await detail::provision(c, spec, scope_tag, readiness, std::move(hooks));
+    }
+    phase = Phase::ready;
+  }
+
+  Phase phase_after(Phase from, const std::exception_ptr& error) {
+    if (attach) return Phase::pending;
+    if (from == Phase::needs_init || ref) return Phase::needs_init;  // the VM exists: finish it next time
+    try {
+      std::rethrow_exception(error);
+    } catch (const ProvisionOutcomeUnknownError&) {
+      unknown_outcome = error;
+      return Phase::outcome_unknown;
+    } catch (...) {
+      return Phase::pending;  // nothing was made: the next operation provisions again
+    }
+  }
+
+  /// The VM's name once it exists and is ready (concurrent callers share one provision).
+  Task<std::string> ensure_ready() {
+    for (;;) {
+      switch (phase) {
+        case Phase::ready:
+          co_return ref->id;
+        case Phase::outcome_unknown:
+          std::rethrow_exception(unknown_outcome);
+        case Phase::busy:
+          co_await wait_for_change();
+          continue;
+        case Phase::pending:
+        case Phase::needs_init:
+          break;
+      }
+      const Phase from = phase;
+      phase = Phase::busy;
+      std::exception_ptr error;
+      try {
+        co_await advance(from);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      if (error) phase = phase_after(from, error);
+      notify();
+      if (error) std::rethrow_exception(error);
+    }
+  }
+
+  // Throws what a failed client.run means for the workspace, or returns true when the VM was
+  // paused (it is resumed: run the command once more).
+  Task<bool> handle_run_error(Client c, const std::string& name, std::exception_ptr error, bool may_resume) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const RunTimeoutError& e) {
+      throw workspace::WorkspaceTimeoutError("a command on VM \"" + name + "\" passed its timeout and was stopped",
+                                             workspace::utf8_replace_invalid(e.stdout_bytes()),
+                                             workspace::utf8_replace_invalid(e.stderr_bytes()));
+    } catch (const OutputLimitError& e) {
+      throw workspace::WorkspaceOutputLimitError("a command on VM \"" + name + "\" wrote more than " +
+                                                     std::to_string(e.limit()) + " bytes of output and was stopped",
+                                                 e.limit(), workspace::utf8_replace_invalid(e.stdout_bytes()),
+                                                 workspace::utf8_replace_invalid(e.stderr_bytes()));
+    } catch (const ConnectionError& e) {
+      if (!e.sent()) throw;  // nothing ran: a transient error the caller may retry
+    } catch (const CommandFailedError&) {
+      // Refused before it started: the VM may be gone or paused.
+    } catch (const OutcomeUnknownError&) {
+    } catch (const ProtocolError&) {
+    } catch (const APIError& e) {
+      if (e.status() < 500) throw;
+    }
+    const bool refused = [&] {
+      try {
+        std::rethrow_exception(error);
+      } catch (const CommandFailedError&) {
+        return true;
+      } catch (...) {
+        return false;
+      }
+    }();
+    std::optional<VMInfo> info;
+    std::exception_ptr check_error;
+    try {
+      const auto listed = co_await c.list_vms(detail::one(name));
+      const auto it = std::find_if(listed.begin(), listed.end(), [&](const VMInfo& vm) { return vm.name == name; });
+      if (it != listed.end()) info = *it;
+    } catch (...) {
+      check_error = std::current_exception();
+    }
+    if (!check_error && !info) throw VMNotFoundError(name);
+    if (refused) {
+      if (info && may_resume && info->status.kind == VMStatus::Kind::paused) {
+        co_await c.resume_vm(name);
+        co_await detail::wait_ready(c, name, readiness);
+        co_return true;
+      }
+      std::rethrow_exception(error);
+    }
+    std::string out, err;
+    try {
+      std::rethrow_exception(error);
+    } catch (const OutcomeUnknownError& e) {
+      out = workspace::utf8_replace_invalid(e.stdout_bytes());
+      err = workspace::utf8_replace_invalid(e.stderr_bytes());
+    } catch (...) {
+    }
+    try {
+      std::rethrow_exception(error);
+    } catch (...) {
+      std::throw_with_nested(CommandOutcomeUnknownError(name, std::move(out), std::move(err)));
+    }
+  }
+
+  Task<CommandResult> run(workspace::Command command, workspace::RunOptions options) {
+    workspace::validate_timeout(options.timeout);
+    if (!command.is_shell() && command.args().empty()) throw std::invalid_argument("argv must not be empty");
+    const std::string name = co_await ensure_ready();
+    auto c = co_await client.get();
+    RunOptions run_options;
+    run_options.env = std::map<std::string, std::string>(env.begin(), env.end());
+    for (auto& [key, value] : options.env) run_options.env[key] = value;
+    run_options.working_dir = spec.working_dir();
+    if (options.timeout) run_options.timeout = *options.timeout;
+    run_options.max_output_bytes = max_command_output_bytes;
+    const std::string line = command.to_shell_line();
+    for (bool may_resume = true;; may_resume = false) {
+      std::exception_ptr error;
+      try {
+        auto result = co_await c.run(name, line, run_options);
+        co_return CommandResult{result.exit_code, workspace::utf8_replace_invalid(result.stdout_bytes),
+                                workspace::utf8_replace_invalid(result.stderr_bytes)};
+      } catch (...) {
+        error = std::current_exception();
+      }
+      if (!co_await handle_run_error(c, name, error, may_resume)) std::rethrow_exception(error);
+    }
+  }
+};
+
+SandboxBackend::SandboxBackend(SandboxBackendOptions options) : impl_(std::make_unique<Impl>(options)) {}
+
+SandboxBackend::SandboxBackend(std::optional<WorkspaceRef> ref, VMSpec spec, std::optional<std::string> scope_tag,
+                               std::optional<Client> client, workspace::Env env)
+    : SandboxBackend(SandboxBackendOptions{std::move(ref), std::move(spec), std::move(scope_tag), std::move(client), {},
+                                           std::move(env), {}}) {}
+
+SandboxBackend::~SandboxBackend() = default;
+
+std::optional<WorkspaceRef> SandboxBackend::ref() const { return impl_->ref; }
+
+workspace::ShellFilesystemLimits SandboxBackend::shell_filesystem_limits() const { return impl_->limits; }
+
+Task<Client> SandboxBackend::client() { co_return co_await impl_->client.get(); }
+
+Task<CommandResult> SandboxBackend::run(workspace::Command command, workspace::RunOptions options) {
+  std::exception_ptr error;
+  try {
+    co_return co_await impl_->run(std::move(command), std::move(options));
+  } catch (...) {
+    error = std::current_exception();
+  }
+  detail::rethrow_access_mapped(error);
+}
+
+Task<std::string> SandboxBackend::working_dir() {
+  if (impl_->canonical_working_dir) co_return *impl_->canonical_working_dir;
+  std::exception_ptr error;
+  try {
+    const auto result = co_await impl_->run(workspace::Command::shell("pwd -P"), {});
+    std::string path = result.stdout_text;
+    if (!path.empty() && path.back() == '\n') path.pop_back();
+    if (result.exit_code != 0 || path.empty() || path.front() != '/') {
+      throw workspace::WorkspaceError("the working directory " +
+                                      (impl_->spec.working_dir() ? "\"" + *impl_->spec.working_dir() + "\" " : std::string()) +
+                                      "is not usable on VM \"" + impl_->ref->id + "\" (exit code " +
+                                      std::to_string(result.exit_code) + ")");
+    }
+    impl_->canonical_working_dir = path;
+    co_return path;
+  } catch (...) {
+    error = std::current_exception();
+  }
+  detail::rethrow_access_mapped(error);
+}
+
+Task<void> SandboxBackend::close() {
+  // Wait for a VM being provisioned, so that its ref is recorded before the client goes.
+  while (impl_->phase == Impl::Phase::busy) co_await impl_->wait_for_change();
+  const bool previous = co_await asio::this_coro::throw_if_cancelled();
+  co_await asio::this_coro::throw_if_cancelled(false);
+  std::exception_ptr error;
+  try {
+    co_await impl_->client.close();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  co_await asio::this_coro::throw_if_cancelled(previous);
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace exedev

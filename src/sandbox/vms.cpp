@@ -1,0 +1,124 @@
+#include <exedev/sandbox/vms.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "sandbox/core.hpp"
+
+namespace exedev {
+
+VMTarget::VMTarget(const workspace::WorkspaceRef& ref) : name_(ref.id) {
+  if (ref.provider != provider_name) {
+    throw std::invalid_argument("WorkspaceRef of provider \"" + ref.provider + "\" does not name an exe.dev VM");
+  }
+  validate_vm_name(name_, "WorkspaceRef id");
+}
+
+VMTarget::VMTarget(std::string name) : name_(std::move(name)) { validate_vm_name(name_); }
+
+VMTarget::VMTarget(const char* name) : VMTarget(std::string(name ? name : "")) {}
+
+struct VMs::Impl {
+  std::optional<std::string> scope_tag;
+  detail::ClientHolder client;
+  ReadinessOptions readiness;
+};
+
+VMs::VMs(std::optional<std::string> scope_tag, std::optional<Client> client)
+    : VMs(VMsOptions{std::move(scope_tag), std::move(client), {}, {}}) {}
+
+VMs::VMs(VMsOptions options)
+    : impl_(std::make_unique<Impl>(Impl{options.scope_tag, detail::ClientHolder(std::move(options.client),
+                                                                                  std::move(options.client_options)),
+                                        options.readiness})) {
+  if (impl_->scope_tag) validate_tag(*impl_->scope_tag, "scope_tag");
+}
+
+VMs::~VMs() = default;
+VMs::VMs(VMs&&) noexcept = default;
+VMs& VMs::operator=(VMs&&) noexcept = default;
+
+const std::optional<std::string>& VMs::scope_tag() const noexcept { return impl_->scope_tag; }
+
+Task<Client> VMs::client() { co_return co_await impl_->client.get(); }
+
+Task<VMState> VMs::provision(VMSpec spec) {
+  detail::check_spec_scope(spec, impl_->scope_tag);
+  auto client = co_await impl_->client.get();
+  co_return co_await detail::provision(client, std::move(spec), impl_->scope_tag, impl_->readiness, detail::ProvisionHooks{});
+}
+
+Task<LookupResult> VMs::lookup(VMSpec spec) {
+  if (spec.tags().empty()) {
+    throw std::invalid_argument("lookup needs a spec with tags: a name alone could belong to a VM made some other way");
+  }
+  auto client = co_await impl_->client.get();
+  // `ls` matches a VM's name or any of its tags; one required tag is enough to list every
+  // candidate, and the name (if any) finds a VM that lacks the tags (a conflict).
+  auto patterns = detail::one(spec.tags().front());
+  if (spec.name()) patterns.push_back(*spec.name());
+  const auto listed = co_await client.list_vms(std::move(patterns));
+  co_return classify_lookup(spec, impl_->scope_tag, listed);
+}
+
+Task<VMState> VMs::initialize(VMTarget vm, VMSpec spec) {
+  auto client = co_await impl_->client.get();
+  co_await detail::find_in_scope(client, vm.name(), impl_->scope_tag);
+  co_await detail::initialize_steps(client, vm.name(), spec, impl_->readiness, true);
+  co_return VMState::from_info(co_await detail::find_in_scope(client, vm.name(), impl_->scope_tag));
+}
+
+Task<VMState> VMs::inspect(VMTarget vm) {
+  auto client = co_await impl_->client.get();
+  co_return VMState::from_info(co_await detail::find_in_scope(client, vm.name(), impl_->scope_tag));
+}
+
+Task<VMState> VMs::pause(VMTarget vm) {
+  auto client = co_await impl_->client.get();
+  const auto info = co_await detail::find_in_scope(client, vm.name(), impl_->scope_tag);
+  if (info.status.kind == VMStatus::Kind::paused) co_return VMState::from_info(info);
+  // Flush first, so that what was written survives whatever happens to the paused VM.
+  RunOptions options;
+  options.timeout = std::chrono::duration<double>(120);
+  const auto flushed = co_await client.run(vm.name(), "sync", options);
+  if (flushed.exit_code != 0) {
+    throw workspace::WorkspaceError("the flush (sync) before pausing VM \"" + vm.name() + "\" exited with " +
+                                    std::to_string(flushed.exit_code));
+  }
+  co_await client.pause_vm(vm.name());
+  co_return VMState::from_info(co_await detail::find_in_scope(client, vm.name(), impl_->scope_tag));
+}
+
+Task<VMState> VMs::resume(VMTarget vm) {
+  auto client = co_await impl_->client.get();
+  const auto info = co_await detail::find_in_scope(client, vm.name(), impl_->scope_tag);
+  if (info.status.kind == VMStatus::Kind::paused) co_await client.resume_vm(vm.name());
+  co_await detail::wait_ready(client, vm.name(), impl_->readiness);
+  co_return VMState::from_info(co_await detail::find_in_scope(client, vm.name(), impl_->scope_tag));
+}
+
+Task<VMHandle> VMs::get_vm(VMTarget vm) {
+  auto client = co_await impl_->client.get();
+  co_await detail::find_in_scope(client, vm.name(), impl_->scope_tag);
+  co_return VMHandle{client, vm.name()};
+}
+
+Task<bool> VMs::destroy(VMTarget vm) {
+  auto client = co_await impl_->client.get();
+  try {
+    co_await detail::find_in_scope(client, vm.name(), impl_->scope_tag);
+  } catch (const VMNotFoundError&) {
+    co_return false;
+  }
+  const auto removed = co_await client.remove_vms(detail::one(vm.name()));
+  if (std::find(removed.deleted.begin(), removed.deleted.end(), vm.name()) != removed.deleted.end()) co_return true;
+  // Refused: gone meanwhile (another caller deleted it), or exe.dev could not delete it.
+  const auto listed = co_await client.list_vms(detail::one(vm.name()));
+  const bool exists = std::any_of(listed.begin(), listed.end(), [&](const VMInfo& info) { return info.name == vm.name(); });
+  if (!exists) co_return false;
+  throw workspace::WorkspaceError("exe.dev did not delete VM \"" + vm.name() + "\"");
+}
+
+Task<void> VMs::close() { co_await impl_->client.close(); }
+
+}  // namespace exedev
