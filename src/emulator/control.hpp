@@ -1,0 +1,31 @@
+#pragma once
+// The control endpoint (`POST /_emulator/<action>`, header X-Emulator-Control: <secret>) and the
+// names of modes and faults shared by it and the command line. Sans-IO.
+
+#include <exedev/emulator/emulator.hpp>
+
+#include "emulator/lobby.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace exedev::emulator {
+
+std::optional<PausedVmSsh> paused_vm_ssh_from(std::string_view name);       ///< refuse | auto-resume
+std::optional<OnClientDisconnect> on_disconnect_from(std::string_view name);  ///< keep-running | kill
+std::optional<Trailers> trailers_from(std::string_view name);                 ///< send | strip
+std::optional<CpResponse> cp_response_from(std::string_view name);            ///< legacy | new-like
+std::optional<FaultKind> fault_kind_from(std::string_view name);              ///< reset-before-run, …
+/// "none", or a duration: <N>ms, <N>s, <N>m (plain N = milliseconds).
+std::optional<std::optional<std::chrono::milliseconds>> duration_from(std::string_view text);
+
+struct ServerStats {
+  std::size_t connections_accepted = 0;
+  std::size_t open_connections = 0;
+};
+
+/// Handles one authenticated control request. Actions: fault, faults/clear, modes, token, state.
+Reply control_request(Lobby& lobby, std::string_view action, std::string_view body, const ServerStats& stats);
+
+}  // namespace exedev::emulator

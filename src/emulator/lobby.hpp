@@ -1,0 +1,160 @@
+#pragma once
+// The sans-IO core of the emulator: everything /exec does except the sockets and the processes
+// of `ssh`. The server calls authorize() before it reads the body, prepare() after, then
+// execute(). Lobby commands answer a Reply; `ssh` answers an SshPlan the server runs.
+//
+// Thread safety: every member function locks one mutex, so the server thread and the public
+// Emulator API can call it at the same time.
+
+#include <exedev/emulator/emulator.hpp>
+
+#include "emulator/flags.hpp"
+#include "emulator/rate_limiter.hpp"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace exedev::emulator {
+
+struct Reply {
+  unsigned status = 200;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+};
+
+/// A JSON error reply `{"error":message}\n` with the lobby's headers.
+Reply error_reply(unsigned status, const std::string& message);
+
+/// What the server must run for `ssh <vm> <words…>`.
+struct SshPlan {
+  std::string vm;
+  std::string vm_id;
+  std::uint64_t generation = 0;  ///< changes on restart and rm: the stream then ends without trailer
+  std::filesystem::path home;
+  std::vector<std::string> env;  ///< the VM's KEY=VALUE variables
+  std::string line;              ///< the words joined with single spaces
+  /// unready_true_quirk: answer exit 0 without running anything.
+  bool answer_without_running = false;
+};
+
+/// A request that passed every check up to execution.
+struct Prepared {
+  std::string token;
+  std::vector<std::string> words;
+  std::string command;                 ///< canonical name, e.g. "ssh-key generate-api-key"
+  std::vector<std::string> arguments;  ///< the words after the command name
+  std::string vm;                      ///< the VM it names, if any (for faults and records)
+};
+
+struct LobbyConfig {
+  std::filesystem::path state_dir;
+  std::string token;  ///< empty = reuse the persisted one or make one
+  std::map<std::string, TokenSpec> tokens;
+  Modes modes;
+  std::string email = "user@example.com";
+};
+
+class Lobby {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  /// Loads the state persisted in config.state_dir (VMs, tokens), if any.
+  explicit Lobby(LobbyConfig config);
+  ~Lobby();
+  Lobby(const Lobby&) = delete;
+  Lobby& operator=(const Lobby&) = delete;
+
+  /// Steps 1-4 of the check order (method, Authorization, token, key expiry, rate limit). On
+  /// success returns the token.
+  std::variant<Reply, std::string> authorize(std::string_view method, std::string_view authorization);
+  /// Steps 5-8 (NUL, empty, lex, resolve, cmds) on a body already within the size limit.
+  std::variant<Reply, Prepared> prepare(const std::string& token, std::string_view body);
+  /// Step 9. A failed lobby command answers 504 once `started` is older than the lobby deadline.
+  std::variant<Reply, SshPlan> execute(const Prepared& request, Clock::time_point started);
+
+  /// Removes and returns the first injected fault matching the request, counting it down.
+  std::optional<Fault> take_fault(const std::string& command, const std::string& vm);
+  void inject(Fault fault);
+  void clear_faults();
+
+  Modes modes() const;
+  void set_modes(Modes modes);
+
+  /// True while the VM with this id exists and has not been restarted since `generation`.
+  bool vm_current(const std::string& vm_id, std::uint64_t generation) const;
+  /// ssh auto-resume: resumes the VM if it is paused.
+  void resume_for_ssh(const std::string& vm);
+
+  void record(CommandRecord record);
+  std::vector<CommandRecord> commands() const;
+  void clear_commands();
+
+  std::vector<VMRecord> vms() const;
+  std::optional<VMRecord> vm(const std::string& name) const;
+  std::optional<std::string> vm_id(const std::string& name) const;
+  std::string default_token() const;
+  std::string issue_token(TokenSpec spec);
+  void revoke_token(const std::string& token);
+
+  /// Kills the processes of every VM (the emulator is shutting down).
+  void kill_all_processes();
+
+  struct Vm;
+  struct Key;
+
+ private:
+  struct Command;
+  using Handler = std::variant<Reply, SshPlan> (Lobby::*)(const Key&, const Prepared&);
+
+  static const std::vector<Command>& command_table();
+  static nlohmann::ordered_json command_help(const Command& command);
+  std::optional<ParsedFlags> parse_command_flags(const Prepared& request, std::optional<Reply>& error) const;
+  const Command* resolve(const std::vector<std::string>& words, std::size_t& length) const;
+
+  std::variant<Reply, SshPlan> cmd_help(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> cmd_new(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> cmd_cp(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> cmd_ls(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> cmd_rm(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> cmd_pause(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> cmd_resume(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> cmd_restart(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> cmd_tag(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> cmd_comment(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> cmd_whoami(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> cmd_ssh(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> cmd_generate_api_key(const Key&, const Prepared&);
+
+  Vm* find_visible(const Key& key, const std::string& name);
+  std::string vm_status(const Vm& vm) const;
+  bool vm_ready(const Vm& vm) const;
+  std::string unused_name() const;
+  Vm& add_vm(Vm vm);
+  void remove_vm(const std::string& name);
+  std::string add_key(Key key);
+  void persist() const;
+  void load();
+
+  LobbyConfig config_;
+  mutable std::mutex mutex_;
+  std::map<std::string, Vm> vms_;           // by name
+  std::map<std::string, Key> keys_;         // by token
+  std::string default_token_;
+  RateLimiter limiter_;
+  std::deque<Fault> faults_;
+  std::vector<CommandRecord> records_;
+  std::uint64_t next_generation_ = 1;
+};
+
+}  // namespace exedev::emulator

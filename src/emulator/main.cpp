@@ -1,0 +1,167 @@
+// exedev-emulator: runs the exe.dev emulator until SIGINT or SIGTERM. Prints url, ca_file,
+// token, control_secret and state_dir on stdout, one key=value per line.
+#include <exedev/emulator/emulator.hpp>
+
+#include "emulator/control.hpp"
+
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <string_view>
+
+namespace {
+
+using namespace exedev::emulator;
+
+constexpr const char* usage = R"(usage: exedev-emulator [options]
+
+Runs a local exe.dev (POST /exec over HTTPS on loopback) until SIGINT or SIGTERM, after printing
+  url=…  ca_file=…  token=…  control_secret=…  state_dir=…
+on stdout, one per line. See docs/emulator.md.
+
+  --host=ADDR                 loopback address to bind (default 127.0.0.1)
+  --port=N                    port (default 0: a free one)
+  --state-dir=DIR             VMs and tokens live here and survive restarts (default: a temp dir,
+                              removed at exit)
+  --plain-http                serve plain HTTP (debugging only)
+  --token=TOKEN               the all-commands token (default: persisted or random)
+  --tokens-file=FILE          more tokens, one per line: TOKEN [; cmds=A,B,ssh vm] [; tag=T]
+  --control-secret=SECRET     secret for POST /_emulator/… (default: random)
+  --boot-delay=DUR            time before a new VM runs commands (default 0)
+  --ssh-time-limit=DUR|none   cut ssh streams after DUR, without trailer (default 30s)
+  --lobby-deadline=DUR        failed lobby commands after DUR answer 504 (default 30s)
+  --paused-vm-ssh=refuse|auto-resume            (default refuse)
+  --on-client-disconnect=keep-running|kill      (default keep-running)
+  --trailers=send|strip                         (default send)
+  --cp-response=legacy|new-like                 (default legacy)
+  --unready-true-quirk        a booting VM answers `ssh vm true` with exit 0
+  --rate-limit                enable the per-token rate limiter
+  --rate-burst=N --rate-refill=PER_SECOND --rate-overdraft=N   (defaults 60, 1, 120)
+  --latency=DUR               delay added to every /exec request (default 0)
+  --help                      this text
+DUR is N (milliseconds), Nms, Ns or Nm.
+)";
+
+[[noreturn]] void bad(const std::string& message) {
+  std::cerr << "exedev-emulator: " << message << "\n(--help for usage)\n";
+  std::exit(2);
+}
+
+template <typename T>
+T need(std::optional<T> value, std::string_view flag) {
+  if (!value) bad("invalid value for " + std::string(flag));
+  return *value;
+}
+
+std::string trim(std::string s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return {};
+  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+void load_tokens(const std::string& path, Options& options) {
+  std::ifstream in(path);
+  if (!in) bad("cannot read " + path);
+  std::string line;
+  while (std::getline(in, line)) {
+    line = trim(line);
+    if (line.empty() || line[0] == '#') continue;
+    std::string token;
+    TokenSpec spec;
+    std::size_t start = 0;
+    bool first = true;
+    while (start <= line.size()) {
+      const auto semicolon = line.find(';', start);
+      const std::string field = trim(line.substr(start, semicolon == std::string::npos ? std::string::npos : semicolon - start));
+      if (first) token = field;
+      else if (field.rfind("cmds=", 0) == 0) {
+        std::vector<std::string> cmds;
+        std::size_t s = 5;
+        while (s <= field.size()) {
+          const auto comma = field.find(',', s);
+          const std::string cmd = trim(field.substr(s, comma == std::string::npos ? std::string::npos : comma - s));
+          if (!cmd.empty()) cmds.push_back(cmd);
+          if (comma == std::string::npos) break;
+          s = comma + 1;
+        }
+        spec.cmds = cmds;
+      } else if (field.rfind("tag=", 0) == 0) spec.tag = field.substr(4);
+      else bad("unknown field \"" + field + "\" in " + path);
+      first = false;
+      if (semicolon == std::string::npos) break;
+      start = semicolon + 1;
+    }
+    if (token.rfind("exe1.", 0) != 0) bad("tokens in " + path + " must start with exe1.");
+    options.tokens[token] = spec;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  Modes& modes = options.modes;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const auto eq = arg.find('=');
+    const std::string name = arg.substr(0, eq);
+    const bool has_value = eq != std::string::npos;
+    const std::string value = has_value ? arg.substr(eq + 1) : std::string();
+    const auto need_value = [&] {
+      if (!has_value) bad(name + " needs a value (" + name + "=…)");
+      return value;
+    };
+    const auto duration = [&] {
+      const auto parsed = need(duration_from(need_value()), name);
+      if (!parsed) bad(name + " cannot be none");
+      return *parsed;
+    };
+    if (name == "--help" || name == "-h") {
+      std::cout << usage;
+      return 0;
+    } else if (name == "--host") options.host = need_value();
+    else if (name == "--port") options.port = static_cast<std::uint16_t>(std::stoul(need_value()));
+    else if (name == "--state-dir") options.state_dir = need_value();
+    else if (name == "--plain-http") options.plain_http = true;
+    else if (name == "--token") options.token = need_value();
+    else if (name == "--tokens-file") load_tokens(need_value(), options);
+    else if (name == "--control-secret") options.control_secret = need_value();
+    else if (name == "--boot-delay") modes.boot_delay = duration();
+    else if (name == "--ssh-time-limit") modes.ssh_time_limit = need(duration_from(need_value()), name);
+    else if (name == "--lobby-deadline") modes.lobby_deadline = duration();
+    else if (name == "--paused-vm-ssh") modes.paused_vm_ssh = need(paused_vm_ssh_from(need_value()), name);
+    else if (name == "--on-client-disconnect") modes.on_client_disconnect = need(on_disconnect_from(need_value()), name);
+    else if (name == "--trailers") modes.trailers = need(trailers_from(need_value()), name);
+    else if (name == "--cp-response") modes.cp_response = need(cp_response_from(need_value()), name);
+    else if (name == "--unready-true-quirk") modes.unready_true_quirk = true;
+    else if (name == "--rate-limit") modes.rate_limit.enabled = true;
+    else if (name == "--rate-burst") modes.rate_limit.burst = std::stod(need_value());
+    else if (name == "--rate-refill") modes.rate_limit.refill_per_second = std::stod(need_value());
+    else if (name == "--rate-overdraft") modes.rate_limit.overdraft = std::stod(need_value());
+    else if (name == "--latency") modes.latency = duration();
+    else bad("unknown option " + name);
+  }
+
+  // Block the signals before the server thread starts, so only sigwait below receives them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  try {
+    Emulator emulator(options);
+    std::cout << "url=" << emulator.url() << "\n"
+              << "ca_file=" << emulator.ca_file().string() << "\n"
+              << "token=" << emulator.token() << "\n"
+              << "control_secret=" << emulator.control_secret() << "\n"
+              << "state_dir=" << emulator.state_dir().string() << std::endl;
+    int received = 0;
+    sigwait(&signals, &received);
+  } catch (const std::exception& e) {
+    std::cerr << "exedev-emulator: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,91 @@
+#include "emulator/processes.hpp"
+
+#include <csignal>
+#include <dirent.h>
+#include <fcntl.h>
+#include <set>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <string_view>
+
+namespace exedev::emulator {
+namespace {
+
+std::string read_small_file(const std::string& path) {
+  std::string out;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buffer[8192];
+  while (true) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n <= 0) break;
+    out.append(buffer, static_cast<std::size_t>(n));
+    if (out.size() > (1u << 20)) break;  // environments larger than 1 MiB are not ours
+  }
+  ::close(fd);
+  return out;
+}
+
+bool is_zombie(int pid) {
+  const std::string stat = read_small_file("/proc/" + std::to_string(pid) + "/stat");
+  const auto paren = stat.rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] == 'Z' || stat[paren + 2] == 'X';
+}
+
+}  // namespace
+
+std::vector<int> find_vm_processes(const std::string& vm_id) {
+  std::vector<int> pids;
+  const std::string needle = std::string(vm_marker_variable) + "=" + vm_id;
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr) return pids;
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string_view name(entry->d_name);
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string_view::npos) continue;
+    const int pid = std::stoi(std::string(name));
+    const std::string environ = read_small_file("/proc/" + std::string(name) + "/environ");
+    std::size_t start = 0;
+    while (start < environ.size()) {
+      const auto end = environ.find('\0', start);
+      const std::string_view entry_text(environ.data() + start, (end == std::string::npos ? environ.size() : end) - start);
+      if (entry_text == needle) {
+        if (!is_zombie(pid)) pids.push_back(pid);
+        break;
+      }
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+  }
+  ::closedir(dir);
+  return pids;
+}
+
+std::size_t signal_vm_processes(const std::string& vm_id, int signal) {
+  std::set<int> done;
+  for (int round = 0; round < 5; ++round) {
+    bool fresh = false;
+    for (const int pid : find_vm_processes(vm_id)) {
+      if (done.insert(pid).second) {
+        ::kill(pid, signal);
+        fresh = true;
+      }
+    }
+    if (!fresh) break;
+  }
+  return done.size();
+}
+
+void kill_vm_processes(const std::string& vm_id) {
+  for (int round = 0; round < 20; ++round) {
+    const auto pids = find_vm_processes(vm_id);
+    if (pids.empty()) return;
+    for (const int pid : pids) {
+      ::kill(pid, SIGKILL);
+      ::kill(pid, SIGCONT);
+    }
+    ::usleep(2000);
+  }
+}
+
+}  // namespace exedev::emulator
