@@ -1,0 +1,146 @@
+#include "client/api_response.hpp"
+
+#include <exedev/errors.hpp>
+
+#include <catch2/catch.hpp>
+
+using namespace exedev;
+using namespace exedev::detail;
+
+TEST_CASE("new answer") {
+  const auto vm = parse_vm_answer(
+      R"({"vm_name":"x-one","tags":[],"ssh_command":"ssh x-one.exe.xyz","ssh_dest":"x-one.exe.xyz","ssh_port":22,)"
+      R"("https_url":"https://x-one.exe.xyz","proxy_port":80,"ssh_host":"exe.dev","ssh_user":"vm+x-one"})" "\n",
+      "new");
+  CHECK(vm.name == "x-one");
+  CHECK(vm.tags.empty());
+  CHECK(vm.ssh_dest == "x-one.exe.xyz");
+  CHECK(vm.ssh_host == "exe.dev");
+  CHECK(vm.ssh_user == "vm+x-one");
+  CHECK(vm.https_url == "https://x-one.exe.xyz");
+  CHECK(vm.status.kind == VMStatus::Kind::unknown);
+}
+
+TEST_CASE("cp answers: legacy and new-like") {
+  const auto legacy = parse_vm_answer(
+      R"({"name":"copy-1","state":"starting","source":"golden","ssh":"copy-1.exe.xyz","elapsed":1.5})", "cp");
+  CHECK(legacy.name == "copy-1");
+  CHECK(legacy.status.kind == VMStatus::Kind::starting);
+  CHECK(legacy.ssh_dest == "copy-1.exe.xyz");
+  const auto modern = parse_vm_answer(
+      R"({"vm_name":"copy-2","ssh_dest":"copy-2.exe.xyz","ssh_host":"copy-2.exe.xyz","tags":["a"],"source":"golden"})", "cp");
+  CHECK(modern.name == "copy-2");
+  CHECK(modern.tags == std::vector<std::string>{"a"});
+  CHECK_THROWS_AS(parse_vm_answer(R"({"source":"golden"})", "cp"), ProtocolError);
+}
+
+TEST_CASE("ls answer, with open status set") {
+  const auto vms = parse_list_answer(
+      R"({"vms":[{"vm_name":"a-vm","status":"running","tags":["t1","t2"],"comment":"hi","region":"lax",)"
+      R"("created_at":"2026-01-01T00:00:00Z","disk_capacity_bytes":1073741824,"memory_capacity_bytes":2147483648,"allocated_cpus":2},)"
+      R"({"vm_name":"b-vm","status":"creating"},{"vm_name":"c-vm","status":"hibernating"},{"vm_name":"d-vm","status":"paused","image":"ubuntu:24.04"}]})");
+  REQUIRE(vms.size() == 4);
+  CHECK(vms[0].status.kind == VMStatus::Kind::running);
+  CHECK(vms[0].tags == std::vector<std::string>{"t1", "t2"});
+  CHECK(vms[0].comment == "hi");
+  CHECK(vms[0].disk_capacity_bytes == 1073741824u);
+  CHECK(vms[0].allocated_cpus == 2u);
+  CHECK(vms[1].status.kind == VMStatus::Kind::creating);
+  CHECK(vms[1].tags.empty());
+  CHECK(vms[2].status.kind == VMStatus::Kind::other);
+  CHECK(vms[2].status.raw == "hibernating");
+  CHECK(vms[3].status.kind == VMStatus::Kind::paused);
+  CHECK(vms[3].image == "ubuntu:24.04");
+  CHECK(parse_list_answer(R"({"vms":[]})").empty());
+  CHECK_THROWS_AS(parse_list_answer(R"({"nope":1})"), ProtocolError);
+  CHECK_THROWS_AS(parse_list_answer(R"({"vms":[{"vm_name":"a","tags":"x"}]})"), ProtocolError);
+  CHECK_THROWS_AS(parse_list_answer("not json"), ProtocolError);
+}
+
+TEST_CASE("VMStatus::parse knows every documented value") {
+  for (const auto* word : {"creating", "starting", "pending", "running", "paused", "stopped", "failed", "building", "unknown"}) {
+    const auto s = VMStatus::parse(word);
+    CHECK(s.raw == word);
+    CHECK(s.kind != VMStatus::Kind::other);
+  }
+  CHECK(VMStatus::parse("").kind == VMStatus::Kind::unknown);
+}
+
+TEST_CASE("rm answer is NDJSON: the last object wins") {
+  const auto r = parse_remove_answer("{\"error\":\"VM \\\"x\\\" not found\"}\n{\"deleted\":[\"a\"],\"failed\":[\"x\"]}\n");
+  CHECK(r.deleted == std::vector<std::string>{"a"});
+  CHECK(r.failed == std::vector<std::string>{"x"});
+  CHECK_NOTHROW(check_lobby_answer(200, "rm", "{\"error\":\"x\"}\n{\"deleted\":[],\"failed\":[\"x\"]}\n", {}));
+}
+
+TEST_CASE("tag, whoami and untyped answers") {
+  CHECK(parse_tags_answer(R"({"vm_name":"x","tags":["a","b"]})") == std::vector<std::string>{"a", "b"});
+  const auto who = parse_whoami_answer(
+      R"({"email":"me@example.com","region":"lax","region_display":"Los Angeles, USA","ssh_keys":[]})");
+  CHECK(who.email == "me@example.com");
+  CHECK(who.region == "lax");
+  CHECK_NOTHROW(parse_object_answer(R"({"vm_name":"x","status":"paused"})", "pause"));
+  CHECK_NOTHROW(parse_object_answer("", "pause"));
+  CHECK_THROWS_AS(parse_object_answer("<html>", "pause"), ProtocolError);
+}
+
+TEST_CASE("every status maps to its error type") {
+  const auto kind = [](unsigned status) -> std::string {
+    try {
+      throw_api_error(status, "ls", R"({"error":"boom"})", {});
+    } catch (const BadRequestError&) { return "bad_request"; }
+    catch (const AuthenticationError&) { return "auth"; }
+    catch (const PermissionError&) { return "permission"; }
+    catch (const NotFoundError&) { return "not_found"; }
+    catch (const CommandFailedError&) { return "command_failed"; }
+    catch (const RateLimitedError&) { return "rate_limited"; }
+    catch (const GatewayTimeoutError&) { return "gateway_timeout"; }
+    catch (const ServerError&) { return "server"; }
+    catch (const APIError&) { return "api"; }
+    return "none";
+  };
+  CHECK(kind(400) == "bad_request");
+  CHECK(kind(405) == "bad_request");
+  CHECK(kind(413) == "bad_request");
+  CHECK(kind(401) == "auth");
+  CHECK(kind(403) == "permission");
+  CHECK(kind(404) == "not_found");
+  CHECK(kind(422) == "command_failed");
+  CHECK(kind(429) == "rate_limited");
+  CHECK(kind(500) == "server");
+  CHECK(kind(502) == "server");
+  CHECK(kind(503) == "server");
+  CHECK(kind(504) == "gateway_timeout");
+  CHECK(kind(409) == "api");
+}
+
+TEST_CASE("error messages carry the server's message, never a body or a secret") {
+  try {
+    throw_api_error(422, "new", "{\"error\":\"VM name \\\"x-one\\\" is not available\"}\n", {});
+  } catch (const CommandFailedError& e) {
+    CHECK(e.status() == 422);
+    CHECK(e.command() == "new");
+    CHECK(e.server_message() == "VM name \"x-one\" is not available");
+    CHECK(std::string(e.what()) == "exe.dev command \"new\" failed with HTTP 422: VM name \"x-one\" is not available");
+  }
+  // A non-JSON body: a short sanitised excerpt at most.
+  const auto html = server_message("<html><body>secret page</body></html>", {});
+  CHECK(html.empty());
+  const auto text = server_message("502 Bad Gateway\n\nupstream connect error \x01\x02 binary", {});
+  CHECK(text == "502 Bad Gateway upstream connect error");
+  CHECK(server_message(std::string(500, 'a'), {}).size() == 80);
+  // Secrets echoed by the server are masked.
+  CHECK(server_message(R"({"error":"\"new --env=K=hunter22\": internal error"})", {"hunter22"}) ==
+        "\"new --env=K=***\": internal error");
+}
+
+TEST_CASE("a 200 with {\"error\":\"unknown command\"} is a 404") {
+  try {
+    check_lobby_answer(200, "frobnicate", "{\"error\":\"unknown command\"}\n", {});
+    FAIL("no exception");
+  } catch (const NotFoundError& e) {
+    CHECK(e.status() == 404);
+  }
+  CHECK_THROWS_AS(check_lobby_answer(200, "x", "{\"error\":\"other\"}\n", {}), CommandFailedError);
+  CHECK_NOTHROW(check_lobby_answer(200, "ls", "{\"vms\":[]}\n", {}));
+}

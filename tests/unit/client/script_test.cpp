@@ -1,0 +1,223 @@
+// The run scripts executed by the local /bin/sh, as a VM's shell would run them: launch, long
+// poll, probe, stop, cleanup, timeout, exact bytes.
+#include "client/lobby.hpp"
+#include "client/run_protocol.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+using namespace exedev::detail;
+using Kind = FrameEvent::Kind;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Home {
+  fs::path dir = fs::temp_directory_path() / ("exedev-script-test-" + random_hex(6));
+  Home() { fs::create_directories(dir); }
+  ~Home() { fs::remove_all(dir); }
+  fs::path runs() const { return dir / ".local/state/exedev-cpp/runs"; }
+};
+
+struct Result {
+  std::vector<FrameEvent> events;
+  int status = -1;
+  std::string out, err;
+  const FrameEvent* last() const { return events.empty() ? nullptr : &events.back(); }
+};
+
+Result execute(const Home& home, const ScriptRequest& request) {
+  const auto command = "cd " + sh_quote(home.dir.string()) + " && env -u XDG_STATE_HOME HOME=" + sh_quote(home.dir.string()) +
+                       " /bin/sh -c " + sh_quote(remote_command(build_script(request)));
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string bytes;
+  char buffer[65536];
+  while (const auto n = fread(buffer, 1, sizeof buffer, pipe)) bytes.append(buffer, n);
+  const int status = pclose(pipe);
+  FrameParser parser(request.boundary);
+  Result r;
+  r.events = parser.feed(bytes);
+  CHECK_FALSE(parser.mid_frame());
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  for (const auto& ev : r.events) {
+    if (ev.kind == Kind::data) (ev.stream == 'o' ? r.out : r.err) += ev.bytes;
+  }
+  return r;
+}
+
+ScriptRequest launch(std::string line, int wait = 10) {
+  ScriptRequest r;
+  r.mode = ScriptMode::launch;
+  r.id = random_hex(8);
+  r.boundary = "#EXEDEV-" + random_hex(8) + "#";
+  r.shell_line = std::move(line);
+  r.wait_seconds = wait;
+  return r;
+}
+
+ScriptRequest next(const ScriptRequest& from, ScriptMode mode, const Result& so_far, int wait = 10) {
+  ScriptRequest r;
+  r.mode = mode;
+  r.id = from.id;
+  r.boundary = from.boundary;
+  r.out_offset = so_far.out.size();
+  r.err_offset = so_far.err.size();
+  r.wait_seconds = wait;
+  return r;
+}
+
+// Running, not a zombie.
+bool process_alive(int pid) {
+  FILE* f = fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (!f) return false;
+  char buf[512] = {};
+  const auto n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  const std::string stat(buf, n);
+  const auto close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
+}
+
+}  // namespace
+
+TEST_CASE("launch: a short command finishes in one request with separate exact streams") {
+  Home home;
+  auto request = launch("printf 'out\\n'; printf 'err' >&2; exit 3");
+  const auto r = execute(home, request);
+  REQUIRE(r.last());
+  CHECK(r.events.front().kind == Kind::started);
+  CHECK(r.last()->kind == Kind::exit);
+  CHECK(r.last()->exit_code == 3);
+  CHECK(r.last()->flag == '-');
+  CHECK(r.status == 3);  // the script's own status cross-checks the frame
+  CHECK(r.out == "out\n");
+  CHECK(r.err == "err");
+  // The record stays until acknowledged; a cleanup request removes it.
+  CHECK(fs::exists(home.runs() / request.id / "status"));
+  ScriptRequest cleanup;
+  cleanup.mode = ScriptMode::cleanup;
+  cleanup.id = request.id;
+  cleanup.boundary = request.boundary;
+  cleanup.acks = {request.id};
+  CHECK(execute(home, cleanup).events.empty());
+  CHECK_FALSE(fs::exists(home.runs() / request.id));
+}
+
+TEST_CASE("every byte value, on both streams, plus env and working directory") {
+  Home home;
+  fs::create_directories(home.dir / "my dir");
+  auto request = launch(
+      "for i in $(seq 0 255); do printf \"\\\\$(printf %o $i)\"; done; "
+      "for i in $(seq 0 255); do printf \"\\\\$(printf %o $i)\"; done >&2; printf '%s|%s' \"$V\" \"$(pwd)\" >&2");
+  request.env = {{"V", "it's \"quoted\" $x\nline"}};
+  request.working_dir = "my dir";
+  const auto r = execute(home, request);
+  std::string all;
+  for (int i = 0; i < 256; ++i) all += static_cast<char>(i);
+  CHECK(r.out == all);
+  CHECK(r.err == all + "it's \"quoted\" $x\nline|" + (home.dir / "my dir").string());
+  CHECK(r.last()->exit_code == 0);
+}
+
+TEST_CASE("a missing working directory fails the command, not the protocol") {
+  Home home;
+  auto request = launch("echo never");
+  request.working_dir = "nope";
+  const auto r = execute(home, request);
+  CHECK(r.last()->kind == Kind::exit);
+  CHECK(r.last()->exit_code == 1);
+  CHECK(r.out.empty());
+  CHECK_FALSE(r.err.empty());
+}
+
+TEST_CASE("long poll: a command that outlives a request is followed from offsets") {
+  Home home;
+  auto request = launch("echo first; sleep 2; echo second; echo e >&2", 1);
+  auto r = execute(home, request);
+  CHECK(r.last()->kind == Kind::running);
+  CHECK(r.out == "first\n");
+  Result total = r;
+  for (int i = 0; i < 10 && total.last()->kind != Kind::exit; ++i) {
+    auto more = execute(home, next(request, ScriptMode::follow, total, 5));
+    total.out += more.out;
+    total.err += more.err;
+    total.events = more.events;
+  }
+  CHECK(total.last()->kind == Kind::exit);
+  CHECK(total.out == "first\nsecond\n");
+  CHECK(total.err == "e\n");
+  // Polling again from the same offsets gives the same exit and nothing new: a lost response
+  // can be read again.
+  auto again = execute(home, next(request, ScriptMode::follow, total, 1));
+  CHECK(again.out.empty());
+  CHECK(again.last()->kind == Kind::exit);
+}
+
+TEST_CASE("probe: an id that never launched gets a tombstone, so a late launch cannot start it") {
+  Home home;
+  auto request = launch("echo ran > ran.txt");
+  const auto probe = execute(home, next(request, ScriptMode::probe, Result{}, 1));
+  CHECK(probe.last()->kind == Kind::lost);
+  const auto late = execute(home, request);
+  CHECK(late.last()->kind == Kind::not_created);
+  std::this_thread::sleep_for(200ms);
+  CHECK_FALSE(fs::exists(home.dir / "ran.txt"));
+  // Following an unknown id reports it lost without creating anything.
+  auto other = launch("true");
+  CHECK(execute(home, next(other, ScriptMode::follow, Result{}, 1)).last()->kind == Kind::lost);
+  CHECK_FALSE(fs::exists(home.runs() / other.id));
+}
+
+TEST_CASE("stop: the process group is killed, the exit reported, the record removed") {
+  Home home;
+  auto request = launch("sleep 300 & sleep 300; echo unreachable", 1);
+  const auto r = execute(home, request);
+  CHECK(r.last()->kind == Kind::running);
+  std::string pgid_text;
+  {
+    FILE* f = fopen((home.runs() / request.id / "pgid").c_str(), "r");
+    REQUIRE(f);
+    char buf[32] = {};
+    REQUIRE(fgets(buf, sizeof buf, f));
+    fclose(f);
+    pgid_text = buf;
+  }
+  const int pgid = std::stoi(pgid_text);
+  CHECK(process_alive(pgid));
+  const auto stopped = execute(home, next(request, ScriptMode::stop, r, 5));
+  REQUIRE(stopped.last());
+  CHECK(stopped.last()->kind == Kind::exit);
+  CHECK(stopped.last()->flag == 'c');
+  CHECK(stopped.last()->exit_code >= 128);
+  CHECK_FALSE(fs::exists(home.runs() / request.id));
+  std::this_thread::sleep_for(300ms);
+  CHECK_FALSE(process_alive(pgid));
+  // Nothing left in the group but zombies (this sandbox's init does not reap orphans).
+  CHECK(system(("ps -o stat= -g " + std::to_string(pgid) + " | grep -qv '^Z'").c_str()) != 0);
+}
+
+TEST_CASE("the VM-side timeout stops the command and says so") {
+  Home home;
+  auto request = launch("echo started; sleep 300", 10);
+  request.timeout_seconds = 0.5;
+  const auto r = execute(home, request);
+  CHECK(r.last()->kind == Kind::exit);
+  CHECK(r.last()->flag == 't');
+  CHECK(r.out == "started\n");
+}
+
+TEST_CASE("bad input is refused when building") {
+  auto request = launch(std::string("a\0b", 3));
+  CHECK_THROWS_AS(build_script(request), std::invalid_argument);
+  request = launch("true");
+  request.env = {{"BAD-NAME", "x"}};
+  CHECK_THROWS_AS(build_script(request), std::invalid_argument);
+  request = launch("true");
+  request.id = "../etc";
+  CHECK_THROWS_AS(build_script(request), std::invalid_argument);
+}
