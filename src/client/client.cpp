@@ -14,6 +14,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <random>
 #include <variant>
@@ -26,6 +27,9 @@ using namespace asio::experimental::awaitable_operators;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+// For calls whose arguments hold nothing to mask.
+const std::vector<std::string> no_secrets;
 
 // Each run request waits at most this long for the exit: well under exe.dev's ~30 s cut.
 constexpr int long_poll_seconds = 20;
@@ -41,11 +45,11 @@ asio::awaitable<void> sleep_for(std::chrono::milliseconds delay) {
   co_await timer.async_wait(asio::use_awaitable);
 }
 
-// Blocks every further cancellation of the current coroutine and clears a pending one, so a
-// cleanup request runs to its (bounded) end.
-asio::awaitable<void> shield() {
-  co_await asio::this_coro::reset_cancellation_state([](asio::cancellation_type) { return asio::cancellation_type::none; });
-}
+// For `co_await asio::this_coro::reset_cancellation_state(block_cancellation)`: blocks every
+// further cancellation of the current coroutine and clears a pending one, so a cleanup request
+// runs to its (bounded) end. It must be awaited in the cancelled coroutine itself: awaiting any
+// sub-coroutine there throws operation_aborted first.
+constexpr auto block_cancellation = [](asio::cancellation_type) { return asio::cancellation_type::none; };
 
 bool is_cancellation(const std::exception_ptr& e) {
   try {
@@ -77,7 +81,7 @@ struct Client::Impl {
   }
 
   // One lobby request with the retry policy: only read-only commands are re-sent.
-  asio::awaitable<detail::HttpResponse> lobby(std::string line, const std::string& command) {
+  asio::awaitable<detail::HttpResponse> lobby(const std::string& line, const std::string& command) {
     const auto& token = detail::require_token(settings);
     detail::check_body_size(line.size(), command);
     const bool read_only = detail::is_read_only(command);
@@ -85,9 +89,11 @@ struct Client::Impl {
     for (int attempt = 0;; ++attempt) {
       std::exception_ptr failure;
       detail::HttpResponse response;
+      detail::PostOptions post;
+      post.idempotent = read_only;
+      post.timeout = options.request_timeout;
       try {
-        response = co_await transport->post(line, token,
-                                            {.idempotent = read_only, .timeout = options.request_timeout, .sink = {}});
+        response = co_await transport->post(line, token, post);
       } catch (const ConnectionError&) {
         failure = std::current_exception();
       }
@@ -110,10 +116,11 @@ struct Client::Impl {
   }
 
   // A lobby command whose answer must be a success: returns the body.
-  asio::awaitable<std::string> call(const detail::LobbyLine& line, std::vector<std::string> extra_secrets = {}) {
-    auto text = line.str();
-    auto response = co_await lobby(std::move(text), line.command());
-    detail::check_lobby_answer(response.status, line.command(), response.body, secrets(std::move(extra_secrets)));
+  // GCC 12 destroys temporaries of a co_await full-expression twice: callers pass named objects.
+  asio::awaitable<std::string> call(const detail::LobbyLine& line, const std::vector<std::string>& extra_secrets) {
+    const auto text = line.str();
+    auto response = co_await lobby(text, line.command());
+    detail::check_lobby_answer(response.status, line.command(), response.body, secrets(extra_secrets));
     co_return std::move(response.body);
   }
 };
@@ -174,7 +181,7 @@ Outcome limit_outcome() {
 
 namespace {
 
-asio::awaitable<Outcome> run_request(Client::Impl& impl, RunState& st, detail::ScriptRequest request) {
+asio::awaitable<Outcome> run_request(Client::Impl& impl, RunState& st, const detail::ScriptRequest& request) {
   const auto script = detail::build_script(request);
   const auto line = "ssh " + lobby_quote(st.vm) + " " + lobby_quote(detail::remote_command(script));
   detail::check_body_size(line.size(), "ssh");
@@ -217,7 +224,11 @@ asio::awaitable<Outcome> run_request(Client::Impl& impl, RunState& st, detail::S
       std::chrono::seconds(request.wait_seconds) + request_slack);
   detail::HttpResponse response;
   try {
-    response = co_await impl.transport->post(line, token, {.idempotent = idempotent, .timeout = timeout, .sink = sink});
+    detail::PostOptions post;
+    post.idempotent = idempotent;
+    post.timeout = timeout;
+    post.sink = sink;
+    response = co_await impl.transport->post(line, token, post);
   } catch (const ConnectionError& e) {
     if (st.limit_hit) co_return limit_outcome();
     impl.log(LogLevel::debug, fmt::format("exe.dev: run request to VM \"{}\" ended early: {}", st.vm, e.what()));
@@ -225,7 +236,10 @@ asio::awaitable<Outcome> run_request(Client::Impl& impl, RunState& st, detail::S
     cut.sent = e.sent();
     co_return cut;
   }
-  if (response.status == 200 && !request.acks.empty()) impl.acks[st.vm].clear();
+  if (response.status == 200 && !request.acks.empty()) {
+    auto& pending = impl.acks[st.vm];
+    std::erase_if(pending, [&](const std::string& id) { return std::ranges::find(request.acks, id) != request.acks.end(); });
+  }
   if (st.limit_hit) co_return limit_outcome();
   if (response.status != 200) {
     outcome.kind = Outcome::Kind::http_error;
@@ -246,11 +260,11 @@ asio::awaitable<Outcome> run_request(Client::Impl& impl, RunState& st, detail::S
 }
 
 // Runs one request, cut short at `deadline` (nullopt outcome when the deadline won).
-asio::awaitable<std::optional<Outcome>> request_until(Client::Impl& impl, RunState& st, detail::ScriptRequest request,
+asio::awaitable<std::optional<Outcome>> request_until(Client::Impl& impl, RunState& st, const detail::ScriptRequest& request,
                                                       std::optional<Clock::time_point> deadline) {
-  if (!deadline) co_return co_await run_request(impl, st, std::move(request));
+  if (!deadline) co_return co_await run_request(impl, st, request);
   asio::steady_timer timer(impl.executor, *deadline);
-  auto result = co_await (run_request(impl, st, std::move(request)) || timer.async_wait(asio::use_awaitable));
+  auto result = co_await (run_request(impl, st, request) || timer.async_wait(asio::use_awaitable));
   if (result.index() == 0) co_return std::get<0>(std::move(result));
   co_return std::nullopt;
 }
@@ -273,7 +287,7 @@ asio::awaitable<void> stop_remote(Client::Impl& impl, RunState& st) {
   std::exception_ptr failure;
   try {
     auto request = script_request(impl, st, detail::ScriptMode::stop, 6);
-    const auto outcome = co_await run_request(impl, st, std::move(request));
+    const auto outcome = co_await run_request(impl, st, request);
     if (outcome.kind == Outcome::Kind::exited || outcome.kind == Outcome::Kind::lost) {
       impl.log(LogLevel::debug, fmt::format("exe.dev: stopped the command on VM \"{}\"", st.vm));
       co_return;
@@ -316,7 +330,7 @@ const std::string& Client::endpoint() const { return impl_->settings.endpoint.te
 Task<ExecResponse> Client::exec(std::string command_line) {
   auto impl = impl_;
   const auto command = detail::command_name(command_line);
-  auto response = co_await impl->lobby(std::move(command_line), command);
+  auto response = co_await impl->lobby(command_line, command);
   co_return ExecResponse{response.status, std::move(response.body)};
 }
 
@@ -324,25 +338,29 @@ Task<VMInfo> Client::new_vm(NewVMOptions options) {
   auto impl = impl_;
   std::vector<std::string> env_values;
   for (const auto& [k, v] : options.env) env_values.push_back(v);
-  const auto body = co_await impl->call(detail::new_vm_line(options), std::move(env_values));
+  const auto line = detail::new_vm_line(options);
+  const auto body = co_await impl->call(line, env_values);
   co_return detail::parse_vm_answer(body, "new");
 }
 
 Task<VMInfo> Client::copy_vm(CopyVMOptions options) {
   auto impl = impl_;
-  const auto body = co_await impl->call(detail::copy_vm_line(options));
+  const auto line = detail::copy_vm_line(options);
+  const auto body = co_await impl->call(line, no_secrets);
   co_return detail::parse_vm_answer(body, "cp");
 }
 
 Task<std::vector<VMInfo>> Client::list_vms(std::vector<std::string> patterns) {
   auto impl = impl_;
-  const auto body = co_await impl->call(detail::list_vms_line(patterns));
+  const auto line = detail::list_vms_line(patterns);
+  const auto body = co_await impl->call(line, no_secrets);
   co_return detail::parse_list_answer(body);
 }
 
 Task<RemoveResult> Client::remove_vms(std::vector<std::string> names) {
   auto impl = impl_;
-  const auto body = co_await impl->call(detail::remove_vms_line(names));
+  const auto line = detail::remove_vms_line(names);
+  const auto body = co_await impl->call(line, no_secrets);
   auto result = detail::parse_remove_answer(body);
   for (const auto& name : result.deleted) impl->acks.erase(name);
   co_return result;
@@ -350,39 +368,46 @@ Task<RemoveResult> Client::remove_vms(std::vector<std::string> names) {
 
 Task<void> Client::pause_vm(std::string name) {
   auto impl = impl_;
-  detail::parse_object_answer(co_await impl->call(detail::vm_line("pause", name)), "pause");
+  const auto line = detail::vm_line("pause", name);
+  detail::parse_object_answer(co_await impl->call(line, no_secrets), "pause");
 }
 
 Task<void> Client::resume_vm(std::string name) {
   auto impl = impl_;
-  detail::parse_object_answer(co_await impl->call(detail::vm_line("resume", name)), "resume");
+  const auto line = detail::vm_line("resume", name);
+  detail::parse_object_answer(co_await impl->call(line, no_secrets), "resume");
 }
 
 Task<void> Client::restart_vm(std::string name) {
   auto impl = impl_;
-  detail::parse_object_answer(co_await impl->call(detail::vm_line("restart", name)), "restart");
+  const auto line = detail::vm_line("restart", name);
+  detail::parse_object_answer(co_await impl->call(line, no_secrets), "restart");
 }
 
 Task<std::vector<std::string>> Client::add_tags(std::string name, std::vector<std::string> tags) {
   auto impl = impl_;
-  co_return detail::parse_tags_answer(co_await impl->call(detail::tag_line(name, tags, false)));
+  const auto line = detail::tag_line(name, tags, false);
+  co_return detail::parse_tags_answer(co_await impl->call(line, no_secrets));
 }
 
 Task<std::vector<std::string>> Client::remove_tags(std::string name, std::vector<std::string> tags) {
   auto impl = impl_;
-  co_return detail::parse_tags_answer(co_await impl->call(detail::tag_line(name, tags, true)));
+  const auto line = detail::tag_line(name, tags, true);
+  co_return detail::parse_tags_answer(co_await impl->call(line, no_secrets));
 }
 
 Task<void> Client::set_comment(std::string name, std::string comment) {
   auto impl = impl_;
-  detail::parse_object_answer(co_await impl->call(detail::comment_line(name, comment)), "comment");
+  const auto line = detail::comment_line(name, comment);
+  detail::parse_object_answer(co_await impl->call(line, no_secrets), "comment");
 }
 
 Task<void> Client::clear_comment(std::string name) { return set_comment(std::move(name), std::string()); }
 
 Task<WhoAmI> Client::whoami() {
   auto impl = impl_;
-  co_return detail::parse_whoami_answer(co_await impl->call(detail::LobbyLine("whoami")));
+  const detail::LobbyLine line("whoami");
+  co_return detail::parse_whoami_answer(co_await impl->call(line, no_secrets));
 }
 
 Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions options) {
@@ -398,10 +423,12 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions o
   if (options.timeout) {
     deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(*options.timeout) + local_timeout_grace;
   }
+  // Lowered when the server cuts requests sooner than expected, so later polls end first.
+  int poll_seconds = long_poll_seconds;
   const auto wait_seconds = [&] {
-    if (!deadline) return long_poll_seconds;
+    if (!deadline) return poll_seconds;
     const auto left = std::chrono::duration_cast<std::chrono::seconds>(*deadline - Clock::now()).count();
-    return static_cast<int>(std::clamp<long long>(left, 1, long_poll_seconds));
+    return static_cast<int>(std::clamp<long long>(left, 1, poll_seconds));
   };
 
   auto launch = script_request(*impl, st, detail::ScriptMode::launch, wait_seconds());
@@ -426,9 +453,11 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions o
   for (;;) {
     auto request = mode == detail::ScriptMode::launch ? launch : script_request(*impl, st, mode, wait_seconds());
     std::optional<Outcome> result;
+    Clock::time_point sent_at;
     try {
       if (pending_delay.count() > 0) co_await sleep_for(pending_delay);
-      result = co_await request_until(*impl, st, std::move(request), deadline);
+      sent_at = Clock::now();
+      result = co_await request_until(*impl, st, request, deadline);
     } catch (...) {
       abort = std::current_exception();
     }
@@ -473,11 +502,16 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions o
           throw unknown(fmt::format("polling failed with HTTP {}", outcome.status));
         }
         break;
-      case K::cut:
+      case K::cut: {
         if (mode == detail::ScriptMode::launch && !st.started && !outcome.sent) {
           throw ConnectionError(fmt::format("run on VM \"{}\": could not send the command; it was not started", st.vm), false);
         }
+        // A response cut after a while is most likely the server's own request limit: wait
+        // less per request from now on.
+        const auto lasted = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - sent_at).count();
+        if (outcome.sent && lasted >= 2) poll_seconds = static_cast<int>(std::clamp<long long>(lasted - 1, 1, poll_seconds));
         break;
+      }
     }
     if (outcome.kind == K::limit) break;
     // Recover from the record: never by launching again.
@@ -491,7 +525,7 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions o
 
   // Cancelled, timed out locally, or over the output limit: stop the remote command first,
   // shielded from further cancellation (the stop request is bounded by its own timeout).
-  co_await shield();
+  co_await asio::this_coro::reset_cancellation_state(block_cancellation);
   if (!abort || is_cancellation(abort) || st.started) co_await stop_remote(*impl, st);
   if (abort) std::rethrow_exception(abort);
   if (timed_out) {
@@ -506,7 +540,7 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions o
 Task<void> Client::close() {
   auto impl = impl_;
   // Removing finished runs' records is cleanup: it finishes before a cancellation is delivered.
-  co_await shield();
+  co_await asio::this_coro::reset_cancellation_state(block_cancellation);
   auto pending = std::move(impl->acks);
   impl->acks.clear();
   for (auto& [vm, ids] : pending) {
@@ -521,7 +555,7 @@ Task<void> Client::close() {
     request.boundary = st.boundary;
     request.acks = ids;
     try {
-      (void)co_await run_request(*impl, st, std::move(request));
+      (void)co_await run_request(*impl, st, request);
     } catch (const std::exception& e) {
       impl->log(LogLevel::warning, fmt::format("exe.dev: removing finished run records on VM \"{}\" failed: {}", vm, e.what()));
     }

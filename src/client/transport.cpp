@@ -384,7 +384,7 @@ void Transport::close_idle() {
 
 std::size_t Transport::connections_opened() const noexcept { return impl_->opened; }
 
-asio::awaitable<HttpResponse> Transport::post(std::string body, const std::string& token, PostOptions options) {
+asio::awaitable<HttpResponse> Transport::post(const std::string& body, const std::string& token, const PostOptions& options) {
   auto impl = impl_;  // the pool outlives this request even if the Transport is destroyed
   const auto& ep = impl->config.endpoint;
   http::request<http::string_body> request{http::verb::post, ep.target, 11};
@@ -395,7 +395,7 @@ asio::awaitable<HttpResponse> Transport::post(std::string body, const std::strin
   request.set(http::field::authorization, "Bearer " + token);
   request.set(http::field::content_type, "text/plain; charset=utf-8");
   request.keep_alive(true);
-  request.body() = std::move(body);
+  request.body() = body;
   request.prepare_payload();
 
   for (int attempt = 0;; ++attempt) {
@@ -408,8 +408,13 @@ asio::awaitable<HttpResponse> Transport::post(std::string body, const std::strin
     Connection& c = *lease.connection;
     ++c.uses;
     Exchange result;
-    HttpResponse response = c.tls ? co_await exchange(*impl, *c.tls, c, request, options, reused, result)
-                                   : co_await exchange(*impl, *c.plain, c, request, options, reused, result);
+    // (Not a conditional expression: GCC 12 miscompiles co_await inside one.)
+    HttpResponse response;
+    if (c.tls) {
+      response = co_await exchange(*impl, *c.tls, c, request, options, reused, result);
+    } else {
+      response = co_await exchange(*impl, *c.plain, c, request, options, reused, result);
+    }
     if (result.resend) {
       impl->log(LogLevel::debug, "exe.dev: the server had closed a keep-alive connection; re-sending on a new one");
       if (attempt >= 3) throw ConnectionError(fmt::format("exe.dev: connections to {} keep closing", impl->where()), false);

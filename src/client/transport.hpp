@@ -61,7 +61,8 @@ class Transport {
   Transport(const Transport&) = delete;
   Transport& operator=(const Transport&) = delete;
 
-  boost::asio::awaitable<HttpResponse> post(std::string body, const std::string& token, PostOptions options);
+  /// The arguments must outlive the returned awaitable (await it at once).
+  boost::asio::awaitable<HttpResponse> post(const std::string& body, const std::string& token, const PostOptions& options);
   /// Closes the idle connections (busy ones close when their request ends).
   void close_idle();
   /// Connections opened so far (diagnostics and tests).

@@ -1,0 +1,271 @@
+// Client::run against the emulator: exact bytes, large output, limits, timeouts, cancellation,
+// stripped trailers, the 30 s request limit, cut streams, a VM removed mid-command.
+#include "support.hpp"
+
+#include "client/base64.hpp"
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
+using namespace exedev;
+using namespace exedev::test;
+using namespace boost::asio::experimental::awaitable_operators;
+using emulator::FaultKind;
+using Task0 = boost::asio::awaitable<void>;
+
+namespace {
+
+boost::asio::awaitable<void> make_vm(Client& c, const std::string& name) {
+  NewVMOptions o;
+  o.name = name;
+  co_await c.new_vm(o);
+}
+
+std::string all_bytes() {
+  std::string s;
+  for (int i = 0; i < 256; ++i) s += static_cast<char>(i);
+  return s;
+}
+
+// How many ssh requests launched a command (as opposed to polling or stopping one).
+std::size_t launches(emulator::Emulator& emu) {
+  std::size_t n = 0;
+  for (const auto& c : emu.commands()) {
+    if (c.command != "ssh" || c.words.size() < 3) continue;
+    const auto& line = c.words.back();
+    const auto start = line.find("echo ");
+    const auto end = line.find('|');
+    if (start != 0 || end == std::string::npos) continue;
+    const auto script = exedev::detail::base64_decode(line.substr(5, end - 5));
+    REQUIRE(script);
+    n += script->find("setsid /bin/sh \"$d/run\"") != std::string::npos;
+  }
+  return n;
+}
+
+// Waits (bounded) until the VM has no processes left.
+boost::asio::awaitable<bool> settles(emulator::Emulator& emu, const std::string& vm) {
+  for (int i = 0; i < 100; ++i) {
+    if (emu.vm_processes(vm).empty()) co_return true;
+    co_await sleep_for(100ms);
+  }
+  co_return false;
+}
+
+const char* byte_printer = "for i in $(seq 0 255); do printf \"\\\\$(printf %o $i)\"; done";
+
+}  // namespace
+
+TEST_CASE("run: exit code and all 256 byte values, separately on stdout and stderr") {
+  Fixture f;
+  exedev::testing::run([&](boost::asio::any_io_executor ex) -> Task0 {
+    Client c(ex, f.options());
+    co_await make_vm(c, "bytes-vm");
+    auto r = co_await c.run("bytes-vm", std::string(byte_printer) + "; exit 7");
+    CHECK(r.exit_code == 7);
+    CHECK(r.stdout_bytes == all_bytes());
+    CHECK(r.stderr_bytes.empty());
+    r = co_await c.run("bytes-vm", std::string("{ ") + byte_printer + "; } >&2; printf ok");
+    CHECK(r.exit_code == 0);
+    CHECK(r.stderr_bytes == all_bytes());
+    CHECK(r.stdout_bytes == "ok");
+    // env, working directory, quotes and newlines in the line itself
+    RunOptions o;
+    o.env = {{"GREETING", "it's \"hi\"\n$HOME"}};
+    o.working_dir = "/tmp";
+    r = co_await c.run("bytes-vm", "printf '%s|' \"$GREETING\"; pwd; echo 'a\nb' >&2", o);
+    CHECK(r.stdout_bytes == "it's \"hi\"\n$HOME|/tmp\n");
+    CHECK(r.stderr_bytes == "a\nb\n");
+    // one request per short command (plus nothing else)
+    f.emu.clear_commands();
+    const auto awaited0 = co_await c.run("bytes-vm", "true");
+    CHECK(awaited0.exit_code == 0);
+    CHECK(f.count("ssh") == 1);
+    // finished records are removed: by the next run, or by close()
+    co_await c.close();
+    const auto home = f.emu.vm("bytes-vm")->home;
+    const auto runs = home / ".local/state/exedev-cpp/runs";
+    CHECK((!std::filesystem::exists(runs) || std::filesystem::is_empty(runs)));
+  });
+}
+
+TEST_CASE("run: several MiB of output on both streams, and streaming callbacks") {
+  Fixture f;
+  exedev::testing::run(
+      [&](boost::asio::any_io_executor ex) -> Task0 {
+        Client c(ex, f.options());
+        co_await make_vm(c, "large-vm");
+        std::string expected;
+        for (int i = 1; i <= 400000; ++i) expected += std::to_string(i) + "\n";
+        RunOptions o;
+        std::size_t streamed = 0;
+        o.on_stdout = [&](std::string_view b) { streamed += b.size(); };
+        const auto r = co_await c.run("large-vm", "seq 1 400000; seq 1 400000 >&2", o);
+        CHECK(r.exit_code == 0);
+        CHECK(r.stdout_bytes.size() == expected.size());
+        CHECK(r.stdout_bytes == expected);
+        CHECK(r.stderr_bytes == expected);
+        CHECK(streamed == expected.size());
+      },
+      limits(120s));
+}
+
+TEST_CASE("run: the output cap stops the command and keeps the beginnings") {
+  Fixture f;
+  exedev::testing::run(
+      [&](boost::asio::any_io_executor ex) -> Task0 {
+        Client c(ex, f.options());
+        co_await make_vm(c, "cap-vm");
+        RunOptions o;
+        o.max_output_bytes = 1 << 20;
+        const auto e = co_await f.expect<OutputLimitError>(c.run("cap-vm", "echo start >&2; sleep 0.5; yes", o));
+        CHECK(e.limit() == (1u << 20));
+        CHECK(e.stdout_bytes().size() + e.stderr_bytes().size() == (1u << 20));
+        CHECK(e.stderr_bytes() == "start\n");
+        CHECK(e.stdout_bytes().substr(0, 4) == "y\ny\n");
+        const auto awaited1 = co_await settles(f.emu, "cap-vm");
+        CHECK(awaited1);
+      },
+      limits(60s));
+}
+
+TEST_CASE("run: timeout on the VM stops the process group") {
+  Fixture f;
+  exedev::testing::run(
+      [&](boost::asio::any_io_executor ex) -> Task0 {
+        Client c(ex, f.options());
+        co_await make_vm(c, "timeout-vm");
+        RunOptions o;
+        o.timeout = std::chrono::duration<double>(1.0);
+        const auto e = co_await f.expect<RunTimeoutError>(c.run("timeout-vm", "echo begun; sleep 300 & sleep 300", o));
+        CHECK(e.stdout_bytes() == "begun\n");
+        const auto awaited2 = co_await settles(f.emu, "timeout-vm");
+        CHECK(awaited2);
+      },
+      limits(60s));
+}
+
+TEST_CASE("run: cancellation stops the remote command") {
+  Fixture f;
+  exedev::testing::run(
+      [&](boost::asio::any_io_executor ex) -> Task0 {
+        Client c(ex, f.options());
+        co_await make_vm(c, "cancel-vm");
+        std::string seen;
+        RunOptions o;
+        o.on_stdout = [&](std::string_view b) { seen += b; };
+        const auto result = co_await (c.run("cancel-vm", "echo running; sleep 300", o) || sleep_for(1500ms));
+        CHECK(result.index() == 1);
+        CHECK(seen == "running\n");
+        const auto awaited3 = co_await settles(f.emu, "cancel-vm");
+        CHECK(awaited3);
+        // The client is still usable afterwards.
+        const auto awaited4 = co_await c.run("cancel-vm", "echo again");
+        CHECK(awaited4.stdout_bytes == "again\n");
+      },
+      limits(60s));
+}
+
+TEST_CASE("run: the same results without the X-Exe-Exit trailer") {
+  emulator::Options options;
+  options.modes.trailers = emulator::Trailers::strip;
+  Fixture f(options);
+  exedev::testing::run([&](boost::asio::any_io_executor ex) -> Task0 {
+    Client c(ex, f.options());
+    co_await make_vm(c, "strip-vm");
+    const auto r = co_await c.run("strip-vm", std::string(byte_printer) + "; echo e >&2; exit 42");
+    CHECK(r.exit_code == 42);
+    CHECK(r.stdout_bytes == all_bytes());
+    CHECK(r.stderr_bytes == "e\n");
+  });
+}
+
+TEST_CASE("run: a stream cut mid-command is recovered from the record; the command ran once") {
+  Fixture f;
+  exedev::testing::run(
+      [&](boost::asio::any_io_executor ex) -> Task0 {
+        Client c(ex, f.options());
+        co_await make_vm(c, "cut-vm");
+        f.emu.clear_commands();
+        for (const std::size_t after : {std::size_t{0}, std::size_t{20}, std::size_t{120}}) {
+          f.emu.inject(fault(FaultKind::truncate_stream, "ssh", 1, 500, "cut-vm", after));
+          const auto r = co_await c.run("cut-vm", "echo one; echo uno >&2; sleep 1; echo two; echo $$ >> ran.txt");
+          CHECK(r.exit_code == 0);
+          CHECK(r.stdout_bytes == "one\ntwo\n");
+          CHECK(r.stderr_bytes == "uno\n");
+        }
+        CHECK(launches(f.emu) == 3);
+        const auto ran = co_await c.run("cut-vm", "wc -l < ran.txt");
+        CHECK(ran.stdout_bytes == "3\n");
+        // A launch whose response never came (connection reset after the command started).
+        f.emu.inject(fault(FaultKind::reset_after_run, "ssh", 1, 500, "cut-vm", 0));
+        const auto r = co_await c.run("cut-vm", "echo once >> once.txt; cat once.txt");
+        CHECK(r.stdout_bytes == "once\n");
+        // A launch answered with a 5xx: probed, never re-run.
+        f.emu.inject(fault(FaultKind::http_status, "ssh", 1, 502, "cut-vm", 0));
+        const auto r2 = co_await c.run("cut-vm", "echo twice >> once.txt; cat once.txt");
+        CHECK(r2.stdout_bytes == "once\ntwice\n");
+        // A launch reset before it ran: the probe proves it never started.
+        f.emu.inject(fault(FaultKind::reset_before_run, "ssh", 1, 500, "cut-vm", 0));
+        const auto never = co_await f.expect<ConnectionError>(c.run("cut-vm", "echo never >> once.txt"));
+        CHECK_FALSE(never.sent());
+        const auto awaited5 = co_await c.run("cut-vm", "cat once.txt");
+        CHECK(awaited5.stdout_bytes == "once\ntwice\n");
+      },
+      limits(120s));
+}
+
+TEST_CASE("run: a VM removed mid-command gives OutcomeUnknownError with what arrived") {
+  Fixture f;
+  exedev::testing::run(
+      [&](boost::asio::any_io_executor ex) -> Task0 {
+        Client c(ex, f.options());
+        co_await make_vm(c, "doomed-vm");
+        auto remover = [&]() -> Task0 {
+          co_await sleep_for(1500ms);
+          co_await c.remove_vms(strings("doomed-vm"));
+        };
+        auto runner = [&]() -> Task0 {
+          const auto e = co_await f.expect<OutcomeUnknownError>(c.run("doomed-vm", "echo partial; sleep 300"));
+          CHECK(e.stdout_bytes() == "partial\n");
+          CHECK(std::string(e.what()).find("doomed-vm") != std::string::npos);
+        };
+        co_await (runner() && remover());
+        // A missing VM before the start is a plain refusal.
+        const auto refused = co_await f.expect<CommandFailedError>(c.run("doomed-vm", "true"));
+        CHECK(refused.status() == 422);
+      },
+      limits(60s));
+}
+
+TEST_CASE("run: commands outlive a request when the server cuts requests short") {
+  emulator::Options options;
+  options.modes.ssh_time_limit = std::chrono::milliseconds(2500);
+  Fixture f(options);
+  exedev::testing::run(
+      [&](boost::asio::any_io_executor ex) -> Task0 {
+        Client c(ex, f.options());
+        co_await make_vm(c, "short-vm");
+        const auto r = co_await c.run("short-vm", "for i in 1 2 3 4 5 6 7 8; do echo $i; echo e$i >&2; sleep 1; done; exit 5");
+        CHECK(r.exit_code == 5);
+        CHECK(r.stdout_bytes == "1\n2\n3\n4\n5\n6\n7\n8\n");
+        CHECK(r.stderr_bytes == "e1\ne2\ne3\ne4\ne5\ne6\ne7\ne8\n");
+        CHECK(launches(f.emu) == 1);
+      },
+      limits(120s));
+}
+
+TEST_CASE("run: a 90 s command completes under the 30 s request limit", "[long]") {
+  Fixture f;  // the emulator's default: ssh requests cut at 30 s
+  exedev::testing::run(
+      [&](boost::asio::any_io_executor ex) -> Task0 {
+        Client c(ex, f.options());
+        co_await make_vm(c, "long-vm");
+        std::string expected;
+        for (int i = 1; i <= 90; ++i) expected += std::to_string(i) + "\n";
+        const auto r = co_await c.run("long-vm", "i=1; while [ $i -le 90 ]; do echo $i; i=$((i+1)); sleep 1; done");
+        CHECK(r.exit_code == 0);
+        CHECK(r.stdout_bytes == expected);
+        CHECK(launches(f.emu) == 1);
+      },
+      limits(200s));
+}

@@ -1,0 +1,118 @@
+// The transport against the emulator: keep-alive, replaced connections, TLS verification.
+#include "support.hpp"
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
+using namespace exedev;
+using namespace exedev::test;
+using namespace boost::asio::experimental::awaitable_operators;
+using Task0 = boost::asio::awaitable<void>;
+
+TEST_CASE("keep-alive: many sequential requests share one connection") {
+  Fixture f;
+  exedev::testing::run([&](boost::asio::any_io_executor ex) -> Task0 {
+    Client c(ex, f.options());
+    NewVMOptions o;
+    o.name = "keep-vm";
+    co_await c.new_vm(o);
+    for (int i = 0; i < 20; ++i) CHECK((co_await c.list_vms()).size() == 1);
+    for (int i = 0; i < 3; ++i) CHECK((co_await c.run("keep-vm", "echo hi")).stdout_bytes == "hi\n");
+    CHECK(f.emu.connections_accepted() == 1);
+    // Copies share the pool.
+    Client copy = c;
+    co_await copy.whoami();
+    CHECK(f.emu.connections_accepted() == 1);
+  });
+}
+
+TEST_CASE("a connection the server closed while idle is replaced without an error") {
+  Fixture f;
+  exedev::testing::run([&](boost::asio::any_io_executor ex) -> Task0 {
+    Client c(ex, f.options());
+    co_await c.list_vms();
+    CHECK(f.emu.connections_accepted() == 1);
+    f.emu.restart();  // closes every connection; the client's idle one is now dead
+    co_await sleep_for(200ms);
+    f.emu.clear_commands();
+    // A state-changing command goes out on a fresh connection, exactly once.
+    NewVMOptions o;
+    o.name = "after-restart";
+    const auto vm = co_await c.new_vm(o);
+    CHECK(vm.name == "after-restart");
+    CHECK(f.count("new") == 1);
+    f.emu.restart();
+    co_await sleep_for(200ms);
+    const auto awaited0 = co_await c.run("after-restart", "echo ok");
+    CHECK(awaited0.stdout_bytes == "ok\n");
+    f.emu.restart();
+    co_await sleep_for(200ms);
+    const auto awaited1 = co_await c.list_vms();
+    CHECK(awaited1.size() == 1);
+  });
+}
+
+TEST_CASE("the connection limit holds parallel requests back") {
+  Fixture f;
+  exedev::testing::run([&](boost::asio::any_io_executor ex) -> Task0 {
+    auto o = f.options();
+    o.max_connections = 2;
+    Client c(ex, o);
+    auto one = [&]() -> Task0 { co_await c.list_vms(); };
+    co_await (one() && one() && one() && one() && one() && one());
+    CHECK(f.emu.connections_accepted() <= 2);
+  });
+}
+
+TEST_CASE("TLS: an untrusted CA and a wrong host name are refused") {
+  Fixture f;
+  exedev::testing::run([&](boost::asio::any_io_executor ex) -> Task0 {
+    auto untrusted = f.options();
+    untrusted.ca_file.reset();
+    Client c1(ex, untrusted);
+    const auto e1 = co_await f.expect<ConnectionError>(c1.list_vms());
+    CHECK_FALSE(e1.sent());
+    CHECK(std::string(e1.what()).find("TLS") != std::string::npos);
+    CHECK(f.emu.commands().empty());
+  });
+  emulator::Options other;
+  other.host = "127.0.0.2";  // its certificate names 127.0.0.1, ::1 and localhost only
+  Fixture g(other);
+  exedev::testing::run([&](boost::asio::any_io_executor ex) -> Task0 {
+    Client c2(ex, g.options());
+    const auto e2 = co_await g.expect<ConnectionError>(c2.list_vms());
+    CHECK_FALSE(e2.sent());
+    CHECK(g.emu.commands().empty());
+    // The name the certificate does carry works.
+    auto named = f.options();
+    named.endpoint = "https://localhost:" + std::to_string(f.emu.port());
+    Client c3(ex, named);
+    const auto awaited2 = co_await c3.list_vms();
+    CHECK(awaited2.empty());
+  });
+}
+
+TEST_CASE("plain http endpoints work for an emulator in plain mode") {
+  emulator::Options options;
+  options.plain_http = true;
+  Fixture f(options);
+  exedev::testing::run([&](boost::asio::any_io_executor ex) -> Task0 {
+    auto o = f.options();
+    o.ca_file.reset();
+    Client c(ex, o);
+    CHECK(c.endpoint().rfind("http://", 0) == 0);
+    const auto awaited3 = co_await c.list_vms();
+    CHECK(awaited3.empty());
+  });
+}
+
+TEST_CASE("a connect timeout is bounded and the endpoint's errors never show the token") {
+  Fixture f;
+  exedev::testing::run([&](boost::asio::any_io_executor ex) -> Task0 {
+    auto o = f.options();
+    o.endpoint = "https://127.0.0.1:1";  // nothing listens there
+    o.retry.max_retries = 1;
+    Client c(ex, o);
+    const auto e = co_await f.expect<ConnectionError>(c.whoami());
+    CHECK_FALSE(e.sent());
+  });
+}
