@@ -161,6 +161,8 @@ Reply control_request(Lobby& lobby, std::string_view action, std::string_view bo
                       {"connections_accepted", stats.connections_accepted}, {"open_connections", stats.open_connections}});
     }
     return error_reply(404, fmt::format("unknown control action \"{}\"", action));
+  } catch (const nlohmann::json::parse_error&) {
+    return error_reply(400, "bad control request: the body is not JSON");  // never echo the body
   } catch (const std::exception& e) {
     return error_reply(400, std::string("bad control request: ") + e.what());
   }

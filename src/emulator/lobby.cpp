@@ -275,7 +275,17 @@ void Lobby::load() {
   const auto path = config_.state_dir / "emulator-state.json";
   std::ifstream in(path);
   if (!in) return;
-  const Json state = Json::parse(in);
+  try {
+    load_from(Json::parse(in));
+  } catch (const Json::parse_error&) {
+    // Not e.what(): it quotes the file, which holds tokens.
+    throw std::runtime_error("cannot read the emulator state in " + path.string() + ": not valid JSON");
+  } catch (const Json::exception& e) {
+    throw std::runtime_error("cannot read the emulator state in " + path.string() + ": " + e.what());
+  }
+}
+
+void Lobby::load_from(const nlohmann::ordered_json& state) {
   default_token_ = state.value("token", std::string());
   next_generation_ = state.value("next_generation", std::uint64_t{1});
   for (const Json& j : state.at("vms")) {

@@ -145,6 +145,7 @@ class Lobby {
   std::string add_key(Key key);
   void persist() const;
   void load();
+  void load_from(const nlohmann::ordered_json& state);
 
   LobbyConfig config_;
   mutable std::mutex mutex_;

@@ -285,6 +285,14 @@ asio::awaitable<std::optional<Reply>> read_body(Stream& stream, beast::flat_buff
     co_return error_reply(413, "request body exceeds 64KB limit");
   }
   parser.body_limit(max_body);
+  // curl and others wait (about 1 s) for "100 Continue" before sending a larger body.
+  if (beast::iequals(parser.get()[http::field::expect], "100-continue")) {
+    http::response<http::empty_body> proceed{http::status::continue_, parser.get().version()};
+    if (const auto [ec, n] = co_await http::async_write(stream, proceed, use_tuple); ec) {
+      broken = true;
+      co_return std::nullopt;
+    }
+  }
   const auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_tuple);
   if (ec == http::error::body_limit) co_return error_reply(413, "request body exceeds 64KB limit");
   if (ec) broken = true;
@@ -437,10 +445,12 @@ asio::awaitable<bool> Emulator::Impl::handle_exec(Stream& stream, beast::flat_bu
 
   auto authorized = lobby->authorize(request.method_string(), request[http::field::authorization]);
   if (auto* reply = std::get_if<Reply>(&authorized)) {
-    // Refused before the body is read (spec §1.5); read it anyway to keep the connection usable.
+    // Refused before the body is read (spec §1.5). A client waiting for "100 Continue" never
+    // sends it: answer and close. Otherwise read it, to keep the connection usable.
+    finish(reply->status);
+    if (beast::iequals(request[http::field::expect], "100-continue")) co_return co_await write_reply(stream, *reply, version, false);
     bool broken = false;
     auto too_large = co_await read_body(stream, buffer, parser, broken);
-    finish(reply->status);
     if (broken) co_return false;
     co_return co_await write_reply(stream, *reply, version, request.keep_alive() && !too_large);
   }

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 using namespace exedev::emulator;
 using Json = nlohmann::json;
@@ -362,4 +363,18 @@ TEST_CASE("lobby: state survives a restart", "[lobby]") {
   CHECK(vm->comment == "remember");
   CHECK(std::filesystem::is_directory(vm->home));
   CHECK(std::holds_alternative<std::string>(f.lobby->authorize("POST", "Bearer " + issued)));
+}
+
+TEST_CASE("lobby: a corrupt state file is a clear error that quotes nothing from it", "[lobby]") {
+  const auto dir = make_temp_dir();
+  std::ofstream(dir / "emulator-state.json") << "{\"token\":\"exe1.SECRETSECRETSECRETSECRETSE\",";
+  try {
+    Lobby lobby(LobbyConfig{dir, {}, {}, {}});
+    FAIL("the state was accepted");
+  } catch (const std::runtime_error& e) {
+    const std::string message = e.what();
+    CHECK(message.find("not valid JSON") != std::string::npos);
+    CHECK(message.find("SECRET") == std::string::npos);
+  }
+  std::filesystem::remove_all(dir);
 }
