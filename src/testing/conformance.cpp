@@ -191,9 +191,17 @@ struct Background {
                      *error = e;
                    }));
   }
-  Task<bool> wait(std::chrono::steady_clock::duration limit) const {
-    auto flag = done;
-    co_return co_await poll_until([flag]() -> Task<bool> { co_return *flag; }, limit);
+  /// Whether the task ended within `limit`.
+  Task<bool> wait(std::chrono::steady_clock::duration limit) const { return wait_flag(done, limit); }
+
+ private:
+  static Task<bool> wait_flag(std::shared_ptr<bool> flag, std::chrono::steady_clock::duration limit) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (!*flag) {
+      if (std::chrono::steady_clock::now() >= until) co_return false;
+      co_await sleep_for(50ms);
+    }
+    co_return true;
   }
 };
 
@@ -804,13 +812,11 @@ void register_backend_suite(BackendSuite suite) {
   if (!suite.backend) throw std::invalid_argument("BackendSuite needs a backend fixture");
   if (suite.name.empty()) throw std::invalid_argument("BackendSuite needs a name");
   auto shared = std::make_shared<const BackendSuite>(std::move(suite));
-  // Catch keeps the invoker pointers for the life of the process, as its own macros do.
-  static std::vector<std::unique_ptr<RuleInvoker>> invokers;
   for (const auto& [name, body] : rules()) {
-    invokers.push_back(std::make_unique<RuleInvoker>(shared, name));
     const std::string test_name = shared->name + ": " + name;
     const std::string tags = "[conformance][" + shared->name + "]";
-    Catch::AutoReg(invokers.back().get(), CATCH_INTERNAL_LINEINFO, Catch::StringRef(),
+    // The registry takes ownership of the invoker, as with Catch's own macros.
+    Catch::AutoReg(new RuleInvoker(shared, name), CATCH_INTERNAL_LINEINFO, Catch::StringRef(),
                    Catch::NameAndTags(Catch::StringRef(test_name), Catch::StringRef(tags)));
   }
 }

@@ -358,7 +358,11 @@ Task<void> ShellFilesystem::discard(std::string script) { co_await sh(std::move(
 Task<void> ShellFilesystem::check(const CommandResult& result, const std::string& path, bool missing) {
   if (result.exit_code == 0) co_return;
   raise_for_private_status(result, path);
-  if (missing && !co_await exists(path)) throw path_error(std::errc::no_such_file_or_directory, path);
+  if (missing) {
+    // Not `missing && co_await ...`: GCC 12 miscompiles co_await in a short-circuit operand.
+    const bool present = co_await exists(path);
+    if (!present) throw path_error(std::errc::no_such_file_or_directory, path);
+  }
   raise_operation_failed(result, path);
 }
 
@@ -375,7 +379,12 @@ Task<FileEntry> ShellFilesystem::stat(std::string path) {
   const auto result = co_await sh(stat_script(path));
   co_await check(result, path, true);
   const auto out = parse_stat_output(result.stdout_text, path);
-  co_return FileEntry{posix_basename(normpath(path)), path, out.is_dir, out.size};
+  FileEntry entry;  // named: GCC 12 can lose an aggregate built in co_return
+  entry.name = posix_basename(normpath(path));
+  entry.path = path;
+  entry.is_dir = out.is_dir;
+  entry.size = out.size;
+  co_return entry;
 }
 
 Task<std::string> ShellFilesystem::read_pages(std::string source_word, std::uint64_t size, std::string path,
@@ -434,8 +443,14 @@ Task<void> ShellFilesystem::write_bytes(std::string path, Bytes data) {
   try {
     for (std::size_t offset = 0; offset == 0 || offset < encoded.size(); offset += chunk) {
       const auto piece = encoded.substr(offset, chunk);
-      const auto result = co_await sh(offset == 0 ? write_first_chunk_script(parent, temp, piece)
-                                                  : write_append_script(temp, piece));
+      // A plain statement, not `?:` inside co_await: GCC 12 mishandles such temporaries.
+      std::string script;
+      if (offset == 0) {
+        script = write_first_chunk_script(parent, temp, piece);
+      } else {
+        script = write_append_script(temp, piece);
+      }
+      const auto result = co_await sh(std::move(script));
       co_await check(result, destination, false);
     }
     const auto result = co_await sh(commit_script(destination, temp, decoded));

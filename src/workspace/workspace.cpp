@@ -101,7 +101,13 @@ Task<std::string> Workspace::resolve(std::string path, std::optional<std::string
     throw std::invalid_argument("base must be an absolute path, got '" + *base + "'");
   }
   if (!path.empty() && path.front() == '/') co_return normpath(path);
-  const std::string root = base ? *base : co_await working_dir();
+  // Not a conditional expression: GCC 12 double-destroys a temporary of `?:` around co_await.
+  std::string root;
+  if (base) {
+    root = *base;
+  } else {
+    root = co_await working_dir();
+  }
   co_return normpath(detail::posix_join(root, path));
 }
 
