@@ -105,7 +105,36 @@ TEST_CASE("plain http endpoints work for an emulator in plain mode") {
   });
 }
 
-TEST_CASE("a connect timeout is bounded and the endpoint's errors never show the token") {
+TEST_CASE("a stalled answer ends at request_timeout: sent, never re-sent for a state change") {
+  Fixture f;
+  exedev::testing::run([&](boost::asio::any_io_executor ex) -> Task0 {
+    auto o = f.options();
+    o.request_timeout = 700ms;
+    Client c(ex, o);
+    NewVMOptions vm;
+    vm.name = "stall-vm";
+    co_await c.new_vm(vm);
+    f.emu.clear_commands();
+    auto stall = fault(emulator::FaultKind::stall, "pause", 1, 500, "", 0);
+    stall.duration = 2s;
+    f.emu.inject(stall);
+    const auto e = co_await f.expect<ConnectionError>(c.pause_vm("stall-vm"));
+    CHECK(e.sent());
+    CHECK(std::string(e.what()).find("timed out") != std::string::npos);
+    // A read-only command that stalls is retried on a new connection.
+    auto stall_ls = fault(emulator::FaultKind::stall, "ls", 1, 500, "", 0);
+    stall_ls.duration = 2s;
+    f.emu.inject(stall_ls);
+    const auto vms = co_await c.list_vms();
+    CHECK(vms.size() == 1);
+    // The emulator records a stalled request when the stall ends.
+    for (int i = 0; i < 100 && f.count("ls") < 2; ++i) co_await sleep_for(100ms);
+    CHECK(f.count("ls") == 2);
+    CHECK(f.count("pause") == 1);
+  });
+}
+
+TEST_CASE("a refused connection is a ConnectionError that was not sent") {
   Fixture f;
   exedev::testing::run([&](boost::asio::any_io_executor ex) -> Task0 {
     auto o = f.options();
