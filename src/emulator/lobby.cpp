@@ -1075,6 +1075,15 @@ void Lobby::revoke_token(const std::string& token) {
   persist();
 }
 
+void Lobby::reload() {
+  std::lock_guard lock(mutex_);
+  vms_.clear();
+  keys_.clear();
+  faults_.clear();
+  limiter_.clear();
+  load();
+}
+
 void Lobby::kill_all_processes() {
   std::lock_guard lock(mutex_);
   for (const auto& [name, vm] : vms_) kill_vm_processes(vm.id);

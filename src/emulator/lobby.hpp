@@ -109,6 +109,9 @@ class Lobby {
 
   /// Kills the processes of every VM (the emulator is shutting down).
   void kill_all_processes();
+  /// Forgets the VMs, tokens, faults and rate-limit buckets held in memory and loads the state
+  /// persisted on disk, as a new emulator process would. Records and modes stay.
+  void reload();
 
   struct Vm;
   struct Key;

@@ -760,10 +760,7 @@ void Emulator::restart() {
   Impl& impl = *impl_;
   impl.stop();
   // As a fresh emulator process would: state from disk; the records and modes carry over.
-  const auto records = impl.lobby->commands();
-  const Modes modes = impl.lobby->modes();
-  impl.lobby = std::make_unique<Lobby>(LobbyConfig{impl.state_dir, {}, {}, modes});
-  for (const CommandRecord& record : records) impl.lobby->record(record);
+  impl.lobby->reload();
   impl.start();
 }
 

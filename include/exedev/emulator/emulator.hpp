@@ -189,8 +189,10 @@ class Emulator {
   std::size_t connections_accepted() const;
   std::size_t open_connections() const;
 
-  /// Stops the server and starts it again on the same port and state, as a fresh process of
-  /// the emulator would (VM processes are killed; paused VMs stay paused on record).
+  /// Stops the server and starts it again on the same port, reloading VMs and tokens from
+  /// state_dir as a fresh emulator process would: open connections and in-flight `ssh` streams
+  /// are cut (no trailer), VM processes are killed, injected faults are dropped; command records,
+  /// modes and the connection counters stay.
   void restart();
 
  private:
