@@ -36,26 +36,34 @@ if [ -f "$d/timedout" ] || [ -f "$d/cancel" ]; then kill -s KILL -- "-$p" 2>/dev
 printf '%s\n' "$c" >"$d/status.tmp" && mv -f -- "$d/status.tmp" "$d/status"
 )RUN";
 
-// Shared by every request: `emit` streams a file past an offset as a data frame; `pollw`
-// streams until the exit (sets X to the exit status, Z=1) or for at most $1 seconds.
+// Shared by every request: `emit` streams a file past an offset as a data frame (at most 4 MiB
+// at a time); `pollw` streams until the exit (sets X to the exit status, Z=1), for at most $1
+// seconds or 32 MiB, then says `r`. It sleeps only when nothing new arrived.
 constexpr std::string_view poll_functions = R"SH(emit() {
   R=$3
   [ -f "$2" ] || return 0
   s=$(wc -c <"$2" | tr -d ' ')
   [ -n "$s" ] && [ "$s" -gt "$3" ] || return 0
+  m=$((s - $3))
+  [ "$m" -gt 4194304 ] && m=4194304 && M=1
   printf '%s %s %s\n' "$B" "$1" "$3"
-  tail -c +"$(($3 + 1))" "$2" | head -c "$((s - $3))" | base64
+  tail -c +"$(($3 + 1))" "$2" | head -c "$m" | base64
   printf '%s .\n' "$B"
-  R=$s
+  R=$(($3 + m))
+  W=1
 }
 pollw() {
   t=$(($(date +%s) + $1))
   n=0
+  a=$((o + e))
   while :; do
     f=
+    M=
+    W=
     [ -f "$d/status" ] && f=1
     emit o "$d/out" "$o"; o=$R
     emit e "$d/err" "$e"; e=$R
+    [ -n "$M" ] && f=
     if [ -n "$f" ]; then
       X=$(cat "$d/status")
       g=-
@@ -66,11 +74,12 @@ pollw() {
       return 0
     fi
     if [ ! -d "$d" ]; then printf '%s l\n' "$B"; return 0; fi
-    if [ "$(date +%s)" -ge "$t" ]; then
+    if [ "$(date +%s)" -ge "$t" ] || [ $((o + e - a)) -ge 33554432 ]; then
       if [ ! -f "$d/pgid" ]; then : >"$d/void"; printf '%s l\n' "$B"; return 0; fi
       printf '%s r\n' "$B"
       return 0
     fi
+    [ -n "$W" ] && continue
     n=$((n + 1))
     if [ "$n" -lt 40 ]; then sleep 0.025; else sleep 0.2; fi
   done

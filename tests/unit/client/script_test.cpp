@@ -27,6 +27,7 @@ struct Result {
   std::vector<FrameEvent> events;
   int status = -1;
   std::string out, err;
+  std::string raw;
   const FrameEvent* last() const { return events.empty() ? nullptr : &events.back(); }
 };
 
@@ -42,6 +43,7 @@ Result execute(const Home& home, const ScriptRequest& request) {
   FrameParser parser(request.boundary);
   Result r;
   r.events = parser.feed(bytes);
+  r.raw = bytes;
   CHECK_FALSE(parser.mid_frame());
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   for (const auto& ev : r.events) {
@@ -122,6 +124,33 @@ TEST_CASE("every byte value, on both streams, plus env and working directory") {
   CHECK(r.out == all);
   CHECK(r.err == all + "it's \"quoted\" $x\nline|" + (home.dir / "my dir").string());
   CHECK(r.last()->exit_code == 0);
+}
+
+TEST_CASE("large output is streamed in bounded frames with continuing offsets") {
+  Home home;
+  auto request = launch("head -c 9000000 /dev/zero | tr '\\0' 'a'; echo end >&2");
+  const auto r = execute(home, request);
+  CHECK(r.last()->kind == Kind::exit);
+  CHECK(r.out == std::string(9000000, 'a'));
+  CHECK(r.err == "end\n");
+  std::uint64_t expected = 0;
+  std::uint64_t frame_bytes = 0;
+  bool contiguous = true;
+  for (const auto& ev : r.events) {
+    if (ev.kind != Kind::data || ev.stream != 'o') continue;
+    contiguous = contiguous && ev.offset == expected;
+    expected += ev.bytes.size();
+    frame_bytes += ev.bytes.size();
+  }
+  CHECK(contiguous);
+  CHECK(frame_bytes == 9000000);
+  // 9 000 000 bytes in frames of at most 4 MiB: three stdout frame headers.
+  std::size_t headers = 0;
+  for (auto pos = r.raw.find(request.boundary + " o "); pos != std::string::npos;
+       pos = r.raw.find(request.boundary + " o ", pos + 1)) {
+    ++headers;
+  }
+  CHECK(headers == 3);
 }
 
 TEST_CASE("a missing working directory fails the command, not the protocol") {
