@@ -25,6 +25,19 @@
 #include <exedev/workspace/errors.hpp>
 #include <exedev/workspace/workspace.hpp>
 
+// Catch2 also evaluates an assertion's expression inside __builtin_constant_p, and GCC 12 runs a
+// co_await there too: an operation would run several times. Evaluate such expressions once.
+#define CO_ASSERT_ONCE(macro, ...)                                  \
+  do {                                                              \
+    const bool exedev_assert_value_ = static_cast<bool>(__VA_ARGS__); \
+    INFO(#__VA_ARGS__);                                             \
+    macro(exedev_assert_value_);                                    \
+  } while (false)
+#define CO_CHECK(...) CO_ASSERT_ONCE(CHECK, __VA_ARGS__)
+#define CO_CHECK_FALSE(...) CO_ASSERT_ONCE(CHECK_FALSE, __VA_ARGS__)
+#define CO_REQUIRE(...) CO_ASSERT_ONCE(REQUIRE, __VA_ARGS__)
+#define CO_REQUIRE_FALSE(...) CO_ASSERT_ONCE(REQUIRE_FALSE, __VA_ARGS__)
+
 namespace exedev::testing {
 
 namespace asio = boost::asio;
@@ -275,7 +288,7 @@ Task<void> test_background_child_does_not_hold_up_completed_command(Rule& r) {
           60s, "a command whose background child holds its output");
       CHECK(result.exit_code == 0);
       CHECK(result.stdout_text == "done");
-      CHECK_FALSE(co_await r.ws->exists(finished));
+      CO_CHECK_FALSE(co_await r.ws->exists(finished));
     } catch (...) {
       error = std::current_exception();
     }
@@ -346,7 +359,7 @@ Task<void> test_cancellation_stops_foreground_work(Rule& r) {
         30s);
     task.cancel->emit(asio::cancellation_type::terminal);
     REQUIRE(started);
-    REQUIRE(co_await task.wait(30s));
+    CO_REQUIRE(co_await task.wait(30s));
     CHECK(*task.error != nullptr);  // a cancelled run does not return a result
     const bool stopped = co_await poll_until(
         [&]() -> Task<bool> {
@@ -392,7 +405,7 @@ Task<void> test_concurrent_first_use_shares_one_environment(Rule& r) {
     const auto ref = fresh->ref();
     REQUIRE(ref.has_value());
     for (const auto& name : names) {
-      CHECK(co_await fws.read_bytes(name) == name);
+      CO_CHECK(co_await fws.read_bytes(name) == name);
       CHECK(fresh->ref() == ref);
     }
   } catch (...) {
@@ -423,18 +436,18 @@ Task<void> test_bytes_round_trip_and_write_creates_parents(Rule& r) {
     const auto path = scratch + "/nested/data.bin";
     const std::string data("\0workspace\xff", 11);
     co_await r.ws->write_bytes(path, data);
-    CHECK(co_await r.ws->read_bytes(path) == data);
+    CO_CHECK(co_await r.ws->read_bytes(path) == data);
     co_await r.ws->write_bytes(path, "replaced");
-    CHECK(co_await r.ws->read_bytes(path) == "replaced");
+    CO_CHECK(co_await r.ws->read_bytes(path) == "replaced");
   });
 }
 
 Task<void> test_exists(Rule& r) {
   co_await with_scratch(r, [&r](std::string scratch) -> Task<void> {
     co_await r.ws->write_bytes(scratch + "/file", "data");
-    CHECK(co_await r.ws->exists(scratch + "/file"));
-    CHECK(co_await r.ws->exists(scratch));
-    CHECK_FALSE(co_await r.ws->exists(scratch + "/absent"));
+    CO_CHECK(co_await r.ws->exists(scratch + "/file"));
+    CO_CHECK(co_await r.ws->exists(scratch));
+    CO_CHECK_FALSE(co_await r.ws->exists(scratch + "/absent"));
   });
 }
 
@@ -464,7 +477,7 @@ Task<void> test_make_dir_creates_parents_and_is_idempotent(Rule& r) {
   co_await with_scratch(r, [&r](std::string scratch) -> Task<void> {
     co_await r.ws->make_dir(scratch + "/a/b");
     co_await r.ws->make_dir(scratch + "/a/b");
-    CHECK((co_await r.ws->stat(scratch + "/a/b")).is_dir);
+    CO_CHECK((co_await r.ws->stat(scratch + "/a/b")).is_dir);
   });
 }
 
@@ -477,7 +490,7 @@ Task<void> test_commands_and_files_share_one_environment(Rule& r) {
         r.backend,
         cmd("sh", "-c", "IFS= read -r value < \"$1\" && [ \"$value\" = in ] && printf \"out\\n\" > \"$1\"", "sh", path));
     CHECK(result.exit_code == 0);
-    CHECK(co_await r.ws->read_bytes(path) == "out\n");
+    CO_CHECK(co_await r.ws->read_bytes(path) == "out\n");
   });
 }
 
@@ -574,8 +587,8 @@ Task<void> test_remove_deletes_a_file_or_a_tree(Rule& r) {
     co_await r.ws->write_bytes(scratch + "/tree/nested/file", "data");
     co_await r.ws->remove(scratch + "/file");
     co_await r.ws->remove(scratch + "/tree");
-    CHECK_FALSE(co_await r.ws->exists(scratch + "/file"));
-    CHECK_FALSE(co_await r.ws->exists(scratch + "/tree"));
+    CO_CHECK_FALSE(co_await r.ws->exists(scratch + "/file"));
+    CO_CHECK_FALSE(co_await r.ws->exists(scratch + "/tree"));
   });
 }
 
@@ -585,7 +598,7 @@ Task<void> test_remove_refuses_the_working_dir_and_its_ancestors(Rule& r) {
   for (const auto& path : refused) {
     co_await expect_throw<std::invalid_argument>(r.ws->remove(path), "remove('" + path + "')");
   }
-  CHECK(co_await r.ws->exists(wd));
+  CO_CHECK(co_await r.ws->exists(wd));
 }
 
 Task<void> test_realpath_and_entries_follow_symlinks(Rule& r) {
@@ -597,7 +610,7 @@ Task<void> test_realpath_and_entries_follow_symlinks(Rule& r) {
     const auto made = co_await argv(r.backend, cmd("ln", "-s", target, link));
     if (made.exit_code != 0) throw SkipRule{"ln -s failed: " + made.stderr_text};
     if (!co_await r.ws->exists(link)) throw SkipRule{"the symlink is not visible to file operations"};
-    CHECK(co_await r.ws->realpath(link + "/missing") == target + "/missing");
+    CO_CHECK(co_await r.ws->realpath(link + "/missing") == target + "/missing");
 
     const auto a = root + "/a";
     co_await r.ws->make_dir(a + "/b");
@@ -606,10 +619,10 @@ Task<void> test_realpath_and_entries_follow_symlinks(Rule& r) {
                                                  "ln -s loop1 loop2",
                                                  "sh", a));
     REQUIRE(links.exit_code == 0);
-    CHECK(co_await r.ws->realpath(a + "/rel/missing") == a + "/b/missing");
-    CHECK(co_await r.ws->realpath(a + "/up/missing") == root + "/out/missing");
-    CHECK(co_await r.ws->realpath(a + "/rel/..") == a);
-    CHECK(co_await r.ws->realpath(a + "/up/..") == root);
+    CO_CHECK(co_await r.ws->realpath(a + "/rel/missing") == a + "/b/missing");
+    CO_CHECK(co_await r.ws->realpath(a + "/up/missing") == root + "/out/missing");
+    CO_CHECK(co_await r.ws->realpath(a + "/rel/..") == a);
+    CO_CHECK(co_await r.ws->realpath(a + "/up/..") == root);
     co_await within(
         [&]() -> Task<void> {
           try {
@@ -620,7 +633,7 @@ Task<void> test_realpath_and_entries_follow_symlinks(Rule& r) {
           }
         }(),
         30s, "realpath through a symlink loop");
-    CHECK((co_await r.ws->stat(link)).is_dir);
+    CO_CHECK((co_await r.ws->stat(link)).is_dir);
     std::map<std::string, bool> kinds;
     for (const auto& entry : co_await r.ws->list_dir(root)) kinds[entry.name] = entry.is_dir;
     CHECK(kinds == std::map<std::string, bool>{{"a", true}, {"link", true}, {"target", true}});
@@ -636,8 +649,8 @@ Task<void> test_writes_go_through_a_symlink(Rule& r) {
     const auto made = co_await argv(r.backend, cmd("ln", "-s", target, link));
     REQUIRE(made.exit_code == 0);
     co_await r.ws->write_bytes(link, "new");
-    CHECK(co_await r.ws->read_bytes(target) == "new");
-    CHECK(co_await r.ws->realpath(link) == target);
+    CO_CHECK(co_await r.ws->read_bytes(target) == "new");
+    CO_CHECK(co_await r.ws->realpath(link) == target);
   });
 }
 
@@ -645,9 +658,9 @@ Task<void> test_native_realpath_keeps_the_working_dir_and_missing_names(Rule& r)
   auto* native = dynamic_cast<ws::SupportsRealpath*>(r.backend.get());
   if (!native) throw SkipRule{"the backend does not implement SupportsRealpath"};
   const auto wd = co_await r.backend->working_dir();
-  CHECK(co_await native->realpath(wd) == wd);
+  CO_CHECK(co_await native->realpath(wd) == wd);
   const auto missing = wd + "/.exedev-conformance-missing-" + random_hex();
-  CHECK(co_await native->realpath(missing) == missing);
+  CO_CHECK(co_await native->realpath(missing) == missing);
 }
 
 Task<void> test_a_backend_attached_by_ref_reaches_the_same_environment(Rule& r) {
@@ -660,7 +673,7 @@ Task<void> test_a_backend_attached_by_ref_reaches_the_same_environment(Rule& r) 
     auto attached = r.suite.attach_backend(r.ex, *ref);
     REQUIRE(attached != nullptr);
     Workspace aws(attached);
-    CHECK(co_await aws.read_bytes(path) == "reattached");
+    CO_CHECK(co_await aws.read_bytes(path) == "reattached");
     if (dynamic_cast<ws::SupportsCommands*>(attached.get())) {
       const auto result = co_await argv(attached, cmd("cat", path));
       CHECK(result.stdout_text == "reattached");
@@ -694,7 +707,7 @@ Task<void> test_destroying_environment_during_command_raises_unavailable(Rule& r
   if (!started) task.cancel->emit(asio::cancellation_type::terminal);
   REQUIRE(started);
   co_await r.suite.destroy_environment(b);
-  REQUIRE(co_await task.wait(60s));
+  CO_REQUIRE(co_await task.wait(60s));
   REQUIRE(*task.error != nullptr);
   try {
     std::rethrow_exception(*task.error);

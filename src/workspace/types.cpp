@@ -8,9 +8,10 @@
 namespace exedev::workspace {
 
 std::string WorkspaceRef::to_json() const {
-  nlohmann::json j = {{"provider", provider}, {"id", id}};
+  // Python's json.dumps form (key order, separators, ASCII escapes), byte for byte.
   try {
-    return j.dump();
+    return "{\"provider\": " + nlohmann::json(provider).dump(-1, ' ', true) +
+           ", \"id\": " + nlohmann::json(id).dump(-1, ' ', true) + "}";
   } catch (const nlohmann::json::type_error&) {
     // A ref that cannot be written as JSON text must not be silently altered: it would name
     // another environment when read back.

@@ -31,7 +31,8 @@ struct WorkspaceRef {
 
   friend bool operator==(const WorkspaceRef&, const WorkspaceRef&) = default;
 
-  /// `{"provider":"…","id":"…"}`.
+  /// `{"provider": "…", "id": "…"}`, as Python's json.dumps writes it. Throws
+  /// std::invalid_argument if a field is not valid UTF-8.
   [[nodiscard]] std::string to_json() const;
   /// Parses to_json()'s form; throws std::invalid_argument on anything else.
   [[nodiscard]] static WorkspaceRef from_json(const std::string& json);

@@ -1,0 +1,282 @@
+// LocalBackend's own rules and the Workspace facade and its wrappers.
+#include <catch2/catch.hpp>
+
+#include <exedev/testing/run.hpp>
+#include <exedev/workspace/errors.hpp>
+#include <exedev/workspace/local_backend.hpp>
+#include <exedev/workspace/unavailable.hpp>
+#include <exedev/workspace/workspace.hpp>
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "unit/workspace/support.hpp"
+
+namespace ws = exedev::workspace;
+
+namespace {
+// An argv built outside any co_await expression: GCC 12 miscompiles a braced list there.
+template <typename... Items>
+ws::Command cmd(Items... items) {
+  std::vector<std::string> cmd_items{std::string(items)...};
+  return ws::Command::argv(std::move(cmd_items));
+}
+}  // namespace
+using exedev::test::error_of;
+using exedev::test::errc_of;
+using exedev::test::TempDir;
+using exedev::testing::run;
+using ws::Command;
+using ws::RunOptions;
+using ws::Task;
+
+TEST_CASE("LocalBackend: ref is the normalized absolute path from construction", "[unit][workspace]") {
+  TempDir dir;
+  ws::LocalBackend backend(dir.path() + "/./sub/..//");
+  REQUIRE(backend.ref().has_value());
+  CHECK(*backend.ref() == ws::WorkspaceRef{"local", dir.path()});
+  const auto cwd = std::filesystem::current_path();
+  CHECK(ws::LocalBackend("rel").ref()->id == (cwd / "rel").string());
+  const char* home = std::getenv("HOME");
+  if (home) CHECK(ws::LocalBackend("~/x").ref()->id == ws::normpath(std::string(home) + "/x"));
+}
+
+TEST_CASE("LocalBackend: children see only PATH, HOME, locale and the given env", "[unit][workspace]") {
+  TempDir dir;
+  ::setenv("EXEDEV_SECRET_FOR_TEST", "leak", 1);
+  auto backend = std::make_shared<ws::LocalBackend>(dir.path(), ws::Env{{"FROM_CTOR", "1"}, {"BOTH", "ctor"}});
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    RunOptions options;
+    options.env = {{"BOTH", "call"}, {"FROM_CALL", "2"}};
+    const auto result = co_await backend->run(cmd("env"), options);
+    std::set<std::string> names;
+    std::istringstream lines(result.stdout_text);
+    for (std::string line; std::getline(lines, line);) names.insert(line.substr(0, line.find('=')));
+    for (const auto& name : names) {
+      INFO(name);
+      CHECK(std::set<std::string>{"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "FROM_CTOR", "BOTH", "FROM_CALL", "PWD",
+                                  "SHLVL", "_"}
+                .count(name) == 1);
+    }
+    CHECK(result.stdout_text.find("BOTH=call\n") != std::string::npos);
+    CHECK(result.stdout_text.find("FROM_CTOR=1\n") != std::string::npos);
+    CHECK(result.stdout_text.find("EXEDEV_SECRET_FOR_TEST") == std::string::npos);
+  });
+  ::unsetenv("EXEDEV_SECRET_FOR_TEST");
+}
+
+TEST_CASE("LocalBackend: missing and non-executable programs", "[unit][workspace]") {
+  TempDir dir;
+  std::ofstream(dir / "not-exec") << "#!/bin/sh\n";
+  auto backend = std::make_shared<ws::LocalBackend>(dir.path());
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    const auto missing = co_await backend->run(cmd("exedev-no-such-program"), {});
+    CHECK(missing == ws::CommandResult{127, "", "exedev-no-such-program: command not found\n"});
+    const auto relative = co_await backend->run(cmd("./not-exec"), {});
+    if (!exedev::test::running_as_root()) {
+      CHECK(relative == ws::CommandResult{126, "", "./not-exec: Permission denied\n"});
+    } else {
+      CHECK(relative.exit_code == 126);  // root still needs an x bit to execute
+    }
+    const auto gone = co_await backend->run(cmd("./gone"), {});
+    CHECK(gone.exit_code == 127);
+  });
+}
+
+TEST_CASE("LocalBackend: signals, stdin, undecodable output, working directory", "[unit][workspace]") {
+  TempDir dir;
+  auto backend = std::make_shared<ws::LocalBackend>(dir.path());
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    CO_CHECK((co_await backend->run(Command::shell("kill -9 $$"), {})).exit_code == 137);
+    CO_CHECK((co_await backend->run(Command::shell("cat"), {})).stdout_text.empty());
+    CO_CHECK((co_await backend->run(Command::shell("printf 'a\\377b'"), {})).stdout_text == "a\xEF\xBF\xBD" "b");
+    CO_CHECK((co_await backend->run(cmd("pwd", "-P"), {})).stdout_text == dir.path() + "\n");
+  });
+}
+
+TEST_CASE("LocalBackend: timeout kills the group and keeps partial output", "[unit][workspace]") {
+  TempDir dir;
+  auto backend = std::make_shared<ws::LocalBackend>(dir.path());
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    RunOptions options;
+    options.timeout = ws::Seconds(0.5);
+    std::string message;
+    std::string partial;
+    try {
+      co_await backend->run(Command::shell("printf partial; (sleep 3600; echo survivor > late) & exec sleep 3600"),
+                            options);
+    } catch (const ws::WorkspaceTimeoutError& e) {
+      message = e.what();
+      partial = e.stdout_text();
+    }
+    CHECK(message == "command timed out after 0.5s and was killed");
+    CHECK(partial == "partial");
+  });
+}
+
+TEST_CASE("LocalBackend: output above 10 MiB is an error with the first 64 KiB", "[unit][workspace]") {
+  TempDir dir;
+  auto backend = std::make_shared<ws::LocalBackend>(dir.path());
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    bool raised = false;
+    try {
+      co_await backend->run(Command::shell("yes 0123456789abcdef"), {});
+    } catch (const ws::WorkspaceOutputLimitError& e) {
+      raised = true;
+      CHECK(e.limit() == 10u * 1024 * 1024);
+      CHECK(e.stdout_text().size() == 64u * 1024);
+      CHECK(std::string(e.what()).rfind("local workspace output exceeded 10 MiB safety limit", 0) == 0);
+    }
+    CHECK(raised);
+  });
+}
+
+TEST_CASE("LocalBackend: a background child holding stdout does not hold run()", "[unit][workspace]") {
+  TempDir dir;
+  auto backend = std::make_shared<ws::LocalBackend>(dir.path());
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    const auto result = co_await backend->run(Command::shell("sleep 30 & echo $! > bg.pid; printf done"), {});
+    CHECK(result == ws::CommandResult{0, "done", ""});
+    co_await backend->run(Command::shell("kill \"$(cat bg.pid)\""), {});
+  });
+}
+
+TEST_CASE("LocalBackend: a deleted root is unavailable and never recreated", "[unit][workspace]") {
+  auto dir = std::make_unique<TempDir>();
+  const auto root = dir->path();
+  auto backend = std::make_shared<ws::LocalBackend>(root);
+  ws::Workspace workspace(backend);
+  run([&](boost::asio::any_io_executor) -> Task<void> { co_await workspace.write_bytes("a", "1"); });
+  dir.reset();
+  const auto unavailable = "local workspace directory " + root + " does not exist";
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    CO_CHECK(co_await error_of<ws::WorkspaceUnavailableError>(workspace.write_bytes("b", "2")) == unavailable);
+    CO_CHECK(co_await error_of<ws::WorkspaceUnavailableError>(workspace.exists("a")) == unavailable);
+    CO_CHECK(co_await error_of<ws::WorkspaceUnavailableError>(workspace.realpath("a")) == unavailable);
+    CO_CHECK(co_await error_of<ws::WorkspaceUnavailableError>(workspace.run(cmd("true"))) == unavailable);
+  });
+  CHECK_FALSE(std::filesystem::exists(root));
+}
+
+TEST_CASE("LocalBackend: native file errors and remove rules", "[unit][workspace]") {
+  TempDir dir;
+  auto backend = std::make_shared<ws::LocalBackend>(dir.path());
+  ws::Workspace workspace(backend);
+  std::filesystem::create_directory_symlink(dir.path(), dir / "root_link");
+  TempDir other;
+  std::filesystem::create_directory_symlink(std::filesystem::path(dir.path()).parent_path(), other / "up");
+  const auto alias = other / "up/" + std::filesystem::path(dir.path()).filename().string();
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    CO_CHECK(co_await error_of<std::invalid_argument>(backend->read_bytes("relative")) ==
+          "path must be absolute, got 'relative'");
+    co_await workspace.write_bytes("file", "x");
+    CO_CHECK(co_await errc_of(workspace.write_bytes("file/child", "x")) == std::errc::not_a_directory);
+    CO_CHECK(co_await errc_of(workspace.make_dir("file")) == std::errc::file_exists);
+    CO_CHECK(co_await errc_of(workspace.remove("missing")) == std::errc::no_such_file_or_directory);
+    CO_CHECK(co_await error_of<std::invalid_argument>(workspace.remove(alias)) ==
+          "cannot remove the workspace root or its ancestor");
+    co_await workspace.remove("root_link");  // the link itself
+    CO_CHECK(co_await workspace.exists("."));
+  });
+}
+
+TEST_CASE("Workspace: run checks, resolve, text", "[unit][workspace]") {
+  TempDir dir;
+  ws::Workspace workspace(std::make_shared<ws::LocalBackend>(dir.path()));
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    RunOptions zero;
+    zero.timeout = ws::Seconds(0);
+    CO_CHECK(co_await error_of<std::invalid_argument>(workspace.run(cmd(), zero)) ==
+          "timeout must be a positive finite number or None");  // timeout is checked first
+    CO_CHECK(co_await error_of<std::invalid_argument>(workspace.run(cmd())) == "command must not be empty");
+    CO_CHECK(co_await workspace.resolve("a/../b") == dir / "b");
+    CO_CHECK(co_await workspace.resolve("/x//y/") == "/x/y");
+    CO_CHECK(co_await workspace.resolve("c", std::string("/base")) == "/base/c");
+    CO_CHECK(co_await error_of<std::invalid_argument>(workspace.resolve("c", std::string("rel"))) ==
+          "base must be an absolute path, got 'rel'");
+    co_await workspace.write_text("t.txt", "h\xC3\xA9");
+    CO_CHECK(co_await workspace.read_text("t.txt") == "h\xC3\xA9");
+    co_await workspace.write_bytes("bad.txt", "\xFF");
+    CO_CHECK(co_await error_of<std::range_error>(workspace.read_text("bad.txt")) == "'bad.txt' is not valid UTF-8 text");
+  });
+}
+
+namespace {
+
+// A backend with nothing but ref and working_dir.
+class Bare final : public ws::WorkspaceBackend {
+ public:
+  [[nodiscard]] std::optional<ws::WorkspaceRef> ref() const override { return std::nullopt; }
+  Task<std::string> working_dir() override { co_return "/"; }
+};
+
+class Shouting final : public ws::WrapperWorkspace {
+ public:
+  using WrapperWorkspace::WrapperWorkspace;
+  Task<ws::Bytes> read_bytes(std::string path) override {
+    auto data = co_await wrapped()->read_bytes(std::move(path));
+    for (auto& c : data) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    co_return data;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("Workspace: capabilities, wrappers, read-only and unavailable", "[unit][workspace]") {
+  TempDir dir;
+  auto local = std::make_shared<ws::LocalBackend>(dir.path());
+  auto base = std::make_shared<ws::Workspace>(local);
+  auto read_only = std::make_shared<ws::ReadOnlyWorkspace>(base);
+  ws::Workspace outer(read_only);
+  CHECK(outer.read_only());
+  CHECK_FALSE(base->read_only());
+  CHECK(outer.backend() == local);
+  CHECK(outer.attached());
+  CHECK(outer.ref() == local->ref());
+  CHECK_THROWS_AS(ws::Workspace(nullptr), std::invalid_argument);
+
+  ws::Workspace bare(std::make_shared<Bare>());
+  auto unavailable = std::make_shared<ws::Workspace>(std::make_shared<ws::UnavailableBackend>("gone for good"));
+  auto nothing = ws::no_workspace();
+  CHECK_FALSE(unavailable->attached());
+  CHECK_FALSE(ws::ReadOnlyWorkspace(unavailable).attached());
+  CHECK_FALSE(nothing->attached());
+  CHECK_FALSE(nothing->ref().has_value());
+
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    co_await base->write_bytes("r.txt", "abc");
+    CO_CHECK(co_await read_only->read_bytes("r.txt") == "abc");
+    CO_CHECK(co_await read_only->exists("r.txt"));
+    // One statement per refusal: GCC 12 miscompiles co_await inside a braced list.
+    std::vector<std::optional<std::string>> refusals;
+    refusals.push_back(co_await error_of<ws::WorkspaceReadOnlyError>(read_only->write_bytes("r.txt", "x")));
+    refusals.push_back(co_await error_of<ws::WorkspaceReadOnlyError>(outer.write_text("r.txt", "x")));
+    refusals.push_back(co_await error_of<ws::WorkspaceReadOnlyError>(read_only->make_dir("d")));
+    refusals.push_back(co_await error_of<ws::WorkspaceReadOnlyError>(read_only->remove("r.txt")));
+    refusals.push_back(co_await error_of<ws::WorkspaceReadOnlyError>(read_only->run(cmd("true"))));
+    for (const auto& message : refusals) CHECK(message == std::string(ws::ReadOnlyWorkspace::reason));
+    CO_CHECK(co_await base->read_bytes("r.txt") == "abc");
+    CO_CHECK(co_await Shouting(base).read_text("r.txt") == "ABC");  // text goes through the override
+
+    CO_CHECK(co_await error_of<ws::WorkspaceUsageError>(bare.run(cmd("true"))) ==
+          "This workspace does not support command execution.");
+    CO_CHECK(co_await error_of<ws::WorkspaceUsageError>(bare.read_bytes("x")) ==
+          "This workspace does not support filesystem operations. Attach a backend that implements "
+          "`SupportsFilesystem` or `SupportsCommands`.");
+    CO_CHECK(co_await bare.realpath("/a/../b") == "/b");  // text only without commands
+
+    CO_CHECK(co_await error_of<ws::WorkspaceUnavailableError>(unavailable->run(cmd("true"))) == "gone for good");
+    CO_CHECK(co_await error_of<ws::WorkspaceUnavailableError>(unavailable->working_dir()) == "gone for good");
+    CO_CHECK(co_await error_of<ws::WorkspaceUnavailableError>(unavailable->read_bytes("/x")) == "gone for good");
+    CO_CHECK(co_await error_of<ws::WorkspaceUnavailableError>(unavailable->write_bytes("/x", "")) == "gone for good");
+    CO_CHECK(co_await error_of<ws::WorkspaceUnavailableError>(unavailable->list_dir("/x")) == "gone for good");
+    CO_CHECK(co_await error_of<ws::WorkspaceUnavailableError>(unavailable->exists("/x")) == "gone for good");
+    const auto none = co_await error_of<ws::WorkspaceUnavailableError>(nothing->read_bytes("x"));
+    REQUIRE(none.has_value());
+    CHECK(none->rfind("No workspace is attached", 0) == 0);
+    CHECK(none->find("LocalBackend") != std::string::npos);
+  });
+}

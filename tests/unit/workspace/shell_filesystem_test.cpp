@@ -1,0 +1,391 @@
+// The shell-derived filesystem through Workspace on a commands-only view of LocalBackend (a
+// real /bin/sh), plus damaged-output injection.
+#include <catch2/catch.hpp>
+
+#include <exedev/testing/run.hpp>
+#include <exedev/workspace/errors.hpp>
+#include <exedev/workspace/local_backend.hpp>
+#include <exedev/workspace/workspace.hpp>
+
+#include <sys/stat.h>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "conformance/workspace/commands_only.hpp"
+#include "workspace/shell_filesystem.hpp"
+#include "unit/workspace/support.hpp"
+
+namespace ws = exedev::workspace;
+
+namespace {
+// An argv built outside any co_await expression: GCC 12 miscompiles a braced list there.
+template <typename... Items>
+ws::Command cmd(Items... items) {
+  std::vector<std::string> cmd_items{std::string(items)...};
+  return ws::Command::argv(std::move(cmd_items));
+}
+}  // namespace
+using exedev::test::CommandsOnly;
+using exedev::test::error_of;
+using exedev::test::errc_of;
+using exedev::test::TempDir;
+using exedev::testing::run;
+using ws::Task;
+
+namespace {
+
+struct ShellFixture {
+  TempDir dir;
+  std::shared_ptr<ws::LocalBackend> local = std::make_shared<ws::LocalBackend>(dir.path());
+  std::shared_ptr<CommandsOnly> only = std::make_shared<CommandsOnly>(local);
+  ws::Workspace shell{only};
+  ws::Workspace native{local};
+};
+
+std::string binary_payload() {
+  std::string data;
+  for (int round = 0; round < 800; ++round) {
+    for (int i = 0; i < 256; ++i) data += static_cast<char>(i);
+  }
+  return data;
+}
+
+bool leftovers_in(const std::string& dir) {
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    if (entry.path().filename().string().rfind(".exedev-", 0) == 0) return true;
+  }
+  return false;
+}
+
+// Listing temp files (.exedev-<hex>.list) left in $TMPDIR itself.
+int listing_files_in_tmp() {
+  int count = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::temp_directory_path(), ec)) {
+    const auto name = entry.path().filename().string();
+    if (name.rfind(".exedev-", 0) == 0 && name.size() > 5 && name.substr(name.size() - 5) == ".list") ++count;
+  }
+  return count;
+}
+
+}  // namespace
+
+TEST_CASE("shell filesystem: binary payload under a name with quote and newline", "[unit][workspace]") {
+  ShellFixture f;
+  const auto data = binary_payload();
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    co_await f.shell.write_bytes("nested/weird '\n blob.bin", data);
+    CO_CHECK(co_await f.shell.read_bytes("nested/weird '\n blob.bin") == data);
+    CO_CHECK(co_await f.native.read_bytes("nested/weird '\n blob.bin") == data);
+    const auto listing = co_await f.shell.list_dir("nested");
+    REQUIRE(listing.size() == 1);
+    CHECK(listing[0].name == "weird '\n blob.bin");
+    CHECK(listing[0].path == f.dir / "nested/weird '\n blob.bin");
+    const auto entry = co_await f.shell.stat("nested/weird '\n blob.bin");
+    CHECK(entry.size == data.size());
+  });
+  CHECK_FALSE(leftovers_in(f.dir.path()));
+}
+
+TEST_CASE("shell filesystem: names with spaces, $, backticks and non-UTF-8 bytes", "[unit][workspace]") {
+  ShellFixture f;
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    const std::vector<std::string> names = {"a b", "$(echo x)", "`id`", "file-\xFF", "-dash", "semi;colon"};
+    for (const auto& name : names) co_await f.shell.write_bytes(name, name);
+    for (const auto& name : names) CO_CHECK(co_await f.shell.read_bytes(name) == name);
+    const auto listing = co_await f.shell.list_dir(".");
+    REQUIRE(listing.size() == names.size());
+    std::vector<std::string> listed;
+    for (const auto& entry : listing) listed.push_back(entry.name);
+    for (const auto& name : names) CHECK(std::find(listed.begin(), listed.end(), name) != listed.end());
+    CO_CHECK(co_await f.shell.realpath("file-\xFF") == f.dir / "file-\xFF");
+  });
+}
+
+TEST_CASE("shell filesystem: realpath agrees with the native one", "[unit][workspace]") {
+  ShellFixture f;
+  std::filesystem::create_directories(f.dir / "dir");
+  std::filesystem::create_directories(f.dir / "newline\n");
+  std::ofstream(f.dir / "file") << "x";
+  std::filesystem::create_directory_symlink(f.dir / "dir", f.dir / "dir_link");
+  std::filesystem::create_symlink(f.dir / "file", f.dir / "file_link");
+  std::filesystem::create_directory_symlink("newline\n", f.dir / "newline_link");
+  std::filesystem::create_symlink("missing", f.dir / "dangling_link");
+  std::filesystem::create_symlink("missing/deeper", f.dir / "deep_dangling_link");
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    const std::vector<std::string> paths = {"dir_link/missing/new.txt", "file_link", "dir_link/..",
+                                            "missing/../dir_link/escape.txt", "newline_link/escape.txt",
+                                            "dangling_link", "deep_dangling_link/x", "/exedev-missing/file.txt"};
+    for (const auto& path : paths) {
+      INFO(path);
+      const auto native = co_await f.native.realpath(path);
+      CO_CHECK(co_await f.shell.realpath(path) == native);
+    }
+    CO_CHECK(co_await f.native.realpath("dir_link/missing/new.txt") == f.dir / "dir/missing/new.txt");
+    // File methods open resolve(path), which collapses `..` as text; commands climb from the target.
+    std::filesystem::create_directories(f.dir / "in/deep");
+    std::filesystem::create_directory_symlink(f.dir / "in/deep", f.dir / "inlink");
+    CO_CHECK(co_await f.shell.realpath("inlink/../../x") != co_await f.shell.realpath(co_await f.shell.resolve("inlink/../../x")));
+  });
+}
+
+TEST_CASE("shell filesystem: FIFOs are not regular files and are never opened", "[unit][workspace]") {
+  ShellFixture f;
+  REQUIRE(::mkfifo((f.dir / "fifo").c_str(), 0600) == 0);
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    CO_CHECK(co_await errc_of(f.shell.read_bytes("fifo")) == ws::not_a_regular_file);
+    CO_CHECK(co_await errc_of(f.shell.stat("fifo")) == ws::not_a_regular_file);
+    CO_CHECK(co_await errc_of(f.shell.write_bytes("fifo", "x")) == ws::not_a_regular_file);
+    CO_CHECK(co_await errc_of(f.native.read_bytes("fifo")) == ws::not_a_regular_file);
+    CO_CHECK(co_await errc_of(f.native.write_bytes("fifo", "x")) == ws::not_a_regular_file);
+  });
+  CHECK(std::filesystem::is_fifo(f.dir / "fifo"));
+  CHECK_FALSE(leftovers_in(f.dir.path()));
+}
+
+TEST_CASE("shell filesystem: path-class errors take exactly one command", "[unit][workspace]") {
+  ShellFixture f;
+  std::filesystem::create_directories(f.dir / "sub");
+  std::ofstream(f.dir / "file") << "x";
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    int before = f.only->commands_run();
+    CO_CHECK(co_await errc_of(f.shell.read_bytes("sub")) == std::errc::is_a_directory);
+    CHECK(f.only->commands_run() - before == 1);
+    before = f.only->commands_run();
+    CO_CHECK(co_await errc_of(f.shell.read_bytes("missing")) == std::errc::no_such_file_or_directory);
+    CHECK(f.only->commands_run() - before == 1);
+    before = f.only->commands_run();
+    CO_CHECK(co_await errc_of(f.shell.list_dir("missing")) == std::errc::no_such_file_or_directory);
+    CHECK(f.only->commands_run() - before == 1);
+    before = f.only->commands_run();
+    CO_CHECK(co_await errc_of(f.shell.list_dir("file")) == std::errc::not_a_directory);
+    CHECK(f.only->commands_run() - before == 1);
+  });
+}
+
+TEST_CASE("shell filesystem: truncated or garbled output is never a result", "[unit][workspace]") {
+  ShellFixture f;
+  std::ofstream(f.dir / "file") << std::string(1000, 'z');
+  std::filesystem::create_directories(f.dir / "sub");
+  const auto damaged = [](const std::optional<std::string>& message) {
+    return message && message->find("damaged or incomplete output") != std::string::npos;
+  };
+  for (const bool truncate : {true, false}) {
+    INFO((truncate ? "truncated" : "garbled"));
+    f.only->set_rewrite([truncate](ws::CommandResult r) {
+      if (r.stdout_text.size() > 4) {
+        if (truncate) {
+          r.stdout_text.resize(r.stdout_text.size() / 2);
+        } else {
+          r.stdout_text[3] = '@';
+        }
+      }
+      return r;
+    });
+    run([&](boost::asio::any_io_executor) -> Task<void> {
+      CO_CHECK(damaged(co_await error_of<ws::WorkspaceError>(f.shell.read_bytes("file"))));
+      CO_CHECK(damaged(co_await error_of<ws::WorkspaceError>(f.shell.list_dir("sub"))));
+      CO_CHECK(damaged(co_await error_of<ws::WorkspaceError>(f.shell.realpath("sub"))));
+    });
+  }
+  f.only->set_rewrite([](ws::CommandResult r) {
+    if (r.stdout_text == "1000\n") r.stdout_text = "10x0\n";
+    return r;
+  });
+  run([&](boost::asio::any_io_executor) -> Task<void> { CO_CHECK(damaged(co_await error_of<ws::WorkspaceError>(f.shell.stat("file")))); });
+}
+
+TEST_CASE("shell filesystem: a read retries when the size changed, and gives up when it keeps changing",
+          "[unit][workspace]") {
+  ShellFixture f;
+  const auto path = f.dir / "growing";
+  std::ofstream(path) << "first";
+  const auto first_page = ws::utf8_replace_invalid(exedev::workspace::detail::base64_encode("first") + "\n");
+  bool changed = false;
+  f.only->set_rewrite([&](ws::CommandResult r) {
+    // The file changes size right after its first page was read: that page no longer matches.
+    if (!changed && r.stdout_text == first_page) {
+      changed = true;
+      std::ofstream(path) << "second version";
+      r.stdout_text += "AAAA";
+    }
+    return r;
+  });
+  run([&](boost::asio::any_io_executor) -> Task<void> { CO_CHECK(co_await f.shell.read_bytes("growing") == "second version"); });
+
+  int size = 1;
+  f.only->set_rewrite([&](ws::CommandResult r) {
+    const bool page = r.stdout_text.find_first_not_of("0123456789\n") != std::string::npos;  // not a stat size
+    if (page) {
+      std::ofstream(path) << std::string(static_cast<std::size_t>(++size), 'k');  // changes on every read
+      r.stdout_text += "AAAA";
+    }
+    return r;
+  });
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    const auto message = co_await error_of<ws::WorkspaceError>(f.shell.read_bytes("growing"));
+    CHECK(message == "shell filesystem returned damaged or incomplete output for '" + path + "'");
+  });
+}
+
+TEST_CASE("shell filesystem: a find failure is not hidden", "[unit][workspace]") {
+  TempDir dir;
+  TempDir bin;
+  // A PATH whose `find` fails: the listing must raise, not list nothing.
+  std::ofstream(bin / "find") << "#!/bin/sh\necho 'find: broken' >&2\nexit 1\n";
+  std::filesystem::permissions(bin / "find", std::filesystem::perms(0755));
+  const char* host_path = std::getenv("PATH");
+  ws::Env env{{"PATH", bin.path() + ":" + (host_path ? host_path : "/usr/bin:/bin")}};
+  auto only = std::make_shared<CommandsOnly>(std::make_shared<ws::LocalBackend>(dir.path(), env));
+  ws::Workspace shell(only);
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    CO_CHECK(co_await error_of<ws::WorkspaceError>(shell.list_dir(".")) == "find: broken");
+  });
+}
+
+TEST_CASE("shell filesystem: output caps become named errors, listings page through $TMPDIR",
+          "[unit][workspace]") {
+  ShellFixture f;
+  const std::size_t cap = 120 * 1024;
+  f.only->set_rewrite([cap](ws::CommandResult r) {
+    if (r.stdout_text.size() + r.stderr_text.size() > cap) {
+      throw ws::WorkspaceOutputLimitError("test output cap", cap, r.stdout_text.substr(0, 10), "");
+    }
+    return r;
+  });
+  const int lists_before = listing_files_in_tmp();
+  for (int i = 0; i < 600; ++i) {
+    std::ofstream(f.dir / (std::to_string(i) + std::string(200, 'n'))) << i;
+  }
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    const auto listing = co_await f.shell.list_dir(".");
+    CHECK(listing.size() == 600);
+  });
+  CHECK(listing_files_in_tmp() == lists_before);
+
+  ws::ShellFilesystemLimits big;
+  big.read_page_bytes = 200 * 1024;  // a page whose base64 exceeds the cap
+  big.listing_inline_bytes = 1024 * 1024;
+  f.only->set_limits(big);
+  std::ofstream(f.dir / "big") << std::string(150 * 1024, 'b');
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    CO_CHECK(co_await error_of<ws::WorkspaceError>(f.shell.read_bytes("big")) ==
+          "shell filesystem read exceeded command output limit for '" + f.dir / "big" + "'");
+  });
+  big.listing_inline_bytes = 64 * 1024;
+  big.read_page_bytes = 200 * 1024;
+  f.only->set_limits(big);
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    CO_CHECK(co_await error_of<ws::WorkspaceError>(f.shell.list_dir(".")) ==
+          "shell filesystem listing exceeded command output limit for '" + f.dir.path() + "'");
+  });
+}
+
+TEST_CASE("shell filesystem: writes keep mode bits and leave no temp files", "[unit][workspace]") {
+  ShellFixture f;
+  std::ofstream(f.dir / "moded") << "old";
+  std::filesystem::permissions(f.dir / "moded", std::filesystem::perms(0640));
+  ws::ShellFilesystemLimits small;
+  small.write_chunk_chars = 1000;  // several append commands
+  f.only->set_limits(small);
+  const std::string data(5000, 'q');
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    co_await f.shell.write_bytes("moded", data);
+    CO_CHECK(co_await f.native.read_bytes("moded") == data);
+    co_await f.shell.write_bytes("empty", "");
+    CO_CHECK((co_await f.native.stat("empty")).size == 0u);
+  });
+  CHECK((std::filesystem::status(f.dir / "moded").permissions() & std::filesystem::perms::all) ==
+        std::filesystem::perms(0640));
+  CHECK_FALSE(leftovers_in(f.dir.path()));
+}
+
+TEST_CASE("shell filesystem: a failed or cancelled write cleans up its temp files", "[unit][workspace]") {
+  ShellFixture f;
+  std::filesystem::create_directories(f.dir / "target");
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    CO_CHECK(co_await errc_of(f.shell.write_bytes("target", "x")) == std::errc::is_a_directory);
+  });
+  CHECK_FALSE(leftovers_in(f.dir.path()));
+
+  // Cancel while the write is between its chunk commands.
+  ws::ShellFilesystemLimits small;
+  small.write_chunk_chars = 4;
+  f.only->set_limits(small);
+  run([&](boost::asio::any_io_executor ex) -> Task<void> {
+    boost::asio::cancellation_signal cancel;
+    bool done = false;
+    std::exception_ptr error;
+    boost::asio::co_spawn(ex, f.shell.write_bytes("cancelled", std::string(3000, 'c')),
+                          boost::asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr e) {
+                            done = true;
+                            error = e;
+                          }));
+    boost::asio::steady_timer timer(ex, std::chrono::milliseconds(100));
+    co_await timer.async_wait(boost::asio::use_awaitable);
+    cancel.emit(boost::asio::cancellation_type::terminal);
+    while (!done) {
+      timer.expires_after(std::chrono::milliseconds(20));
+      co_await timer.async_wait(boost::asio::use_awaitable);
+    }
+    CHECK(error != nullptr);
+  });
+  CHECK_FALSE(std::filesystem::exists(f.dir / "cancelled"));
+  CHECK_FALSE(leftovers_in(f.dir.path()));
+}
+
+TEST_CASE("shell filesystem: exists never reads a broken transport as absent", "[unit][workspace]") {
+  ShellFixture f;
+  for (const int code : {255, 127}) {
+    f.only->set_rewrite([code](ws::CommandResult r) {
+      r.exit_code = code;
+      r.stderr_text = "";
+      return r;
+    });
+    run([&](boost::asio::any_io_executor) -> Task<void> {
+      const auto message = co_await error_of<ws::WorkspaceError>(f.shell.exists("x"));
+      CHECK(message == "could not check whether '" + f.dir / "x" + "' exists (exit code " + std::to_string(code) + ")");
+    });
+  }
+}
+
+TEST_CASE("shell filesystem: remove refuses the root through a symlinked parent", "[unit][workspace]") {
+  ShellFixture f;
+  TempDir other;
+  std::filesystem::create_directory_symlink(std::filesystem::path(f.dir.path()).parent_path(), other / "up");
+  std::filesystem::create_directory_symlink(f.dir.path(), f.dir / "self_link");
+  const auto root_name = std::filesystem::path(f.dir.path()).filename().string();
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    CO_CHECK(co_await error_of<std::invalid_argument>(f.shell.remove(other / "up/" + root_name)) ==
+          "cannot remove the workspace root or its ancestor");
+    co_await f.shell.remove("self_link");  // a link to the root is removed as a link
+  });
+  CHECK(std::filesystem::is_directory(f.dir.path()));
+  CHECK_FALSE(std::filesystem::exists(f.dir / "self_link"));
+}
+
+TEST_CASE("shell filesystem: permission errors", "[unit][workspace]") {
+  if (exedev::test::running_as_root()) {
+    WARN("skipped: running as root, which bypasses file permissions (the reference skips it too)");
+    return;
+  }
+  ShellFixture f;
+  std::ofstream(f.dir / "locked") << "x";
+  std::filesystem::permissions(f.dir / "locked", std::filesystem::perms::none);
+  std::filesystem::create_directories(f.dir / "ro");
+  std::filesystem::permissions(f.dir / "ro", std::filesystem::perms(0500));
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    CO_CHECK(co_await errc_of(f.shell.read_bytes("locked")) == std::errc::permission_denied);
+    CO_CHECK(co_await errc_of(f.shell.write_bytes("locked", "y")) == std::errc::permission_denied);
+    CO_CHECK(co_await errc_of(f.shell.make_dir("ro/sub")) == std::errc::permission_denied);
+  });
+  std::filesystem::permissions(f.dir / "ro", std::filesystem::perms(0700));
+}

@@ -1,0 +1,75 @@
+#pragma once
+// Helpers for the workspace tests: temp directories and error capture for coroutines.
+
+#include <boost/asio/awaitable.hpp>
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <unistd.h>
+
+// Catch2 also evaluates an assertion's expression inside __builtin_constant_p, and GCC 12 runs a
+// co_await there too: an operation would run several times. Evaluate such expressions once.
+#define CO_ASSERT_ONCE(macro, ...)                                  \
+  do {                                                              \
+    const bool exedev_assert_value_ = static_cast<bool>(__VA_ARGS__); \
+    INFO(#__VA_ARGS__);                                             \
+    macro(exedev_assert_value_);                                    \
+  } while (false)
+#define CO_CHECK(...) CO_ASSERT_ONCE(CHECK, __VA_ARGS__)
+#define CO_CHECK_FALSE(...) CO_ASSERT_ONCE(CHECK_FALSE, __VA_ARGS__)
+#define CO_REQUIRE(...) CO_ASSERT_ONCE(REQUIRE, __VA_ARGS__)
+#define CO_REQUIRE_FALSE(...) CO_ASSERT_ONCE(REQUIRE_FALSE, __VA_ARGS__)
+
+namespace exedev::test {
+
+/// A fresh directory under $TMPDIR, removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "exedev-test-XXXXXX").string();
+    if (!::mkdtemp(pattern.data())) throw std::system_error(errno, std::generic_category(), "mkdtemp");
+    path_ = std::filesystem::canonical(pattern).string();
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  [[nodiscard]] const std::string& path() const { return path_; }
+  [[nodiscard]] std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+/// The error code of the filesystem_error `op` throws; an empty code if it throws nothing.
+template <typename T>
+boost::asio::awaitable<std::error_code> errc_of(boost::asio::awaitable<T> op) {
+  try {
+    co_await std::move(op);
+  } catch (const std::filesystem::filesystem_error& e) {
+    co_return e.code();
+  }
+  co_return std::error_code();
+}
+
+/// The message of the E that `op` throws; nullopt if it throws nothing (other types propagate).
+template <typename E, typename T>
+boost::asio::awaitable<std::optional<std::string>> error_of(boost::asio::awaitable<T> op) {
+  try {
+    co_await std::move(op);
+  } catch (const E& e) {
+    co_return std::string(e.what());
+  }
+  co_return std::nullopt;
+}
+
+inline bool running_as_root() { return ::geteuid() == 0; }
+
+}  // namespace exedev::test
