@@ -53,7 +53,6 @@ class FlagSet {
   /// first non-flag word or after "--". On error returns nullopt and sets `error` to Go's message
   /// (for example `flag provided but not defined: -x`).
   std::optional<ParsedFlags> parse(const std::vector<std::string>& words, std::string& error) const;
-  const std::vector<FlagSpec>& specs() const { return specs_; }
 
  private:
   const FlagSpec* find(const std::string& name) const;

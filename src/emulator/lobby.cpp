@@ -1002,15 +1002,6 @@ bool Lobby::vm_current(const std::string& vm_id, std::uint64_t generation) const
                      [&](const auto& entry) { return entry.second.id == vm_id && entry.second.generation == generation; });
 }
 
-void Lobby::resume_for_ssh(const std::string& vm) {
-  std::lock_guard lock(mutex_);
-  const auto it = vms_.find(vm);
-  if (it == vms_.end() || it->second.record.status != "paused") return;
-  signal_vm_processes(it->second.id, SIGCONT);
-  it->second.record.status = "running";
-  persist();
-}
-
 void Lobby::record(CommandRecord record) {
   std::lock_guard lock(mutex_);
   records_.push_back(std::move(record));

@@ -93,8 +93,6 @@ class Lobby {
 
   /// True while the VM with this id exists and has not been restarted since `generation`.
   bool vm_current(const std::string& vm_id, std::uint64_t generation) const;
-  /// ssh auto-resume: resumes the VM if it is paused.
-  void resume_for_ssh(const std::string& vm);
 
   void record(CommandRecord record);
   std::vector<CommandRecord> commands() const;

@@ -139,7 +139,6 @@ class Process : public std::enable_shared_from_this<Process> {
     return process;
   }
 
-  pid_t pid() const { return pid_; }
   bool finished() const { return eof_ && exit_code_.has_value(); }
   std::optional<int> exit_code() const { return exit_code_; }
   bool has_output() const { return !pending_.empty(); }
