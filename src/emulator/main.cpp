@@ -113,6 +113,16 @@ int main(int argc, char** argv) {
       if (!has_value) bad(name + " needs a value (" + name + "=…)");
       return value;
     };
+    const auto number = [&] {
+      const std::string text = need_value();
+      try {
+        std::size_t used = 0;
+        const double parsed = std::stod(text, &used);
+        if (used == text.size() && parsed >= 0) return parsed;
+      } catch (const std::exception&) {
+      }
+      bad("invalid number for " + name);
+    };
     const auto duration = [&] {
       const auto parsed = need(duration_from(need_value()), name);
       if (!parsed) bad(name + " cannot be none");
@@ -122,7 +132,11 @@ int main(int argc, char** argv) {
       std::cout << usage;
       return 0;
     } else if (name == "--host") options.host = need_value();
-    else if (name == "--port") options.port = static_cast<std::uint16_t>(std::stoul(need_value()));
+    else if (name == "--port") {
+      const double port = number();
+      if (port > 65535 || port != static_cast<std::uint16_t>(port)) bad("invalid port");
+      options.port = static_cast<std::uint16_t>(port);
+    }
     else if (name == "--state-dir") options.state_dir = need_value();
     else if (name == "--plain-http") options.plain_http = true;
     else if (name == "--token") options.token = need_value();
@@ -137,9 +151,9 @@ int main(int argc, char** argv) {
     else if (name == "--cp-response") modes.cp_response = need(cp_response_from(need_value()), name);
     else if (name == "--unready-true-quirk") modes.unready_true_quirk = true;
     else if (name == "--rate-limit") modes.rate_limit.enabled = true;
-    else if (name == "--rate-burst") modes.rate_limit.burst = std::stod(need_value());
-    else if (name == "--rate-refill") modes.rate_limit.refill_per_second = std::stod(need_value());
-    else if (name == "--rate-overdraft") modes.rate_limit.overdraft = std::stod(need_value());
+    else if (name == "--rate-burst") modes.rate_limit.burst = number();
+    else if (name == "--rate-refill") modes.rate_limit.refill_per_second = number();
+    else if (name == "--rate-overdraft") modes.rate_limit.overdraft = number();
     else if (name == "--latency") modes.latency = duration();
     else bad("unknown option " + name);
   }
