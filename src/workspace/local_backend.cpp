@@ -516,6 +516,11 @@ Task<CommandResult> LocalBackend::run(Command command, RunOptions options) {
   // at its co_awaits; the caller's setting is restored afterwards.
   const bool previous = co_await asio::this_coro::throw_if_cancelled();
   co_await asio::this_coro::throw_if_cancelled(false);
+  const bool cancelled_before = co_await detail::cancellation_requested();
+  if (cancelled_before) {
+    co_await asio::this_coro::throw_if_cancelled(previous);
+    throw boost::system::system_error(asio::error::operation_aborted, "command cancelled before it started");
+  }
   std::exception_ptr error;
   CommandResult result;
   try {
@@ -594,6 +599,10 @@ Task<CommandResult> LocalBackend::run_command(Command command, RunOptions option
   bool cancelled = false;
   boost::system::error_code ec;
   while (!capture->failure && !capture->overflow && !(capture->exited && capture->pipes_done())) {
+    if (co_await detail::cancellation_requested()) {  // also a cancellation that came before the wait
+      cancelled = true;
+      break;
+    }
     auto until = deadline.value_or(Clock::time_point::max());
     if (capture->exited) until = std::min(until, capture->exit_time + kOutputDrainGrace);
     if (Clock::now() >= until) break;

@@ -11,6 +11,8 @@
 
 #include "workspace/shield.hpp"
 
+#include <boost/asio/this_coro.hpp>
+
 namespace exedev::workspace::detail {
 
 DamagedOutputError::DamagedOutputError(const std::string& path)
@@ -460,7 +462,13 @@ Task<void> ShellFilesystem::write_bytes(std::string path, Bytes data) {
   }
   if (error) {
     const std::vector<std::string> leftovers{shell_quote(temp), shell_quote(decoded)};
+    {
+    // Asio refuses any co_await in a cancelled coroutine; the cleanup must still run.
+    const bool previous = co_await boost::asio::this_coro::throw_if_cancelled();
+    co_await boost::asio::this_coro::throw_if_cancelled(false);
     co_await cleanup(remove_files_script(leftovers));
+    co_await boost::asio::this_coro::throw_if_cancelled(previous);
+  }
     std::rethrow_exception(error);
   }
 }
@@ -479,7 +487,13 @@ Task<std::vector<FileEntry>> ShellFilesystem::list_dir(std::string path) {
   }
   const std::vector<std::string> leftovers{word};
   if (error) {
+    {
+    // Asio refuses any co_await in a cancelled coroutine; the cleanup must still run.
+    const bool previous = co_await boost::asio::this_coro::throw_if_cancelled();
+    co_await boost::asio::this_coro::throw_if_cancelled(false);
     co_await cleanup(remove_files_script(leftovers));
+    co_await boost::asio::this_coro::throw_if_cancelled(previous);
+  }
     std::rethrow_exception(error);
   }
   co_await check(result, path, false);
@@ -490,7 +504,13 @@ Task<std::vector<FileEntry>> ShellFilesystem::list_dir(std::string path) {
   } catch (...) {
     error = std::current_exception();
   }
-  co_await cleanup(remove_files_script(leftovers));
+  {
+    // Asio refuses any co_await in a cancelled coroutine; the cleanup must still run.
+    const bool previous = co_await boost::asio::this_coro::throw_if_cancelled();
+    co_await boost::asio::this_coro::throw_if_cancelled(false);
+    co_await cleanup(remove_files_script(leftovers));
+    co_await boost::asio::this_coro::throw_if_cancelled(previous);
+  }
   if (error) std::rethrow_exception(error);
   co_return parse_listing_records(records, path);
 }

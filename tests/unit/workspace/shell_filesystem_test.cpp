@@ -174,7 +174,7 @@ TEST_CASE("shell filesystem: path-class errors take exactly one command", "[unit
 TEST_CASE("shell filesystem: truncated or garbled output is never a result", "[unit][workspace]") {
   ShellFixture f;
   std::ofstream(f.dir / "file") << std::string(1000, 'z');
-  std::filesystem::create_directories(f.dir / "sub");
+  std::filesystem::create_directories(f.dir / "sub/entry");
   const auto damaged = [](const std::optional<std::string>& message) {
     return message && message->find("damaged or incomplete output") != std::string::npos;
   };
