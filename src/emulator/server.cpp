@@ -413,7 +413,9 @@ asio::awaitable<void> Emulator::Impl::session(Stream& stream) {
       bool broken = false;
       auto too_large = co_await read_body(stream, buffer, parser, broken);
       if (broken) break;
-      keep = co_await write_reply(stream, error_reply(404, "not found"), request.version(), request.keep_alive() && !too_large);
+      // Named, not a temporary inside co_await: GCC 12 mishandles those (see docs/client.md).
+      const Reply not_found = error_reply(404, "not found");
+      keep = co_await write_reply(stream, not_found, request.version(), request.keep_alive() && !too_large);
     }
     if (!keep) break;
   }
@@ -552,8 +554,8 @@ asio::awaitable<bool> Emulator::Impl::run_ssh(Stream& stream, const http::reques
     }
     if (!process) {
       finish(422);
-      co_return co_await write_reply(stream, error_reply(422, "failed to start command: " + spawn_error),
-                                     request.version(), request.keep_alive());
+      const Reply refused = error_reply(422, "failed to start command: " + spawn_error);
+      co_return co_await write_reply(stream, refused, request.version(), request.keep_alive());
     }
     std::lock_guard lock(processes_mutex);
     std::erase_if(processes, [](const auto& weak) { return weak.expired(); });
@@ -636,7 +638,8 @@ asio::awaitable<bool> Emulator::Impl::run_ssh(Stream& stream, const http::reques
       std::string data = process->take_output();
       if (sent + data.size() > limit) data.resize(limit - sent);
       if (!data.empty()) {
-        const auto [ec, n] = co_await asio::async_write(stream, http::make_chunk(asio::buffer(data)), use_tuple);
+        const auto chunk = http::make_chunk(asio::buffer(data));
+        const auto [ec, n] = co_await asio::async_write(stream, chunk, use_tuple);
         if (ec) {
           end = End::client_gone;
           break;
@@ -679,7 +682,8 @@ asio::awaitable<bool> Emulator::Impl::run_ssh(Stream& stream, const http::reques
   }
   http::fields trailer;
   if (send_trailer) trailer.set("X-Exe-Exit", std::to_string(record.exit_code.value_or(255)));
-  const auto [ec, n] = co_await asio::async_write(stream, http::make_chunk_last(trailer), use_tuple);
+  const auto last_chunk = http::make_chunk_last(trailer);
+  const auto [ec, n] = co_await asio::async_write(stream, last_chunk, use_tuple);
   finish(200);
   co_return !ec && response.keep_alive();
 }
