@@ -16,6 +16,7 @@ class Workspace;
 /// It "supports commands", so every file operation through Workspace reaches run() or
 /// working_dir() and throws the same error. ref() is always nullopt: there is no environment to
 /// name, so nothing can be reconnected to later. Workspace::attached() is false over it.
+/// Its operations complete immediately, so cancellation has nothing to act on.
 class UnavailableBackend : public WorkspaceBackend, public SupportsCommands {
  public:
   explicit UnavailableBackend(std::string reason);

@@ -16,6 +16,17 @@ namespace exedev::workspace {
 
 /// A facade over a backend. It is itself a backend with every capability, so a Workspace can
 /// wrap another Workspace (see WrapperWorkspace). Cheap to construct; holds no lock.
+///
+/// Cancellation: every operation forwards the caller's cancellation to the backend operation it
+/// is awaiting (terminal by default) and completes with boost::asio::error::operation_aborted
+/// or the backend's own error; what is left is the backend's documented state. Through the
+/// shell-derived filesystem (a backend with commands but no SupportsFilesystem):
+/// - read_bytes, stat, list_dir, exists, realpath change nothing; a paged listing's temp file
+///   in $TMPDIR is removed even after cancellation (bounded by 10 s);
+/// - a cancelled write_bytes leaves the target untouched or fully replaced (the commit is a
+///   rename) and removes its temp files even after cancellation (bounded by 10 s);
+/// - make_dir and remove are single commands: cancelled, they may or may not have happened
+///   (mkdir -p and rm -rf semantics, so retrying is safe).
 class Workspace : public WorkspaceBackend,
                   public SupportsCommands,
                   public SupportsFilesystem,
