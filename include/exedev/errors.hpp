@@ -55,18 +55,26 @@ class ConnectionError : public Error {
   bool sent_;
 };
 
-/// A run() whose command may have run but whose result cannot be known (the VM is gone or its
-/// record is lost). Holds what arrived.
+/// A run() whose command may have run but whose result cannot be known: the VM is gone, its
+/// record on the VM is lost, or the VM stayed unreachable. Holds what arrived.
 class OutcomeUnknownError : public Error {
  public:
-  OutcomeUnknownError(const std::string& message, std::string stdout_bytes, std::string stderr_bytes)
-      : Error(message), stdout_bytes_(std::move(stdout_bytes)), stderr_bytes_(std::move(stderr_bytes)) {}
+  OutcomeUnknownError(const std::string& message, std::string stdout_bytes, std::string stderr_bytes,
+                      bool vm_gone = false)
+      : Error(message),
+        stdout_bytes_(std::move(stdout_bytes)),
+        stderr_bytes_(std::move(stderr_bytes)),
+        vm_gone_(vm_gone) {}
   [[nodiscard]] const std::string& stdout_bytes() const noexcept { return stdout_bytes_; }
   [[nodiscard]] const std::string& stderr_bytes() const noexcept { return stderr_bytes_; }
+  /// True when exe.dev answered, while the result was being collected, that the VM does not
+  /// exist (deleted mid-command); false when the VM may still exist.
+  [[nodiscard]] bool vm_gone() const noexcept { return vm_gone_; }
 
  private:
   std::string stdout_bytes_;
   std::string stderr_bytes_;
+  bool vm_gone_;
 };
 
 /// run() passed its timeout; the remote command was stopped. Holds the partial output.

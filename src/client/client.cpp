@@ -441,8 +441,9 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions o
 
   std::vector<std::string> secrets;
   for (const auto& [k, v] : options.env) secrets.push_back(v);
-  const auto unknown = [&](const std::string& why) {
-    return OutcomeUnknownError(fmt::format("run on VM \"{}\": {}; the command may have run", st.vm, why), st.out, st.err);
+  const auto unknown = [&](const std::string& why, bool vm_gone = false) {
+    return OutcomeUnknownError(fmt::format("run on VM \"{}\": {}; the command may have run", st.vm, why), st.out, st.err,
+                               vm_gone);
   };
 
   detail::ScriptMode mode = detail::ScriptMode::launch;
@@ -496,7 +497,8 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions o
           detail::throw_api_error(outcome.status, "ssh", outcome.body, impl->secrets(secrets));  // refused: not started
         }
         if (mode != detail::ScriptMode::launch && outcome.status == 422) {
-          throw unknown(fmt::format("the VM answered {}", detail::server_message(outcome.body, impl->secrets(secrets))));
+          const auto message = detail::server_message(outcome.body, impl->secrets(secrets));
+          throw unknown(fmt::format("exe.dev answered: {}", message), message.find("not found") != std::string::npos);
         }
         if (mode != detail::ScriptMode::launch && outcome.status != 429 && outcome.status < 500) {
           throw unknown(fmt::format("polling failed with HTTP {}", outcome.status));

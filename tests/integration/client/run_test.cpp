@@ -227,6 +227,7 @@ TEST_CASE("run: a VM removed mid-command gives OutcomeUnknownError with what arr
         auto runner = [&]() -> Task0 {
           const auto e = co_await f.expect<OutcomeUnknownError>(c.run("doomed-vm", "echo partial; sleep 300"));
           CHECK(e.stdout_bytes() == "partial\n");
+          CHECK(e.vm_gone());
           CHECK(std::string(e.what()).find("doomed-vm") != std::string::npos);
         };
         co_await (runner() && remover());
