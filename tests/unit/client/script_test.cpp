@@ -144,13 +144,14 @@ TEST_CASE("large output is streamed in bounded frames with continuing offsets") 
   }
   CHECK(contiguous);
   CHECK(frame_bytes == 9000000);
-  // 9 000 000 bytes in frames of at most 4 MiB: three stdout frame headers.
+  // 9 000 000 bytes in frames of at most 4 MiB: at least three stdout frames (more when the
+  // file was still growing as it was read).
   std::size_t headers = 0;
   for (auto pos = r.raw.find(request.boundary + " o "); pos != std::string::npos;
        pos = r.raw.find(request.boundary + " o ", pos + 1)) {
     ++headers;
   }
-  CHECK(headers == 3);
+  CHECK(headers >= 3);
 }
 
 TEST_CASE("a missing working directory fails the command, not the protocol") {
