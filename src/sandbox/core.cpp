@@ -12,6 +12,10 @@
 #include <exedev/errors.hpp>
 #include <exedev/sandbox/lookup.hpp>
 
+// GCC 12 destroys the temporaries of a co_await full-expression twice when the awaited
+// coroutine throws. So no call below is awaited with temporaries: each coroutine is created
+// as a named task first (its arguments are copied into its frame then), and the task awaited.
+
 namespace exedev::detail {
 namespace asio = boost::asio;
 
@@ -70,7 +74,8 @@ Task<void> ClientHolder::close() {
   co_await asio::this_coro::throw_if_cancelled(false);
   std::exception_ptr error;
   try {
-    co_await shielded(made_->close());
+    auto closing = shielded(made_->close());
+    co_await std::move(closing);
     made_.reset();
   } catch (...) {
     error = std::current_exception();  // the client is kept: close() again retries
@@ -105,7 +110,8 @@ bool is_unknown_create_outcome(const std::exception_ptr& error) {
 }
 
 Task<VMInfo> find_in_scope(Client client, std::string name, std::optional<std::string> scope_tag) {
-  const auto listed = co_await client.list_vms(one(name));
+  auto listing = client.list_vms(one(name));
+  const auto listed = co_await std::move(listing);
   const auto it = std::find_if(listed.begin(), listed.end(), [&](const VMInfo& vm) { return vm.name == name; });
   if (it == listed.end()) throw VMNotFoundError(name);
   if (scope_tag && std::find(it->tags.begin(), it->tags.end(), *scope_tag) == it->tags.end()) {
@@ -125,7 +131,8 @@ Task<void> wait_ready(Client client, std::string name, ReadinessOptions readines
       RunOptions options;
       options.timeout = std::chrono::duration<double>(30);
       options.max_output_bytes = 64 * 1024;
-      const auto result = co_await client.run(name, "echo " + token, options);
+      auto probe = client.run(name, "echo " + token, options);
+      const auto result = co_await std::move(probe);
       // Anything else answered, but not the VM's own shell (exe.dev's lobby can answer first).
       if (result.exit_code == 0 && result.stdout_bytes == token + "\n") co_return;
       last_error = nullptr;
@@ -169,7 +176,8 @@ Task<VMInfo> create_request(Client client, VMSpec spec, std::optional<std::strin
     options.disk = spec.disk();
     if (spec.egress()) options.egress = std::string(to_string(*spec.egress()));
     options.standalone = spec.standalone();
-    co_return co_await client.copy_vm(std::move(options));
+    auto copying = client.copy_vm(std::move(options));
+    co_return co_await std::move(copying);
   }
   NewVMOptions options;
   options.name = spec.name();
@@ -182,7 +190,8 @@ Task<VMInfo> create_request(Client client, VMSpec spec, std::optional<std::strin
   options.integrations = spec.integrations();
   if (spec.egress()) options.egress = std::string(to_string(*spec.egress()));
   options.standalone = spec.standalone();
-  co_return co_await client.new_vm(std::move(options));
+  auto creating = client.new_vm(std::move(options));
+  co_return co_await std::move(creating);
 }
 
 // Runs one initialization step, turning its failure (not a cancellation) into
@@ -204,36 +213,47 @@ Task<void> step(const std::string& name, const char* what, Task<void> body) {
 Task<void> run_checked(Client client, std::string name, std::string line, std::string what) {
   RunOptions options;
   options.timeout = std::chrono::duration<double>(120);
-  const auto result = co_await client.run(name, line, options);
+  auto running = client.run(name, line, options);
+  const auto result = co_await std::move(running);
   if (result.exit_code != 0) {
     throw workspace::WorkspaceError(what + " on VM \"" + name + "\" exited with " + std::to_string(result.exit_code));
   }
 }
 
 Task<void> apply_tags_and_comment(Client client, std::string name, VMSpec spec) {
-  const auto listed = co_await client.list_vms(one(name));
+  auto listing = client.list_vms(one(name));
+  const auto listed = co_await std::move(listing);
   const auto it = std::find_if(listed.begin(), listed.end(), [&](const VMInfo& vm) { return vm.name == name; });
   if (it == listed.end()) throw VMNotFoundError(name);
   std::vector<std::string> missing;
   for (const auto& tag : spec.tags()) {
     if (std::find(it->tags.begin(), it->tags.end(), tag) == it->tags.end()) missing.push_back(tag);
   }
-  if (!missing.empty()) co_await client.add_tags(name, std::move(missing));
-  if (spec.comment() && it->comment != *spec.comment()) co_await client.set_comment(name, *spec.comment());
+  if (!missing.empty()) {
+    auto tagging = client.add_tags(name, std::move(missing));
+    co_await std::move(tagging);
+  }
+  if (spec.comment() && it->comment != *spec.comment()) {
+    auto commenting = client.set_comment(name, *spec.comment());
+    co_await std::move(commenting);
+  }
 }
 
 }  // namespace
 
 Task<void> initialize_steps(Client client, std::string name, VMSpec spec, ReadinessOptions readiness,
                             bool set_tags_and_comment) {
-  co_await step(name, "waiting until it runs commands", wait_ready(client, name, readiness));
+  auto ready = step(name, "waiting until it runs commands", wait_ready(client, name, readiness));
+  co_await std::move(ready);
   if (set_tags_and_comment) {
-    co_await step(name, "setting its tags and comment", apply_tags_and_comment(client, name, spec));
+    auto tagged = step(name, "setting its tags and comment", apply_tags_and_comment(client, name, spec));
+    co_await std::move(tagged);
   }
   if (spec.working_dir()) {
-    co_await step(name, "making its working directory",
-                  run_checked(client, name, "mkdir -p -- " + workspace::shell_quote(*spec.working_dir()),
-                              "mkdir of the working directory"));
+    auto made = step(name, "making its working directory",
+                     run_checked(client, name, "mkdir -p -- " + workspace::shell_quote(*spec.working_dir()),
+                                 "mkdir of the working directory"));
+    co_await std::move(made);
   }
 }
 
@@ -241,11 +261,13 @@ Task<VMState> provision(Client client, VMSpec spec, std::optional<std::string> s
                         ProvisionHooks hooks) {
   check_spec_scope(spec, scope_tag);
   if (spec.is_copy()) {
-    const auto base = co_await find_in_scope(client, *spec.base(), scope_tag);
+    auto finding = find_in_scope(client, *spec.base(), scope_tag);
+    const auto base = co_await std::move(finding);
     // Flush the base so that the copy gets what was written; a paused base can't run `sync`
     // and only resume() resumes a VM.
     if (base.status.kind == VMStatus::Kind::running) {
-      co_await run_checked(client, base.name, "sync", "the flush (sync) before the copy");
+      auto flushing = run_checked(client, base.name, "sync", "the flush (sync) before the copy");
+      co_await std::move(flushing);
     }
   }
 
@@ -253,7 +275,8 @@ Task<VMState> provision(Client client, VMSpec spec, std::optional<std::string> s
   std::optional<VMInfo> created;
   std::exception_ptr create_error;
   try {
-    created = co_await shielded(create_request(client, spec, scope_tag));
+    auto creating = shielded(create_request(client, spec, scope_tag));
+    created = co_await std::move(creating);
   } catch (...) {
     create_error = std::current_exception();
   }
@@ -270,7 +293,8 @@ Task<VMState> provision(Client client, VMSpec spec, std::optional<std::string> s
   std::exception_ptr init_error;
   try {
     if (was_cancelled(co_await asio::this_coro::cancellation_state)) throw_cancelled(nullptr);
-    co_await initialize_steps(client, name, spec, readiness, spec.is_copy());
+    auto initializing = initialize_steps(client, name, spec, readiness, spec.is_copy());
+    co_await std::move(initializing);
   } catch (...) {
     init_error = std::current_exception();
   }
@@ -281,7 +305,8 @@ Task<VMState> provision(Client client, VMSpec spec, std::optional<std::string> s
       const bool previous = co_await asio::this_coro::throw_if_cancelled();
       co_await asio::this_coro::throw_if_cancelled(false);
       try {
-        co_await shielded(client.remove_vms(one(name)));
+        auto removing = shielded(client.remove_vms(one(name)));
+        co_await std::move(removing);
       } catch (...) {
         // The cancellation is what the caller asked about; lookup(spec) finds a VM left behind.
       }
@@ -293,7 +318,8 @@ Task<VMState> provision(Client client, VMSpec spec, std::optional<std::string> s
 
   std::exception_ptr state_error;
   try {
-    const auto info = co_await find_in_scope(client, name, std::nullopt);
+    auto finding = find_in_scope(client, name, std::nullopt);
+    const auto info = co_await std::move(finding);
     co_return VMState::from_info(info);
   } catch (...) {
     state_error = std::current_exception();

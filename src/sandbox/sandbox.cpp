@@ -37,7 +37,8 @@ Task<void> Sandbox::with_run(std::optional<workspace::WorkspaceRef> ref, std::fu
   SandboxRun run = open_run(std::move(ref), fresh);
   std::exception_ptr body_error;
   try {
-    co_await body(run);
+    auto running = body(run);
+    co_await std::move(running);
   } catch (...) {
     body_error = std::current_exception();
   }
@@ -64,7 +65,10 @@ Task<bool> Sandbox::destroy(workspace::WorkspaceRef ref) const {
   std::exception_ptr error;
   bool deleted = false;
   try {
-    deleted = co_await manager.destroy(VMTarget(ref));
+    // A named target: GCC 12 mis-copies a temporary argument into the coroutine's frame.
+    const VMTarget target(ref);
+    auto destroying = manager.destroy(target);
+    deleted = co_await std::move(destroying);
   } catch (...) {
     error = std::current_exception();
   }

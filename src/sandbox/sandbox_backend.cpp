@@ -116,15 +116,19 @@ struct SandboxBackend::Impl {
   // One step from `from`; sets the phase it reaches.
   Task<void> advance(Phase from) {
     auto c = co_await client.get();
+    // (Coroutines are created as named tasks before they are awaited: see core.cpp.)
     if (from == Phase::needs_init) {
-      co_await detail::initialize_steps(c, ref->id, spec, readiness, spec.is_copy());
+      auto initializing = detail::initialize_steps(c, ref->id, spec, readiness, spec.is_copy());
+      co_await std::move(initializing);
     } else if (attach) {
-      co_await detail::find_in_scope(c, ref->id, scope_tag);
+      auto finding = detail::find_in_scope(c, ref->id, scope_tag);
+      co_await std::move(finding);
     } else {
       detail::ProvisionHooks hooks;
       hooks.on_created = [this](const WorkspaceRef& created) { ref = created; };
       hooks.delete_on_cancel = false;  // a backend never destroys its environment
-      co_await detail::provision(c, spec, scope_tag, readiness, std::move(hooks));
+      auto provisioning = detail::provision(c, spec, scope_tag, readiness, std::move(hooks));
+      co_await std::move(provisioning);
     }
     phase = Phase::ready;
   }
@@ -206,7 +210,8 @@ struct SandboxBackend::Impl {
     std::optional<VMInfo> info;
     std::exception_ptr check_error;
     try {
-      const auto listed = co_await c.list_vms(detail::one(name));
+      auto listing = c.list_vms(detail::one(name));
+      const auto listed = co_await std::move(listing);
       const auto it = std::find_if(listed.begin(), listed.end(), [&](const VMInfo& vm) { return vm.name == name; });
       if (it != listed.end()) info = *it;
     } catch (...) {
@@ -215,8 +220,10 @@ struct SandboxBackend::Impl {
     if (!check_error && !info) throw VMNotFoundError(name);
     if (refused) {
       if (info && may_resume && info->status.kind == VMStatus::Kind::paused) {
-        co_await c.resume_vm(name);
-        co_await detail::wait_ready(c, name, readiness);
+        auto resuming = c.resume_vm(name);
+        co_await std::move(resuming);
+        auto ready = detail::wait_ready(c, name, readiness);
+        co_await std::move(ready);
         co_return true;
       }
       std::rethrow_exception(error);
@@ -243,7 +250,8 @@ struct SandboxBackend::Impl {
     auto c = co_await client.get();
     RunOptions run_options;
     run_options.env = std::map<std::string, std::string>(env.begin(), env.end());
-    for (auto& [key, value] : options.env) run_options.env[key] = value;
+    // (No structured bindings here: GCC 12 destroys them twice inside coroutines.)
+    for (const auto& entry : options.env) run_options.env[entry.first] = entry.second;
     run_options.working_dir = spec.working_dir();
     if (options.timeout) run_options.timeout = *options.timeout;
     run_options.max_output_bytes = max_command_output_bytes;
@@ -251,13 +259,15 @@ struct SandboxBackend::Impl {
     for (bool may_resume = true;; may_resume = false) {
       std::exception_ptr error;
       try {
-        auto result = co_await c.run(name, line, run_options);
+        auto running = c.run(name, line, run_options);
+        auto result = co_await std::move(running);
         co_return CommandResult{result.exit_code, workspace::utf8_replace_invalid(result.stdout_bytes),
                                 workspace::utf8_replace_invalid(result.stderr_bytes)};
       } catch (...) {
         error = std::current_exception();
       }
-      if (!co_await handle_run_error(c, name, error, may_resume)) std::rethrow_exception(error);
+      auto handling = handle_run_error(c, name, error, may_resume);
+      if (!co_await std::move(handling)) std::rethrow_exception(error);
     }
   }
 };
@@ -280,7 +290,8 @@ Task<Client> SandboxBackend::client() { co_return co_await impl_->client.get(); 
 Task<CommandResult> SandboxBackend::run(workspace::Command command, workspace::RunOptions options) {
   std::exception_ptr error;
   try {
-    co_return co_await impl_->run(std::move(command), std::move(options));
+    auto running = impl_->run(std::move(command), std::move(options));
+    co_return co_await std::move(running);
   } catch (...) {
     error = std::current_exception();
   }
@@ -291,7 +302,8 @@ Task<std::string> SandboxBackend::working_dir() {
   if (impl_->canonical_working_dir) co_return *impl_->canonical_working_dir;
   std::exception_ptr error;
   try {
-    const auto result = co_await impl_->run(workspace::Command::shell("pwd -P"), {});
+    auto running = impl_->run(workspace::Command::shell("pwd -P"), {});
+    const auto result = co_await std::move(running);
     std::string path = result.stdout_text;
     if (!path.empty() && path.back() == '\n') path.pop_back();
     if (result.exit_code != 0 || path.empty() || path.front() != '/') {

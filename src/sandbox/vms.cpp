@@ -24,6 +24,12 @@ struct VMs::Impl {
   ReadinessOptions readiness;
 };
 
+// (Coroutines are created as named tasks before they are awaited: see src/sandbox/core.cpp.)
+Task<VMInfo> VMs::in_scope(const Client& client, const VMTarget& vm) const {
+  auto finding = detail::find_in_scope(client, vm.name(), impl_->scope_tag);
+  co_return co_await std::move(finding);
+}
+
 VMs::VMs(std::optional<std::string> scope_tag, std::optional<Client> client)
     : VMs(VMsOptions{std::move(scope_tag), std::move(client), {}, {}}) {}
 
@@ -45,7 +51,8 @@ Task<Client> VMs::client() { co_return co_await impl_->client.get(); }
 Task<VMState> VMs::provision(VMSpec spec) {
   detail::check_spec_scope(spec, impl_->scope_tag);
   auto client = co_await impl_->client.get();
-  co_return co_await detail::provision(client, std::move(spec), impl_->scope_tag, impl_->readiness, detail::ProvisionHooks{});
+  auto provisioning = detail::provision(client, std::move(spec), impl_->scope_tag, impl_->readiness, detail::ProvisionHooks{});
+  co_return co_await std::move(provisioning);
 }
 
 Task<LookupResult> VMs::lookup(VMSpec spec) {
@@ -57,68 +64,90 @@ Task<LookupResult> VMs::lookup(VMSpec spec) {
   // candidate, and the name (if any) finds a VM that lacks the tags (a conflict).
   auto patterns = detail::one(spec.tags().front());
   if (spec.name()) patterns.push_back(*spec.name());
-  const auto listed = co_await client.list_vms(std::move(patterns));
+  auto listing = client.list_vms(std::move(patterns));
+  const auto listed = co_await std::move(listing);
   co_return classify_lookup(spec, impl_->scope_tag, listed);
 }
 
 Task<VMState> VMs::initialize(VMTarget vm, VMSpec spec) {
   auto client = co_await impl_->client.get();
-  co_await detail::find_in_scope(client, vm.name(), impl_->scope_tag);
-  co_await detail::initialize_steps(client, vm.name(), spec, impl_->readiness, true);
-  co_return VMState::from_info(co_await detail::find_in_scope(client, vm.name(), impl_->scope_tag));
+  co_await in_scope(client, vm);
+  auto initializing = detail::initialize_steps(client, vm.name(), spec, impl_->readiness, true);
+  co_await std::move(initializing);
+  co_return VMState::from_info(co_await in_scope(client, vm));
 }
 
 Task<VMState> VMs::inspect(VMTarget vm) {
   auto client = co_await impl_->client.get();
-  co_return VMState::from_info(co_await detail::find_in_scope(client, vm.name(), impl_->scope_tag));
+  co_return VMState::from_info(co_await in_scope(client, vm));
 }
 
 Task<VMState> VMs::pause(VMTarget vm) {
   auto client = co_await impl_->client.get();
-  const auto info = co_await detail::find_in_scope(client, vm.name(), impl_->scope_tag);
+  const auto info = co_await in_scope(client, vm);
   if (info.status.kind == VMStatus::Kind::paused) co_return VMState::from_info(info);
   // Flush first, so that what was written survives whatever happens to the paused VM.
   RunOptions options;
   options.timeout = std::chrono::duration<double>(120);
-  const auto flushed = co_await client.run(vm.name(), "sync", options);
+  auto flushing = client.run(vm.name(), "sync", options);
+  const auto flushed = co_await std::move(flushing);
   if (flushed.exit_code != 0) {
     throw workspace::WorkspaceError("the flush (sync) before pausing VM \"" + vm.name() + "\" exited with " +
                                     std::to_string(flushed.exit_code));
   }
-  co_await client.pause_vm(vm.name());
-  co_return VMState::from_info(co_await detail::find_in_scope(client, vm.name(), impl_->scope_tag));
+  auto pausing = client.pause_vm(vm.name());
+  co_await std::move(pausing);
+  co_return VMState::from_info(co_await in_scope(client, vm));
 }
 
 Task<VMState> VMs::resume(VMTarget vm) {
   auto client = co_await impl_->client.get();
-  const auto info = co_await detail::find_in_scope(client, vm.name(), impl_->scope_tag);
-  if (info.status.kind == VMStatus::Kind::paused) co_await client.resume_vm(vm.name());
-  co_await detail::wait_ready(client, vm.name(), impl_->readiness);
-  co_return VMState::from_info(co_await detail::find_in_scope(client, vm.name(), impl_->scope_tag));
+  const auto info = co_await in_scope(client, vm);
+  if (info.status.kind == VMStatus::Kind::paused) {
+    auto resuming = client.resume_vm(vm.name());
+    co_await std::move(resuming);
+  }
+  auto ready = detail::wait_ready(client, vm.name(), impl_->readiness);
+  co_await std::move(ready);
+  co_return VMState::from_info(co_await in_scope(client, vm));
 }
 
 Task<VMHandle> VMs::get_vm(VMTarget vm) {
   auto client = co_await impl_->client.get();
-  co_await detail::find_in_scope(client, vm.name(), impl_->scope_tag);
+  co_await in_scope(client, vm);
   co_return VMHandle{client, vm.name()};
 }
 
 Task<bool> VMs::destroy(VMTarget vm) {
   auto client = co_await impl_->client.get();
   try {
-    co_await detail::find_in_scope(client, vm.name(), impl_->scope_tag);
+    co_await in_scope(client, vm);
   } catch (const VMNotFoundError&) {
     co_return false;
   }
-  const auto removed = co_await client.remove_vms(detail::one(vm.name()));
+  auto removing = client.remove_vms(detail::one(vm.name()));
+  const auto removed = co_await std::move(removing);
   if (std::find(removed.deleted.begin(), removed.deleted.end(), vm.name()) != removed.deleted.end()) co_return true;
   // Refused: gone meanwhile (another caller deleted it), or exe.dev could not delete it.
-  const auto listed = co_await client.list_vms(detail::one(vm.name()));
+  auto listing = client.list_vms(detail::one(vm.name()));
+  const auto listed = co_await std::move(listing);
   const bool exists = std::any_of(listed.begin(), listed.end(), [&](const VMInfo& info) { return info.name == vm.name(); });
   if (!exists) co_return false;
   throw workspace::WorkspaceError("exe.dev did not delete VM \"" + vm.name() + "\"");
 }
 
-Task<void> VMs::close() { co_await impl_->client.close(); }
+Task<void> VMs::close() {
+  // The close runs even if the caller was cancelled before it started (the holder shields it).
+  const bool previous = co_await boost::asio::this_coro::throw_if_cancelled();
+  co_await boost::asio::this_coro::throw_if_cancelled(false);
+  std::exception_ptr error;
+  try {
+    co_await impl_->client.close();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  co_await boost::asio::this_coro::throw_if_cancelled(previous);
+  if (error) std::rethrow_exception(error);
+}
 
 }  // namespace exedev

@@ -129,6 +129,8 @@ class VMs {
   Task<void> close();
 
  private:
+  Task<VMInfo> in_scope(const Client& client, const VMTarget& vm) const;
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
