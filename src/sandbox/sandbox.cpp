@@ -65,7 +65,6 @@ Task<bool> Sandbox::destroy(workspace::WorkspaceRef ref) const {
   std::exception_ptr error;
   bool deleted = false;
   try {
-    // A named target: GCC 12 mis-copies a temporary argument into the coroutine's frame.
     const VMTarget target(ref);
     auto destroying = manager.destroy(target);
     deleted = co_await std::move(destroying);

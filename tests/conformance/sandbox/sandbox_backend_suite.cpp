@@ -1,0 +1,65 @@
+// SandboxBackend certified by the workspace conformance suite: every rule, every fixture.
+#include <exedev/emulator/emulator.hpp>
+#include <exedev/exedev.hpp>
+#include <exedev/testing/conformance.hpp>
+
+#include <memory>
+
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr const char* kScope = "conformance";
+
+exedev::emulator::Emulator& emulator() {
+  static exedev::emulator::Emulator instance;
+  return instance;
+}
+
+exedev::ClientOptions client_options() {
+  auto& emu = emulator();
+  exedev::ClientOptions o;
+  o.token = emu.token();
+  o.endpoint = emu.url();
+  o.ca_file = emu.ca_file().string();
+  return o;
+}
+
+exedev::SandboxBackendOptions options(std::optional<exedev::workspace::WorkspaceRef> ref) {
+  exedev::SandboxBackendOptions o;
+  o.ref = std::move(ref);
+  o.spec = exedev::VMSpec({.working_dir = "workspace"});
+  o.scope_tag = kScope;
+  o.client_options = client_options();
+  o.readiness.poll_interval = 100ms;
+  return o;
+}
+
+// A backend that provisions its own VM on first use.
+exedev::testing::BackendPtr provisioning(boost::asio::any_io_executor) {
+  return std::make_shared<exedev::SandboxBackend>(options(std::nullopt));
+}
+
+}  // namespace
+
+EXEDEV_BACKEND_SUITE(sandbox_backend_suite) {
+  exedev::testing::BackendSuite suite;
+  suite.name = "SandboxBackend";
+  suite.backend = provisioning;
+  suite.fresh_backend = provisioning;
+  suite.destructive_backend = provisioning;
+  suite.attach_backend = [](boost::asio::any_io_executor, const exedev::workspace::WorkspaceRef& ref) {
+    return std::make_shared<exedev::SandboxBackend>(options(ref));
+  };
+  suite.destroy_environment = [](exedev::testing::BackendPtr backend) -> boost::asio::awaitable<void> {
+    const auto ref = backend->ref();
+    if (!ref) throw std::logic_error("destroy_environment: the backend has no environment yet");
+    exedev::VMsOptions o;
+    o.scope_tag = kScope;
+    o.client_options = client_options();
+    exedev::VMs vms(std::move(o));
+    co_await vms.destroy(*ref);
+    co_await vms.close();
+  };
+  return suite;
+}

@@ -1,0 +1,136 @@
+// VMs outside a run: inspect, pause (flush first), resume, get_vm, destroy, and the scope tag on
+// every VM named.
+#include "fixture.hpp"
+
+#include <algorithm>
+
+using namespace sbx;
+
+TEST_CASE("lifecycle: inspect, pause after a flush, resume, get_vm, destroy", "[integration][live]") {
+  Fixture f;
+  if (f.skip()) return;
+  const auto name = f.vm_name("life");
+  exedev::testing::run([&](Executor) -> Task<void> {
+    auto vms = f.vms();
+    const auto spec_1 = f.spec({.name = name, .comment = "lifecycle"});
+    const auto made = co_await vms.provision(spec_1);
+    const auto state = co_await vms.inspect(made.ref);
+    CHECK(state.name == name);
+    CHECK(state.comment == "lifecycle");
+    CHECK(state.status.kind == exedev::VMStatus::Kind::running);
+    CHECK_FALSE(state.created_at.empty());
+
+    if (!live_mode()) f.emu().clear_commands();
+    const auto paused = co_await vms.pause(name);
+    CHECK(paused.status.kind == exedev::VMStatus::Kind::paused);
+    if (!live_mode()) {
+      // `sync` ran on the VM before the pause request.
+      const auto commands = f.emu().commands();
+      const auto pause = std::find_if(commands.begin(), commands.end(), [](const auto& c) { return c.command == "pause"; });
+      REQUIRE(pause != commands.end());
+      CHECK(std::any_of(commands.begin(), pause, [&](const auto& c) { return c.command == "ssh" && c.vm == name; }));
+    }
+    // Only resume resumes: inspect, get_vm and pause leave a paused VM paused.
+    CHECK((co_await vms.inspect(name)).status.kind == exedev::VMStatus::Kind::paused);
+    auto handle = co_await vms.get_vm(name);
+    CHECK(handle.name == name);
+    CHECK((co_await vms.pause(name)).status.kind == exedev::VMStatus::Kind::paused);
+    CHECK((co_await vms.inspect(name)).status.kind == exedev::VMStatus::Kind::paused);
+
+    const auto resumed = co_await vms.resume(name);
+    CHECK(resumed.status.kind == exedev::VMStatus::Kind::running);
+    const auto echoed = co_await handle.client.run(name, "echo resumed");
+    CHECK(echoed.stdout_bytes == "resumed\n");
+
+    const exedev::VMTarget target(made.ref);  // named: see docs/sandbox.md on GCC 12
+    const bool outcome_5 = co_await vms.destroy(target);  // (not inside CHECK: GCC 12 and Catch's temporaries)
+    CHECK(outcome_5);
+    const bool outcome_6 = co_await vms.destroy(target);  // (not inside CHECK: GCC 12 and Catch's temporaries)
+    CHECK_FALSE(outcome_6);
+    const auto gone = expect_error<exedev::VMNotFoundError>(co_await capture(vms.inspect(name)));
+    CHECK(gone.vm_name() == name);
+    co_await vms.close();
+  }, limits(600s));
+  if (!live_mode()) {
+    CHECK(f.emu().vms().empty());
+    CHECK(f.count("pause") == 1);  // the second pause found the VM paused already
+    CHECK(f.count("resume") == 1);
+  }
+}
+
+TEST_CASE("every operation on a VM without the scope tag is refused and leaves it alone", "[integration]") {
+  Fixture f;
+  if (f.skip("a VM made outside the scope tag")) return;
+  const auto name = f.vm_name("outside");
+  exedev::testing::run([&](Executor ex) -> Task<void> {
+    auto raw = f.client(ex);
+    exedev::NewVMOptions options;
+    options.name = name;
+    options.tags = one("other");
+    co_await raw.new_vm(options);
+    f.emu().clear_commands();
+    auto vms = f.vms();
+    CHECK(expect_error<exedev::VMOutOfScopeError>(co_await capture(vms.inspect(name))).scope_tag() == f.scope());
+    expect_error<exedev::VMOutOfScopeError>(co_await capture(vms.pause(name)));
+    expect_error<exedev::VMOutOfScopeError>(co_await capture(vms.resume(name)));
+    expect_error<exedev::VMOutOfScopeError>(co_await capture(vms.get_vm(name)));
+    const auto spec_2 = f.spec();
+    expect_error<exedev::VMOutOfScopeError>(co_await capture(vms.initialize(name, spec_2)));
+    expect_error<exedev::VMOutOfScopeError>(co_await capture(vms.destroy(name)));
+    // Attaching a backend is refused the same way.
+    auto backend = f.backend(exedev::vm_ref(name), f.spec());
+    expect_error<exedev::VMOutOfScopeError>(co_await capture(backend->working_dir()));
+    co_await backend->close();
+    co_await vms.close();
+    co_await raw.close();
+  });
+  REQUIRE(f.emu().vm(name));
+  CHECK(f.emu().vm(name)->status == "running");
+  for (const auto& c : f.emu().commands()) CHECK(c.command == "ls");  // nothing but looking
+}
+
+TEST_CASE("VMs names that don't exist get VMNotFoundError; bad names and refs are refused before I/O", "[integration][live]") {
+  Fixture f;
+  if (f.skip()) return;
+  exedev::testing::run([&](Executor) -> Task<void> {
+    auto vms = f.vms();
+    const auto missing = f.vm_name("missing");
+    expect_error<exedev::VMNotFoundError>(co_await capture(vms.inspect(missing)));
+    expect_error<exedev::VMNotFoundError>(co_await capture(vms.pause(missing)));
+    expect_error<exedev::VMNotFoundError>(co_await capture(vms.resume(missing)));
+    const bool outcome_7 = co_await vms.destroy(missing);  // (not inside CHECK: GCC 12 and Catch's temporaries)
+    CHECK_FALSE(outcome_7);
+    co_await vms.close();
+  });
+  CHECK_THROWS_AS(exedev::VMTarget("Not A Name"), std::invalid_argument);
+  CHECK_THROWS_AS(exedev::VMTarget(exedev::workspace::WorkspaceRef{"local", "/tmp"}), std::invalid_argument);
+  CHECK_THROWS_AS(exedev::VMs(std::string("Bad Tag")), std::invalid_argument);
+}
+
+TEST_CASE("VMs closes only a client it made, and close never touches a VM", "[integration]") {
+  Fixture f;
+  if (f.skip("the emulator's connection count")) return;
+  exedev::testing::run([&](Executor ex) -> Task<void> {
+    auto given = f.client(ex);
+    {
+      auto vms = f.vms(given);
+      const auto spec_3 = f.spec({.name = "kept-one"});
+      co_await vms.provision(spec_3);
+      co_await vms.close();
+      // The given client still works: close() did not close it.
+      CHECK_FALSE((co_await given.list_vms()).empty());
+    }
+    auto owned = f.vms();
+    CHECK((co_await owned.inspect("kept-one")).status.kind == exedev::VMStatus::Kind::running);
+    co_await owned.close();
+    co_await owned.close();  // idempotent
+    co_await given.close();
+    // A closed manager makes a new client on its next use.
+    CHECK((co_await owned.inspect("kept-one")).name == "kept-one");
+    co_await owned.close();
+  });
+  REQUIRE(f.emu().vm("kept-one"));
+  CHECK(f.emu().vm("kept-one")->status == "running");
+  CHECK(f.count("rm") == 0);
+  CHECK(f.count("pause") == 0);
+}
