@@ -267,6 +267,10 @@ asio::awaitable<void> connect(Transport::Impl& impl, Connection& c) {
                                       cec == beast::error::timeout ? std::string("timed out") : cec.message()),
                           false);
   }
+  // Requests go out as several small writes (headers, body, TLS records); without this, Nagle's
+  // algorithm meets the server's delayed ACK and every request waits ~40 ms.
+  beast::error_code ignored;
+  c.tcp().socket().set_option(tcp::no_delay(true), ignored);
   if (ep.tls) {
     c.tcp().expires_after(impl.config.handshake_timeout);
     auto [hec] = co_await c.tls->async_handshake(ssl::stream_base::client, use_tuple);
