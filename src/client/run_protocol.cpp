@@ -38,7 +38,8 @@ printf '%s\n' "$c" >"$d/status.tmp" && mv -f -- "$d/status.tmp" "$d/status"
 
 // Shared by every request: `emit` streams a file past an offset as a data frame (at most 4 MiB
 // at a time); `pollw` streams until the exit (sets X to the exit status, Z=1), for at most $1
-// seconds or 32 MiB, then says `r`. It sleeps only when nothing new arrived.
+// seconds or 32 MiB, then says `r`. It sleeps only when nothing new arrived, briefly at first so a
+// short command answers within milliseconds, then longer so a long one costs little.
 constexpr std::string_view poll_functions = R"SH(emit() {
   R=$3
   [ -f "$2" ] || return 0
@@ -81,7 +82,7 @@ pollw() {
     fi
     [ -n "$W" ] && continue
     n=$((n + 1))
-    if [ "$n" -lt 40 ]; then sleep 0.025; else sleep 0.2; fi
+    if [ "$n" -lt 10 ]; then sleep 0.003; elif [ "$n" -lt 40 ]; then sleep 0.025; else sleep 0.2; fi
   done
 }
 )SH";
