@@ -12,7 +12,8 @@ file(REMOVE_RECURSE ${WORK_DIR}/${MODE})
 if(MODE STREQUAL "find_package")
   set(prefix ${WORK_DIR}/${MODE}/prefix)
   run_step(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
-  foreach(expected include/exedev/workspace/workspace.hpp lib/cmake/exedev/exedevConfig.cmake
+  foreach(expected include/exedev/workspace/workspace.hpp include/exedev/exedev.hpp bin/exedev-emulator
+                   lib/cmake/exedev/exedevConfig.cmake
                    lib/cmake/exedev/exedevConfigVersion.cmake lib/pkgconfig/exedev.pc)
     if(NOT EXISTS ${prefix}/${expected})
       message(FATAL_ERROR "the installed package lacks ${expected}")

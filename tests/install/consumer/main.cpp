@@ -1,19 +1,74 @@
 // Uses the package the way a user does: public headers only, linked through exedev:: targets.
+// It touches every installed library: the coroutine runner (exedev::testing), a local
+// workspace (exedev::workspace), and a VM workspace (exedev::exedev) on the in-process
+// emulator (exedev::emulator) over real TLS.
+#include <exedev/emulator/emulator.hpp>
+#include <exedev/exedev.hpp>
 #include <exedev/testing/run.hpp>
+#include <exedev/workspace/local_backend.hpp>
 
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/awaitable.hpp>
 
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
+#include <memory>
+#include <stdexcept>
+#include <string>
 
-int main() {
-  namespace asio = boost::asio;
-  int value = exedev::testing::run([](asio::any_io_executor ex) -> asio::awaitable<int> {
-    asio::steady_timer timer(ex, std::chrono::milliseconds(1));
-    co_await timer.async_wait(asio::use_awaitable);
-    co_return 7;
+namespace {
+
+namespace asio = boost::asio;
+namespace ws = exedev::workspace;
+
+int failures = 0;
+
+void expect(bool condition, const char* what) {
+  if (!condition) {
+    std::cerr << "consumer check failed: " << what << "\n";
+    ++failures;
+  }
+}
+
+// One round trip through a workspace: a file written is read back, a command sees it.
+asio::awaitable<void> round_trip(ws::Workspace& workspace, const char* label) {
+  co_await workspace.write_text("consumer/hello.txt", "hello\n");
+  const auto text = co_await workspace.read_text("consumer/hello.txt");
+  expect(text == "hello\n", label);
+  const auto command = ws::Command::shell("cat consumer/hello.txt");
+  const auto result = co_await workspace.run(command);
+  expect(result.exit_code == 0 && result.stdout_text == "hello\n", label);
+}
+
+}  // namespace
+
+int main() try {
+  char directory_template[] = "/tmp/exedev-consumer-XXXXXX";
+  const char* directory = ::mkdtemp(directory_template);
+  if (directory == nullptr) throw std::runtime_error("mkdtemp failed");
+
+  exedev::emulator::Emulator emulator;
+  exedev::ClientOptions client_options;
+  client_options.endpoint = emulator.url();
+  client_options.ca_file = emulator.ca_file().string();
+  client_options.token = emulator.token();
+  auto sandbox = std::make_shared<exedev::SandboxBackend>(exedev::SandboxBackendOptions{
+      .spec = exedev::VMSpec({.name = "consumer-vm"}), .client_options = client_options});
+
+  exedev::testing::run([&](asio::any_io_executor) -> asio::awaitable<void> {
+    ws::Workspace local(std::make_shared<ws::LocalBackend>(directory));
+    co_await round_trip(local, "local workspace round trip");
+    ws::Workspace vm(sandbox);
+    co_await round_trip(vm, "VM workspace round trip");
+    co_await sandbox->close();
   });
-  if (value != 7) return 1;
+  expect(emulator.vms().size() == 1, "exactly one VM was provisioned");
+
+  std::filesystem::remove_all(directory);
+  if (failures != 0) return 1;
   std::cout << "consumer ok\n";
   return 0;
+} catch (const std::exception& error) {
+  std::cerr << "consumer: " << error.what() << "\n";
+  return 1;
 }
