@@ -183,7 +183,8 @@ class Emulator {
   std::optional<VMRecord> vm(const std::string& name) const;
   /// Process ids currently running for a VM (including detached ones).
   std::vector<int> vm_processes(const std::string& name) const;
-  /// Every /exec request that was read, in order.
+  /// Every /exec request that was read, in order. A request is recorded before the client can
+  /// see the end of its response (or the connection reset), so it is here once a call returns.
   std::vector<CommandRecord> commands() const;
   void clear_commands();
   std::size_t connections_accepted() const;
