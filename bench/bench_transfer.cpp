@@ -6,16 +6,15 @@
 // of local's.
 // Absolute numbers depend on the machine; the ratios are what to compare between versions.
 
+#include <exedev/emulator/client_options.hpp>
 #include <exedev/emulator/emulator.hpp>
 #include <exedev/sandbox/sandbox_backend.hpp>
+#include <exedev/testing/commands_only.hpp>
 #include <exedev/testing/run.hpp>
 #include <exedev/workspace/local_backend.hpp>
 #include <exedev/workspace/workspace.hpp>
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -33,20 +32,6 @@ namespace ws = exedev::workspace;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-// The shell-derived filesystem on a real shell: only ref, working_dir and run are visible.
-class CommandsOnly final : public ws::WorkspaceBackend, public ws::SupportsCommands {
- public:
-  explicit CommandsOnly(std::shared_ptr<ws::LocalBackend> inner) : inner_(std::move(inner)) {}
-  std::optional<ws::WorkspaceRef> ref() const override { return inner_->ref(); }
-  ws::Task<std::string> working_dir() override { return inner_->working_dir(); }
-  ws::Task<ws::CommandResult> run(ws::Command command, ws::RunOptions options) override {
-    return inner_->run(std::move(command), std::move(options));
-  }
-
- private:
-  std::shared_ptr<ws::LocalBackend> inner_;
-};
 
 struct Subject {
   std::string name;
@@ -68,13 +53,6 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// The emulator records a request once its response is fully sent, which can be just after the
-// client has read it; a short pause (outside the timed part) lets the count catch up.
-asio::awaitable<void> let_emulator_record() {
-  asio::steady_timer timer(co_await asio::this_coro::executor, std::chrono::milliseconds(50));
-  co_await timer.async_wait(asio::use_awaitable);
-}
-
 std::string per_unit(const std::string& backend, std::size_t requests, double units) {
   if (backend != "exedev") return "-";
   char text[32];
@@ -89,19 +67,14 @@ int main() try {
   const auto work = std::filesystem::temp_directory_path() / ("exedev-bench-" + std::to_string(::getpid()));
   std::filesystem::create_directories(work);
 
-  exedev::ClientOptions client_options;
-  client_options.token = emulator.token();
-  client_options.endpoint = emulator.url();
-  client_options.ca_file = emulator.ca_file().string();
-
   auto local = std::make_shared<ws::LocalBackend>(work.string());
   exedev::SandboxBackendOptions sandbox_options{.spec = exedev::VMSpec({.name = "bench-vm", .working_dir = "work"}),
-                                                .client_options = client_options};
+                                                .client_options = exedev::emulator::client_options(emulator)};
   auto sandbox = std::make_shared<exedev::SandboxBackend>(std::move(sandbox_options));
 
   std::vector<Subject> subjects{
       {"local", std::make_shared<ws::Workspace>(local)},
-      {"local-sh", std::make_shared<ws::Workspace>(std::make_shared<CommandsOnly>(local))},
+      {"local-sh", std::make_shared<ws::Workspace>(std::make_shared<exedev::testing::CommandsOnly>(local))},
       {"exedev", std::make_shared<ws::Workspace>(sandbox)},
   };
   const auto requests = [&] { return emulator.commands().size(); };
@@ -126,7 +99,6 @@ int main() try {
             auto back = co_await subject.workspace->read_bytes(path);
             const double seconds = seconds_since(start);
             if (back != data) throw std::runtime_error(subject.name + ": the file did not round-trip");
-            co_await let_emulator_record();
             const auto used = requests() - before;
             co_await subject.workspace->remove(path);
             if (subject.name == "local") local_seconds = seconds;
@@ -148,7 +120,6 @@ int main() try {
               throw std::runtime_error(subject.name + ": echo failed");
           }
           const double seconds = seconds_since(start);
-          co_await let_emulator_record();
           if (subject.name == "local") local_seconds = seconds;
           std::printf("%-22s %-9s %10.4f %10s %12s %9.1f   (%.1f ms/command)\n",
                       ("run x" + std::to_string(command_count)).c_str(), subject.name.c_str(), seconds, "-",

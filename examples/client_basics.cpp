@@ -1,9 +1,10 @@
 // client_basics: the exe.dev client against an in-process emulator.
 //
 // Creates a VM, runs commands on it (exit code, separate stdout and stderr), lists and tags
-// VMs, then deletes the VM. Against the real exe.dev, drop the emulator and leave `endpoint`,
-// `token` and `ca_file` unset: the client reads EXE_TOKEN (and EXE_BASE_URL) instead.
+// VMs, then deletes the VM. Against the real exe.dev, drop the emulator and pass default
+// ClientOptions: the client reads EXE_TOKEN (and EXE_BASE_URL) instead.
 #include <exedev/client.hpp>
+#include <exedev/emulator/client_options.hpp>
 #include <exedev/emulator/emulator.hpp>
 
 #include <boost/asio/co_spawn.hpp>
@@ -65,11 +66,7 @@ int main() {
   try {
     exedev::emulator::Emulator emulator;
     asio::io_context io;
-    exedev::ClientOptions options;
-    options.endpoint = emulator.url();
-    options.token = emulator.token();
-    options.ca_file = emulator.ca_file().string();
-    exedev::Client client(io.get_executor(), options);
+    exedev::Client client(io.get_executor(), exedev::emulator::client_options(emulator));
     std::exception_ptr failure;
     asio::co_spawn(io, demo(client), [&](std::exception_ptr e) { failure = e; });
     io.run();

@@ -6,6 +6,7 @@
 // 4. outside any run, the VMs manager inspects, pauses, resumes and destroys the VM.
 // Every step prints what it did; any failure exits non-zero.
 
+#include <exedev/emulator/client_options.hpp>
 #include <exedev/emulator/emulator.hpp>
 #include <exedev/exedev.hpp>
 #include <exedev/testing/run.hpp>
@@ -43,10 +44,7 @@ int main() try {
   exedev::emulator::Emulator emulator(emulator_options);
   std::printf("exe.dev emulator at %s (CA %s)\n", emulator.url().c_str(), emulator.ca_file().c_str());
 
-  exedev::ClientOptions client_options;
-  client_options.endpoint = emulator.url();
-  client_options.ca_file = emulator.ca_file().string();
-  client_options.token = emulator.token();
+  const auto client_options = exedev::emulator::client_options(emulator);
 
   exedev::Sandbox sandbox({.spec = exedev::VMSpec({.name = "demo-vm", .tags = {"demo"}, .working_dir = "app"}),
                            .scope_tag = "agents",

@@ -1,5 +1,6 @@
 // A local workspace end to end: commands, files, the shell-derived filesystem, a read-only view
 // and a timeout, on a temporary directory that the program creates and removes itself.
+#include <exedev/testing/commands_only.hpp>
 #include <exedev/workspace/errors.hpp>
 #include <exedev/workspace/local_backend.hpp>
 #include <exedev/workspace/workspace.hpp>
@@ -17,20 +18,6 @@
 namespace ws = exedev::workspace;
 
 namespace {
-
-// Hides everything but commands, so Workspace derives file operations from the shell.
-class CommandsOnly final : public ws::WorkspaceBackend, public ws::SupportsCommands {
- public:
-  explicit CommandsOnly(std::shared_ptr<ws::LocalBackend> inner) : inner_(std::move(inner)) {}
-  [[nodiscard]] std::optional<ws::WorkspaceRef> ref() const override { return inner_->ref(); }
-  ws::Task<std::string> working_dir() override { return inner_->working_dir(); }
-  ws::Task<ws::CommandResult> run(ws::Command command, ws::RunOptions options) override {
-    return inner_->run(std::move(command), std::move(options));
-  }
-
- private:
-  std::shared_ptr<ws::LocalBackend> inner_;
-};
 
 void expect(bool ok, const std::string& what) {
   if (!ok) throw std::runtime_error("unexpected: " + what);
@@ -56,7 +43,8 @@ ws::Task<void> demo(const std::string& dir) {
   std::cout << "notes/ holds " << listing.size() << " entry: " << listing.front().name << "\n";
 
   // The same files through the shell-derived filesystem (what a commands-only backend gets).
-  ws::Workspace shell(std::make_shared<CommandsOnly>(backend));
+  // CommandsOnly hides everything of the backend but its commands.
+  ws::Workspace shell(std::make_shared<exedev::testing::CommandsOnly>(backend));
   const auto text = co_await shell.read_text("notes/todo.txt");
   expect(text == "write the docs\n", "shell read");
   co_await shell.write_bytes("notes/binary.bin", std::string("\0\xff\n", 3));

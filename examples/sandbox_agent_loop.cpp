@@ -6,6 +6,7 @@
 //
 // Against real exe.dev: drop the emulator and the client_options below; the client reads
 // EXE_TOKEN.
+#include <exedev/emulator/client_options.hpp>
 #include <exedev/emulator/emulator.hpp>
 #include <exedev/exedev.hpp>
 
@@ -55,9 +56,7 @@ int main() {
     exedev::SandboxOptions options;
     options.spec = exedev::VMSpec({.tags = {"examples"}, .working_dir = "app"});
     options.scope_tag = "agents";
-    options.client_options.token = emulator.token();
-    options.client_options.endpoint = emulator.url();
-    options.client_options.ca_file = emulator.ca_file().string();
+    options.client_options = exedev::emulator::client_options(emulator);
     const exedev::Sandbox sandbox(options);
 
     asio::io_context io;

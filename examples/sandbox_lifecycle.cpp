@@ -1,6 +1,7 @@
 // sandbox_lifecycle: managing VMs outside any agent run with exedev::VMs: provision, inspect,
 // pause (after a flush), resume, get_vm for the raw client, destroy; and the scope tag refusing
 // a VM that lacks it. Runs against an in-process emulator.
+#include <exedev/emulator/client_options.hpp>
 #include <exedev/emulator/emulator.hpp>
 #include <exedev/exedev.hpp>
 
@@ -53,10 +54,7 @@ asio::awaitable<void> manage(const exedev::ClientOptions& client_options) {
 int main() {
   try {
     exedev::emulator::Emulator emulator;
-    exedev::ClientOptions client_options;
-    client_options.token = emulator.token();
-    client_options.endpoint = emulator.url();
-    client_options.ca_file = emulator.ca_file().string();
+    const auto client_options = exedev::emulator::client_options(emulator);
     asio::io_context io;
     std::exception_ptr failure;
     asio::co_spawn(io, manage(client_options), [&](std::exception_ptr e) { failure = e; });

@@ -1,6 +1,7 @@
 // sandbox_provision_then_attach: the app owns the VM's lifecycle. It provisions a VM with
 // exedev::VMs, keeps its WorkspaceRef, and attaches a SandboxBackend to it; closing the backend
 // closes the client it made and leaves the VM running. Runs against an in-process emulator.
+#include <exedev/emulator/client_options.hpp>
 #include <exedev/emulator/emulator.hpp>
 #include <exedev/exedev.hpp>
 
@@ -48,10 +49,7 @@ asio::awaitable<void> app(const exedev::ClientOptions& client_options) {
 int main() {
   try {
     exedev::emulator::Emulator emulator;
-    exedev::ClientOptions client_options;
-    client_options.token = emulator.token();
-    client_options.endpoint = emulator.url();
-    client_options.ca_file = emulator.ca_file().string();
+    const auto client_options = exedev::emulator::client_options(emulator);
     asio::io_context io;
     std::exception_ptr failure;
     asio::co_spawn(io, app(client_options), [&](std::exception_ptr e) { failure = e; });

@@ -2,6 +2,7 @@
 // `new` request with a 504 after running it (as exe.dev's gateway can after /exec's 30-second
 // limit). provision raises ProvisionOutcomeUnknownError and retries nothing; the spec's stable
 // name and request tag let lookup find the VM, which initialize gets ready.
+#include <exedev/emulator/client_options.hpp>
 #include <exedev/emulator/emulator.hpp>
 #include <exedev/exedev.hpp>
 
@@ -58,10 +59,7 @@ int main() {
     fault.command = "new";
     emulator.inject(fault);
 
-    exedev::ClientOptions client_options;
-    client_options.token = emulator.token();
-    client_options.endpoint = emulator.url();
-    client_options.ca_file = emulator.ca_file().string();
+    const auto client_options = exedev::emulator::client_options(emulator);
     asio::io_context io;
     std::exception_ptr failure;
     asio::co_spawn(io, recover(client_options), [&](std::exception_ptr e) { failure = e; });

@@ -7,6 +7,7 @@
 #include "client/run_protocol.hpp"
 #include "client/settings.hpp"
 #include "client/transport.hpp"
+#include "common/coroutines.hpp"
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -25,6 +26,8 @@ namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using namespace asio::experimental::awaitable_operators;
 using Clock = std::chrono::steady_clock;
+using detail::is_cancellation;
+using detail::sleep_for;
 
 namespace {
 
@@ -40,26 +43,12 @@ constexpr auto local_timeout_grace = 15s;
 // Consecutive failed polls (connection errors, 5xx) before the outcome is declared unknown.
 constexpr int max_poll_failures = 6;
 
-asio::awaitable<void> sleep_for(std::chrono::milliseconds delay) {
-  asio::steady_timer timer(co_await asio::this_coro::executor, delay);
-  co_await timer.async_wait(asio::use_awaitable);
-}
-
 // For `co_await asio::this_coro::reset_cancellation_state(block_cancellation)`: blocks every
 // further cancellation of the current coroutine and clears a pending one, so a cleanup request
 // runs to its (bounded) end. It must be awaited in the cancelled coroutine itself: awaiting any
 // sub-coroutine there throws operation_aborted first.
 constexpr auto block_cancellation = [](asio::cancellation_type) { return asio::cancellation_type::none; };
 
-bool is_cancellation(const std::exception_ptr& e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const boost::system::system_error& error) {
-    return error.code() == asio::error::operation_aborted;
-  } catch (...) {
-    return false;
-  }
-}
 
 }  // namespace
 

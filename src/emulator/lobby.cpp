@@ -764,13 +764,23 @@ std::variant<Reply, SshPlan> Lobby::cmd_rm(const Key& key, const Prepared& reque
   return json_reply(200, body);
 }
 
+Lobby::Vm* Lobby::only_vm_argument(const Key& key, const Prepared& request, const char* usage,
+                                   std::optional<Reply>& error) {
+  const auto flags = parse_command_flags(request, error);
+  if (!flags) return nullptr;
+  if (flags->positional.size() != 1) {
+    error = fail(usage);
+    return nullptr;
+  }
+  Vm* vm = find_visible(key, flags->positional[0]);
+  if (vm == nullptr) error = fail(fmt::format("VM \"{}\" not found", flags->positional[0]));
+  return vm;
+}
+
 std::variant<Reply, SshPlan> Lobby::cmd_pause(const Key& key, const Prepared& request) {
   std::optional<Reply> error;
-  const auto flags = parse_command_flags(request, error);
-  if (!flags) return *error;
-  if (flags->positional.size() != 1) return fail("usage: pause <vm>");
-  Vm* vm = find_visible(key, flags->positional[0]);
-  if (vm == nullptr) return fail(fmt::format("VM \"{}\" not found", flags->positional[0]));
+  Vm* vm = only_vm_argument(key, request, "usage: pause <vm>", error);
+  if (vm == nullptr) return *error;
   if (!vm_ready(*vm)) return fail(fmt::format("VM \"{}\" is in state \"{}\" and cannot be paused", vm->record.name, vm_status(*vm)));
   if (vm->record.status == "paused") return fail(fmt::format("VM \"{}\" is already paused", vm->record.name));
   signal_vm_processes(vm->id, SIGSTOP);
@@ -781,11 +791,8 @@ std::variant<Reply, SshPlan> Lobby::cmd_pause(const Key& key, const Prepared& re
 
 std::variant<Reply, SshPlan> Lobby::cmd_resume(const Key& key, const Prepared& request) {
   std::optional<Reply> error;
-  const auto flags = parse_command_flags(request, error);
-  if (!flags) return *error;
-  if (flags->positional.size() != 1) return fail("usage: resume <vm>");
-  Vm* vm = find_visible(key, flags->positional[0]);
-  if (vm == nullptr) return fail(fmt::format("VM \"{}\" not found", flags->positional[0]));
+  Vm* vm = only_vm_argument(key, request, "usage: resume <vm>", error);
+  if (vm == nullptr) return *error;
   if (vm->record.status != "paused") return fail(fmt::format("VM \"{}\" is not paused", vm->record.name));
   signal_vm_processes(vm->id, SIGCONT);
   vm->record.status = "running";
@@ -795,11 +802,8 @@ std::variant<Reply, SshPlan> Lobby::cmd_resume(const Key& key, const Prepared& r
 
 std::variant<Reply, SshPlan> Lobby::cmd_restart(const Key& key, const Prepared& request) {
   std::optional<Reply> error;
-  const auto flags = parse_command_flags(request, error);
-  if (!flags) return *error;
-  if (flags->positional.size() != 1) return fail("usage: restart <vm>");
-  Vm* vm = find_visible(key, flags->positional[0]);
-  if (vm == nullptr) return fail(fmt::format("VM \"{}\" not found", flags->positional[0]));
+  Vm* vm = only_vm_argument(key, request, "usage: restart <vm>", error);
+  if (vm == nullptr) return *error;
   if (!vm_ready(*vm)) return fail(fmt::format("VM is in state \"{}\" and cannot be restarted", vm_status(*vm)));
   kill_vm_processes(vm->id);
   vm->record.status = "running";

@@ -138,6 +138,9 @@ class Lobby {
   std::variant<Reply, SshPlan> cmd_generate_api_key(const Key&, const Prepared&);
 
   Vm* find_visible(const Key& key, const std::string& name);
+  /// For commands taking exactly one VM: the VM, or nullptr with `error` set (bad flags, the
+  /// usage line, or "not found").
+  Vm* only_vm_argument(const Key& key, const Prepared& request, const char* usage, std::optional<Reply>& error);
   std::string vm_status(const Vm& vm) const;
   bool vm_ready(const Vm& vm) const;
   std::string unused_name() const;

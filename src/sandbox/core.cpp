@@ -1,5 +1,7 @@
 #include "sandbox/core.hpp"
 
+#include "common/coroutines.hpp"
+
 #include "client/run_protocol.hpp"
 
 #include <boost/asio/steady_timer.hpp>
@@ -48,15 +50,6 @@ void throw_cancelled(std::exception_ptr cause) {
   throw cancelled;
 }
 
-bool is_cancellation(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const boost::system::system_error& e) {
-    return e.code() == asio::error::operation_aborted;
-  } catch (...) {
-    return false;
-  }
-}
 
 ClientHolder::ClientHolder(std::optional<Client> given, ClientOptions options)
     : given_(std::move(given)), options_(std::move(options)) {}

@@ -71,8 +71,6 @@ Task<T> shielded(Task<T> op) {
 /// Throws operation_aborted, with `cause` nested when there is one.
 [[noreturn]] void throw_cancelled(std::exception_ptr cause);
 
-/// Whether `error` is a cancellation (operation_aborted).
-[[nodiscard]] bool is_cancellation(const std::exception_ptr& error);
 
 /// A client given by the user (never closed) or made on first use (closed by close()).
 class ClientHolder {

@@ -27,6 +27,8 @@
 
 #include <exedev/testing/co_check.hpp>
 
+#include "common/coroutines.hpp"
+
 namespace exedev::testing {
 
 namespace asio = boost::asio;
@@ -37,6 +39,8 @@ using ws::CommandResult;
 using ws::RunOptions;
 using ws::Task;
 using ws::Workspace;
+using exedev::detail::capture;
+using exedev::detail::sleep_for;
 
 // The argv/shell form of a command is a type in C++: rule 2's TypeError is a compile error.
 static_assert(!std::is_constructible_v<Command, std::string>);
@@ -103,20 +107,6 @@ Task<CommandResult> shell(const BackendPtr& b, std::string line, RunOptions opti
   co_return co_await commands(b).run(Command::shell(std::move(line)), std::move(options));
 }
 
-Task<void> sleep_for(std::chrono::steady_clock::duration d) {
-  asio::steady_timer timer(co_await asio::this_coro::executor, d);
-  co_await timer.async_wait(asio::use_awaitable);
-}
-
-// Never fails, so that `||` completes as soon as either side does.
-Task<std::exception_ptr> capture(Task<void> op) {
-  try {
-    co_await std::move(op);
-  } catch (...) {
-    co_return std::current_exception();
-  }
-  co_return nullptr;
-}
 
 // A hang guard: fails the rule if `op` takes longer than `limit` (and cancels it).
 Task<void> within(Task<void> op, std::chrono::steady_clock::duration limit, std::string what) {

@@ -1,5 +1,7 @@
 #include "workspace/shield.hpp"
 
+#include "common/coroutines.hpp"
+
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -14,18 +16,9 @@
 namespace exedev::workspace::detail {
 
 namespace asio = boost::asio;
+using exedev::detail::capture;
 
 namespace {
-
-// Never fails, so that `||` below completes as soon as either side does.
-Task<std::exception_ptr> capture(Task<void> op) {
-  try {
-    co_await std::move(op);
-  } catch (...) {
-    co_return std::current_exception();
-  }
-  co_return nullptr;
-}
 
 Task<void> bounded(Task<void> op, std::chrono::steady_clock::duration limit) {
   using namespace asio::experimental::awaitable_operators;

@@ -1,6 +1,7 @@
 #pragma once
 // A view of a backend that exposes only ref(), working_dir() and run(): Workspace derives its
-// file operations from the shell, so this certifies the shell-derived filesystem on a real shell.
+// file operations from the shell, so running the conformance suite on this view certifies the
+// shell-derived filesystem on the backend's real shell. Header-only.
 
 #include <exedev/workspace/backend.hpp>
 
@@ -8,11 +9,11 @@
 #include <memory>
 #include <utility>
 
-namespace exedev::test {
+namespace exedev::testing {
 
 class CommandsOnly final : public workspace::WorkspaceBackend, public workspace::SupportsCommands {
  public:
-  /// `inner` must also implement SupportsCommands.
+  /// `inner` must also implement SupportsCommands (std::bad_cast otherwise).
   explicit CommandsOnly(std::shared_ptr<workspace::WorkspaceBackend> inner)
       : inner_(std::move(inner)), commands_(dynamic_cast<workspace::SupportsCommands&>(*inner_)) {}
 
@@ -30,7 +31,9 @@ class CommandsOnly final : public workspace::WorkspaceBackend, public workspace:
   void set_rewrite(std::function<workspace::CommandResult(workspace::CommandResult)> rewrite) {
     rewrite_ = std::move(rewrite);
   }
+  /// The page and chunk sizes the shell-derived filesystem uses on this view.
   void set_limits(workspace::ShellFilesystemLimits limits) { limits_ = limits; }
+  /// How many commands went through this view (each file operation costs some).
   [[nodiscard]] int commands_run() const { return commands_run_; }
 
  private:
@@ -41,4 +44,4 @@ class CommandsOnly final : public workspace::WorkspaceBackend, public workspace:
   int commands_run_ = 0;
 };
 
-}  // namespace exedev::test
+}  // namespace exedev::testing

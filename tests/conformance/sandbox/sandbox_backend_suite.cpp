@@ -1,4 +1,5 @@
 // SandboxBackend certified by the workspace conformance suite: every rule, every fixture.
+#include <exedev/emulator/client_options.hpp>
 #include <exedev/emulator/emulator.hpp>
 #include <exedev/exedev.hpp>
 #include <exedev/testing/conformance.hpp>
@@ -16,14 +17,7 @@ exedev::emulator::Emulator& emulator() {
   return instance;
 }
 
-exedev::ClientOptions client_options() {
-  auto& emu = emulator();
-  exedev::ClientOptions o;
-  o.token = emu.token();
-  o.endpoint = emu.url();
-  o.ca_file = emu.ca_file().string();
-  return o;
-}
+exedev::ClientOptions client_options() { return exedev::emulator::client_options(emulator()); }
 
 exedev::SandboxBackendOptions options(std::optional<exedev::workspace::WorkspaceRef> ref) {
   exedev::SandboxBackendOptions o;

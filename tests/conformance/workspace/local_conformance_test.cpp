@@ -1,5 +1,6 @@
 // The conformance suite on LocalBackend and on a commands-only view of it (which certifies the
 // shell-derived filesystem on a real shell).
+#include <exedev/testing/commands_only.hpp>
 #include <exedev/testing/conformance.hpp>
 #include <exedev/workspace/local_backend.hpp>
 
@@ -8,7 +9,6 @@
 #include <mutex>
 #include <vector>
 
-#include "conformance/workspace/commands_only.hpp"
 
 namespace {
 
@@ -68,11 +68,11 @@ EXEDEV_BACKEND_SUITE(commands_only_suite) {
   exedev::testing::BackendSuite suite;
   suite.name = "CommandsOnlyLocalBackend";
   suite.backend = [](boost::asio::any_io_executor) -> BackendPtr {
-    return std::make_shared<exedev::test::CommandsOnly>(std::make_shared<LocalBackend>(temp_dirs().make()));
+    return std::make_shared<exedev::testing::CommandsOnly>(std::make_shared<LocalBackend>(temp_dirs().make()));
   };
   suite.destructive_backend = suite.backend;
   suite.attach_backend = [](boost::asio::any_io_executor, const WorkspaceRef& ref) -> BackendPtr {
-    return std::make_shared<exedev::test::CommandsOnly>(std::make_shared<LocalBackend>(ref.id));
+    return std::make_shared<exedev::testing::CommandsOnly>(std::make_shared<LocalBackend>(ref.id));
   };
   suite.destroy_environment = destroy;
   return suite;

@@ -2,6 +2,7 @@
 // It touches every installed library: the coroutine runner (exedev::testing), a local
 // workspace (exedev::workspace), and a VM workspace (exedev::exedev) on the in-process
 // emulator (exedev::emulator) over real TLS.
+#include <exedev/emulator/client_options.hpp>
 #include <exedev/emulator/emulator.hpp>
 #include <exedev/exedev.hpp>
 #include <exedev/testing/run.hpp>
@@ -48,12 +49,8 @@ int main() try {
   if (directory == nullptr) throw std::runtime_error("mkdtemp failed");
 
   exedev::emulator::Emulator emulator;
-  exedev::ClientOptions client_options;
-  client_options.endpoint = emulator.url();
-  client_options.ca_file = emulator.ca_file().string();
-  client_options.token = emulator.token();
   auto sandbox = std::make_shared<exedev::SandboxBackend>(exedev::SandboxBackendOptions{
-      .spec = exedev::VMSpec({.name = "consumer-vm"}), .client_options = client_options});
+      .spec = exedev::VMSpec({.name = "consumer-vm"}), .client_options = exedev::emulator::client_options(emulator)});
 
   exedev::testing::run([&](asio::any_io_executor) -> asio::awaitable<void> {
     ws::Workspace local(std::make_shared<ws::LocalBackend>(directory));

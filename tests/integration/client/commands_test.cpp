@@ -105,9 +105,7 @@ TEST_CASE("status codes map to their error types") {
   Fixture f;
   exedev::testing::run([&](boost::asio::any_io_executor ex) -> Task0 {
     Client c(ex, f.options());
-    NewVMOptions o;
-    o.name = "status-vm";
-    co_await c.new_vm(o);
+    co_await make_vm(c, "status-vm");
 
     // 400: unparseable line; 404: unknown command (raw exec returns any status).
     const auto awaited10 = co_await c.exec("ls 'unterminated");
@@ -177,9 +175,7 @@ TEST_CASE("retries: ls and whoami retry on 5xx, 429 and resets; new, cp, rm and 
   Fixture f;
   exedev::testing::run([&](boost::asio::any_io_executor ex) -> Task0 {
     Client c(ex, f.options());
-    NewVMOptions o;
-    o.name = "retry-vm";
-    co_await c.new_vm(o);
+    co_await make_vm(c, "retry-vm");
     f.emu.clear_commands();
 
     f.emu.inject(fault(FaultKind::http_status, "ls", 2, 503, "", 0));

@@ -15,12 +15,6 @@ using Task0 = boost::asio::awaitable<void>;
 
 namespace {
 
-boost::asio::awaitable<void> make_vm(Client& c, const std::string& name) {
-  NewVMOptions o;
-  o.name = name;
-  co_await c.new_vm(o);
-}
-
 std::string all_bytes() {
   std::string s;
   for (int i = 0; i < 256; ++i) s += static_cast<char>(i);

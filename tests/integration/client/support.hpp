@@ -2,7 +2,10 @@
 // Shared fixture of the client integration tests: an emulator, a client configured for it, and
 // a check that no log line and no exception message ever carries the token.
 
+#include "common/coroutines.hpp"
+
 #include <exedev/client.hpp>
+#include <exedev/emulator/client_options.hpp>
 #include <exedev/emulator/emulator.hpp>
 #include <exedev/testing/run.hpp>
 
@@ -31,10 +34,7 @@ struct Fixture {
   }
 
   ClientOptions options() {
-    ClientOptions o;
-    o.token = emu.token();
-    o.endpoint = emu.url();
-    o.ca_file = emu.ca_file().string();
+    auto o = emulator::client_options(emu);
     o.retry.initial_backoff = 10ms;
     o.retry.max_backoff = 40ms;
     o.logger = [this](LogLevel, std::string_view line) {
@@ -76,6 +76,14 @@ struct Fixture {
   std::vector<std::string> messages;
 };
 
+/// Creates a VM with only a name; returns what `new` answered.
+inline boost::asio::awaitable<VMInfo> make_vm(Client& c, const std::string& name) {
+  NewVMOptions o;
+  o.name = name;
+  auto info = co_await c.new_vm(o);
+  co_return info;
+}
+
 /// A vector of strings. GCC 12 cannot co_await a call with a braced list of string literals.
 template <typename... S>
 std::vector<std::string> strings(S&&... s) {
@@ -94,10 +102,7 @@ inline emulator::Fault fault(emulator::FaultKind kind, std::string command, std:
   return f;
 }
 
-inline boost::asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
-  boost::asio::steady_timer t(co_await boost::asio::this_coro::executor, d);
-  co_await t.async_wait(boost::asio::use_awaitable);
-}
+using exedev::detail::sleep_for;
 
 inline exedev::testing::RunLimits limits(std::chrono::seconds deadline) {
   exedev::testing::RunLimits l;

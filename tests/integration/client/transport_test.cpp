@@ -12,9 +12,7 @@ TEST_CASE("keep-alive: many sequential requests share one connection") {
   Fixture f;
   exedev::testing::run([&](boost::asio::any_io_executor ex) -> Task0 {
     Client c(ex, f.options());
-    NewVMOptions o;
-    o.name = "keep-vm";
-    co_await c.new_vm(o);
+    co_await make_vm(c, "keep-vm");
     for (int i = 0; i < 20; ++i) CHECK((co_await c.list_vms()).size() == 1);
     for (int i = 0; i < 3; ++i) CHECK((co_await c.run("keep-vm", "echo hi")).stdout_bytes == "hi\n");
     CHECK(f.emu.connections_accepted() == 1);
@@ -35,9 +33,7 @@ TEST_CASE("a connection the server closed while idle is replaced without an erro
     co_await sleep_for(200ms);
     f.emu.clear_commands();
     // A state-changing command goes out on a fresh connection, exactly once.
-    NewVMOptions o;
-    o.name = "after-restart";
-    const auto vm = co_await c.new_vm(o);
+    const auto vm = co_await make_vm(c, "after-restart");
     CHECK(vm.name == "after-restart");
     CHECK(f.count("new") == 1);
     f.emu.restart();

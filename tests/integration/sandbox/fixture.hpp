@@ -5,7 +5,10 @@
 // always deleted at its end; tests that need the emulator's fault injection or records are
 // skipped with a printed reason.
 
+#include "common/coroutines.hpp"
+
 #include <exedev/exedev.hpp>
+#include <exedev/emulator/client_options.hpp>
 #include <exedev/emulator/emulator.hpp>
 #include <exedev/testing/run.hpp>
 
@@ -59,21 +62,9 @@ inline exedev::testing::RunLimits limits(std::chrono::seconds deadline = 120s) {
   return l;
 }
 
-inline Task<void> sleep_for(std::chrono::milliseconds d) {
-  asio::steady_timer t(co_await asio::this_coro::executor, d);
-  co_await t.async_wait(asio::use_awaitable);
-}
-
-/// Runs `task` and returns what it threw (nullptr when it returned).
-template <typename T>
-Task<std::exception_ptr> capture(Task<T> task) {
-  try {
-    co_await std::move(task);
-  } catch (...) {
-    co_return std::current_exception();
-  }
-  co_return nullptr;
-}
+using exedev::detail::capture;
+using exedev::detail::is_cancellation;
+using exedev::detail::sleep_for;
 
 /// Runs `task` on its own coroutine and delivers a terminal cancellation once `when()` holds
 /// (polled every 20 ms); returns what the task threw.
@@ -113,15 +104,6 @@ E expect_error(const std::exception_ptr& error) {
   throw std::logic_error("unreachable");
 }
 
-inline bool is_cancellation(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const boost::system::system_error& e) {
-    return e.code() == asio::error::operation_aborted;
-  } catch (...) {
-    return false;
-  }
-}
 
 class Fixture {
  public:
@@ -169,12 +151,7 @@ class Fixture {
   [[nodiscard]] const std::string& run_tag() const { return run_tag_; }
 
   exedev::ClientOptions client_options() const {
-    exedev::ClientOptions o;
-    if (emu_) {
-      o.token = emu_->token();
-      o.endpoint = emu_->url();
-      o.ca_file = emu_->ca_file().string();
-    }
+    auto o = emu_ ? exedev::emulator::client_options(*emu_) : exedev::ClientOptions{};
     o.retry.initial_backoff = 10ms;
     o.retry.max_backoff = 40ms;
     return o;

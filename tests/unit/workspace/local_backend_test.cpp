@@ -17,14 +17,7 @@
 
 namespace ws = exedev::workspace;
 
-namespace {
-// An argv built outside any co_await expression: GCC 12 miscompiles a braced list there.
-template <typename... Items>
-ws::Command cmd(Items... items) {
-  std::vector<std::string> cmd_items{std::string(items)...};
-  return ws::Command::argv(std::move(cmd_items));
-}
-}  // namespace
+using exedev::test::cmd;
 using exedev::test::error_of;
 using exedev::test::errc_of;
 using exedev::test::TempDir;

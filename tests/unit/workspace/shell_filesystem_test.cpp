@@ -2,6 +2,7 @@
 // real /bin/sh), plus damaged-output injection.
 #include <catch2/catch.hpp>
 
+#include <exedev/testing/commands_only.hpp>
 #include <exedev/testing/run.hpp>
 #include <exedev/workspace/errors.hpp>
 #include <exedev/workspace/local_backend.hpp>
@@ -19,21 +20,13 @@
 #include <filesystem>
 #include <fstream>
 
-#include "conformance/workspace/commands_only.hpp"
 #include "workspace/shell_filesystem.hpp"
 #include "unit/workspace/support.hpp"
 
 namespace ws = exedev::workspace;
 
-namespace {
-// An argv built outside any co_await expression: GCC 12 miscompiles a braced list there.
-template <typename... Items>
-ws::Command cmd(Items... items) {
-  std::vector<std::string> cmd_items{std::string(items)...};
-  return ws::Command::argv(std::move(cmd_items));
-}
-}  // namespace
-using exedev::test::CommandsOnly;
+using exedev::testing::CommandsOnly;
+using exedev::test::cmd;
 using exedev::test::error_of;
 using exedev::test::errc_of;
 using exedev::test::TempDir;

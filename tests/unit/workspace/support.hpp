@@ -10,11 +10,22 @@
 #include <optional>
 #include <string>
 #include <system_error>
+#include <utility>
+#include <vector>
 #include <unistd.h>
 
 #include <exedev/testing/co_check.hpp>
+#include <exedev/workspace/types.hpp>
 
 namespace exedev::test {
+
+/// An argv command from its items, built outside any co_await expression: GCC 12 miscompiles
+/// a braced list there.
+template <typename... Items>
+workspace::Command cmd(Items... items) {
+  std::vector<std::string> argv{std::string(items)...};
+  return workspace::Command::argv(std::move(argv));
+}
 
 /// A fresh directory under $TMPDIR, removed with its contents on destruction.
 class TempDir {
