@@ -709,10 +709,7 @@ Emulator::Emulator(Options options) : impl_(std::make_unique<Impl>()) {
     std::filesystem::create_directories(impl.state_dir);
   }
   impl.control_secret = options.control_secret.empty() ? random_secret() : options.control_secret;
-  Modes modes = options.modes;
-  modes.boot_delay = std::max(modes.boot_delay, options.boot_delay);
-  impl.options.modes = modes;
-  impl.lobby = std::make_unique<Lobby>(LobbyConfig{impl.state_dir, options.token, options.tokens, modes});
+  impl.lobby = std::make_unique<Lobby>(LobbyConfig{impl.state_dir, options.token, options.tokens, options.modes});
   if (!options.plain_http) {
     impl.tls = make_tls_material();
     impl.ssl_context = std::make_unique<ssl::context>(ssl::context::tls_server);

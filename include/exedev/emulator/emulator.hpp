@@ -124,8 +124,6 @@ struct Options {
   /// Extra tokens to accept (for a tokens file or the command line).
   std::map<std::string, TokenSpec> tokens;
   Modes modes;
-  /// Convenience alias for modes.boot_delay (the larger of the two wins).
-  std::chrono::milliseconds boot_delay{0};
 };
 
 struct VMRecord {
