@@ -48,14 +48,14 @@ TEST_CASE("run fails a coroutine that hangs, after cancelling it") {
 }
 
 TEST_CASE("run fails when the coroutine leaves work behind") {
-  std::shared_ptr<asio::steady_timer> leaked;
   CHECK_THROWS_WITH(run(
-                        [&](asio::any_io_executor ex) -> asio::awaitable<void> {
-                          leaked = std::make_shared<asio::steady_timer>(ex, 1h);
-                          leaked->async_wait([](boost::system::error_code) {});
+                        [](asio::any_io_executor ex) -> asio::awaitable<void> {
+                          // Only the pending handler owns the timer, so the io_context's
+                          // shutdown destroys both (a timer outliving its context is UB).
+                          auto leaked = std::make_shared<asio::steady_timer>(ex, 1h);
+                          leaked->async_wait([leaked](boost::system::error_code) {});
                           co_return;
                         },
                         RunLimits{.deadline = 1s, .settle = 100ms}),
                     Catch::Contains("left work running"));
-  leaked.reset();
 }
