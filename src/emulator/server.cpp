@@ -605,21 +605,25 @@ asio::awaitable<bool> Emulator::Impl::run_ssh(Stream& stream, const http::reques
   }
 
   // kill mode: a read on the socket completes when the client goes away.
+  // The watcher only borrows from this frame, which outlives it (stop_watcher below waits for
+  // it), and captures nothing with a destructor: GCC 12 destroys the captures of a lambda made
+  // in the same expression as a co_await twice (GCC PR 100611; a shared_ptr capture here was
+  // released twice in the ASan build).
   bool client_gone = false;
   bool watcher_running = false;
-  std::shared_ptr<asio::steady_timer> watcher_done;
+  const auto executor = co_await asio::this_coro::executor;
+  asio::steady_timer watcher_done(executor, Clock::time_point::max());
   if (kill_on_disconnect && process) {
     watcher_running = true;
-    watcher_done = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor, Clock::time_point::max());
     asio::co_spawn(
-        co_await asio::this_coro::executor,
-        [&, process, watcher_done]() -> asio::awaitable<void> {
+        executor,
+        [&stream, &client_gone, &watcher_running, &watcher_done, watched = process.get()]() -> asio::awaitable<void> {
           char byte;
           co_await stream.async_read_some(asio::buffer(&byte, 1), use_tuple);
           client_gone = true;
           watcher_running = false;
-          process->kill_group();
-          watcher_done->cancel();
+          watched->kill_group();
+          watcher_done.cancel();
         },
         asio::detached);
   }
@@ -627,7 +631,7 @@ asio::awaitable<bool> Emulator::Impl::run_ssh(Stream& stream, const http::reques
     if (!watcher_running) co_return;
     boost::system::error_code ignored;
     socket_of(stream).cancel(ignored);
-    while (watcher_running) co_await watcher_done->async_wait(use_tuple);
+    while (watcher_running) co_await watcher_done.async_wait(use_tuple);
   };
 
   std::size_t sent = 0;
