@@ -8,6 +8,8 @@ endfunction()
 
 set(consumer_build ${WORK_DIR}/${MODE}/build)
 file(REMOVE_RECURSE ${WORK_DIR}/${MODE})
+set(configure_options -G ${GENERATOR} -DCMAKE_BUILD_TYPE=${BUILD_TYPE}
+    "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${LINKER_FLAGS}")
 
 if(MODE STREQUAL "find_package")
   set(prefix ${WORK_DIR}/${MODE}/prefix)
@@ -19,11 +21,11 @@ if(MODE STREQUAL "find_package")
       message(FATAL_ERROR "the installed package lacks ${expected}")
     endif()
   endforeach()
-  run_step(${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${consumer_build} -G ${GENERATOR}
-           -DCMAKE_BUILD_TYPE=${BUILD_TYPE} -DCMAKE_PREFIX_PATH=${prefix})
+  run_step(${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${consumer_build} ${configure_options}
+           -DCMAKE_PREFIX_PATH=${prefix})
 else()
-  run_step(${CMAKE_COMMAND} -S ${SUBDIRECTORY_DIR} -B ${consumer_build} -G ${GENERATOR}
-           -DCMAKE_BUILD_TYPE=${BUILD_TYPE} -DEXEDEV_SOURCE_DIR=${SOURCE_DIR} -DCONSUMER_DIR=${CONSUMER_DIR})
+  run_step(${CMAKE_COMMAND} -S ${SUBDIRECTORY_DIR} -B ${consumer_build} ${configure_options}
+           -DEXEDEV_SOURCE_DIR=${SOURCE_DIR} -DCONSUMER_DIR=${CONSUMER_DIR})
 endif()
 run_step(${CMAKE_COMMAND} --build ${consumer_build})
 if(MODE STREQUAL "find_package")
