@@ -7,9 +7,11 @@
 #include <exedev/workspace/unavailable.hpp>
 #include <exedev/workspace/workspace.hpp>
 
+#include <array>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -107,6 +109,22 @@ TEST_CASE("LocalBackend: timeout kills the group and keeps partial output", "[un
     }
     CHECK(message == "command timed out after 0.5s and was killed");
     CHECK(partial == "partial");
+  });
+}
+
+TEST_CASE("LocalBackend: a finite timeout too large for the clock is no practical limit", "[unit][workspace]") {
+  // steady_clock counts int64 nanoseconds (~292 years): converting these would overflow.
+  TempDir dir;
+  auto backend = std::make_shared<ws::LocalBackend>(dir.path());
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    const std::array<double, 3> timeouts{1e10, 1e300, std::numeric_limits<double>::max()};
+    for (const double seconds : timeouts) {
+      INFO(seconds);
+      RunOptions options;
+      options.timeout = ws::Seconds(seconds);
+      const auto result = co_await backend->run(cmd("true"), options);
+      CHECK(result == ws::CommandResult{0, "", ""});
+    }
   });
 }
 
