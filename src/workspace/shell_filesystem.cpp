@@ -391,11 +391,12 @@ Task<FileEntry> ShellFilesystem::stat(std::string path) {
 
 Task<std::string> ShellFilesystem::read_pages(std::string source_word, std::uint64_t size, std::string path,
                                               const char* limit_what) {
+  // `size` comes from the environment's output: it is trusted for nothing, not even a
+  // reservation. A damaged one fails at the first page that holds fewer bytes than it promises.
   std::string data;
-  data.reserve(size);
   const std::uint64_t page = limits_.read_page_bytes;
-  for (std::uint64_t index = 0; index * page < size; ++index) {
-    const auto expected = static_cast<std::size_t>(std::min<std::uint64_t>(page, size - index * page));
+  for (std::uint64_t index = 0; data.size() < size; ++index) {
+    const auto expected = static_cast<std::size_t>(std::min<std::uint64_t>(page, size - data.size()));
     CommandResult result;
     try {
       result = co_await sh(read_chunk_script(source_word, page, index));
@@ -462,13 +463,11 @@ Task<void> ShellFilesystem::write_bytes(std::string path, Bytes data) {
   }
   if (error) {
     const std::vector<std::string> leftovers{shell_quote(temp), shell_quote(decoded)};
-    {
     // Asio refuses any co_await in a cancelled coroutine; the cleanup must still run.
     const bool previous = co_await boost::asio::this_coro::throw_if_cancelled();
     co_await boost::asio::this_coro::throw_if_cancelled(false);
     co_await cleanup(remove_files_script(leftovers));
     co_await boost::asio::this_coro::throw_if_cancelled(previous);
-  }
     std::rethrow_exception(error);
   }
 }

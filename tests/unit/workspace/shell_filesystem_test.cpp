@@ -17,6 +17,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
 
@@ -194,6 +195,34 @@ TEST_CASE("shell filesystem: truncated or garbled output is never a result", "[u
     return r;
   });
   run([&](boost::asio::any_io_executor) -> Task<void> { CO_CHECK(damaged(co_await error_of<ws::WorkspaceError>(f.shell.stat("file")))); });
+}
+
+TEST_CASE("shell filesystem: an implausible size line is damaged output, not an allocation failure",
+          "[unit][workspace]") {
+  ShellFixture f;
+  std::ofstream(f.dir / "file") << std::string(1000, 'z');
+  std::filesystem::create_directories(f.dir / "sub/entry");
+  ws::ShellFilesystemLimits limits;
+  limits.listing_inline_bytes = 1;  // every listing is paged, so its size line sizes the read
+  f.only->set_limits(limits);
+  // 19 digits pass the digits check but exceed std::string::max_size(); 1 TB cannot be
+  // allocated. The pages hold the real bytes, far fewer than either.
+  const std::array<std::string, 2> sizes{"9999999999999999999", "1000000000000"};
+  for (const auto& size : sizes) {
+    INFO(size);
+    f.only->set_rewrite([&size](ws::CommandResult r) {
+      if (r.stdout_text == "1000\n") r.stdout_text = size + "\n";  // the stat of `file`
+      const auto paged = r.stdout_text.find("\nPAGED\n");
+      if (paged != std::string::npos) r.stdout_text = size + r.stdout_text.substr(paged);  // the listing
+      return r;
+    });
+    run([&](boost::asio::any_io_executor) -> Task<void> {
+      const auto read = co_await error_of<ws::WorkspaceError>(f.shell.read_bytes("file"));
+      CHECK(read == "shell filesystem returned damaged or incomplete output for '" + (f.dir / "file") + "'");
+      const auto listing = co_await error_of<ws::WorkspaceError>(f.shell.list_dir("sub"));
+      CHECK(listing == "shell filesystem returned damaged or incomplete output for '" + (f.dir / "sub") + "'");
+    });
+  }
 }
 
 TEST_CASE("shell filesystem: a read retries when the size changed, and gives up when it keeps changing",
