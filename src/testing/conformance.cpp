@@ -199,23 +199,59 @@ struct Background {
 
 // ---- the rules ----
 
+// A ref names an environment for good: both fields are set and it survives its JSON form.
+void check_ref_shape(const std::optional<ws::WorkspaceRef>& ref, const char* when) {
+  if (!ref) return;
+  INFO("ref() " << when);
+  CHECK_FALSE(ref->provider.empty());
+  CHECK_FALSE(ref->id.empty());
+  try {
+    CHECK(ws::WorkspaceRef::from_json(ref->to_json()) == *ref);
+  } catch (const std::invalid_argument& e) {
+    FAIL("the ref has no JSON form: " << e.what());
+  }
+}
+
 Task<void> test_has_the_required_members(Rule& r) {
   // Structural membership is a compile-time fact: the fixture returns a WorkspaceBackend, and a
-  // capability a backend claims is an abstract class it must implement in full.
+  // capability a backend claims is an abstract class it must implement in full. What remains
+  // at run time is that the members answer as documented: ref() is nullopt or a well-formed
+  // ref that reading does not change, working_dir() is absolute and stable, and a backend with
+  // commands offers shell-filesystem sizes the derived filesystem can use.
   REQUIRE(r.backend != nullptr);
-  (void)r.backend->ref();
-  SUCCEED("ref() and working_dir() are members of WorkspaceBackend");
-  co_return;
+  const auto before = r.backend->ref();
+  check_ref_shape(before, "before the first operation");
+  CHECK(r.backend->ref() == before);
+  const auto wd = co_await r.backend->working_dir();
+  REQUIRE_FALSE(wd.empty());
+  CHECK(wd.front() == '/');
+  const auto after = r.backend->ref();
+  check_ref_shape(after, "after working_dir()");
+  CHECK(r.backend->ref() == after);
+  CO_CHECK(co_await r.backend->working_dir() == wd);
+  if (const auto* c = dynamic_cast<const ws::SupportsCommands*>(r.backend.get())) {
+    const auto limits = c->shell_filesystem_limits();
+    CHECK(limits.read_page_bytes > 0);
+    CHECK(limits.write_chunk_chars > 0);
+  }
 }
 
 Task<void> test_command_form_must_match_shell(Rule& r) {
-  (void)commands(r.backend);
+  auto& backend_commands = commands(r.backend);
   // run('true') and run(['true'], shell=True) do not compile (static_asserts above). What
-  // remains at run time is Workspace.run's empty-argv check.
-  co_await expect_throw<std::invalid_argument>(r.ws->run(Command::argv({})), "run(argv{})",
+  // remains at run time: an empty argv is refused with std::invalid_argument by Workspace::run
+  // and by the backend itself (callers may use it without the facade), and an argv is never
+  // handed to a shell as text.
+  const std::vector<std::string> no_items;
+  co_await expect_throw<std::invalid_argument>(r.ws->run(Command::argv(no_items)), "Workspace::run(argv{})",
                                                [](const std::invalid_argument& e) {
                                                  return std::string(e.what()) == "command must not be empty";
                                                });
+  co_await expect_throw<std::invalid_argument>(backend_commands.run(Command::argv(no_items), RunOptions{}),
+                                               "the backend's own run(argv{})");
+  const auto result = co_await argv(r.backend, cmd("exit 3"));
+  INFO("argv {\"exit 3\"} names a program, not a shell line");
+  CHECK(result.exit_code == 127);
 }
 
 Task<void> test_stdin_is_at_eof(Rule& r) {
