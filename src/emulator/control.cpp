@@ -17,10 +17,13 @@ Json modes_json(const Modes& m) {
           {"paused_vm_ssh", m.paused_vm_ssh == PausedVmSsh::refuse ? "refuse" : "auto-resume"},
           {"on_client_disconnect", m.on_client_disconnect == OnClientDisconnect::keep_running ? "keep-running" : "kill"},
           {"trailers", m.trailers == Trailers::send ? "send" : "strip"},
+          {"ssh_nonzero_exit", m.ssh_nonzero_exit == SshNonzeroExit::stream ? "stream" : "unprocessable"},
+          {"cut_exit_code", m.cut_exit_code ? Json(*m.cut_exit_code) : Json(nullptr)},
           {"unready_true_quirk", m.unready_true_quirk},
           {"cp_response", m.cp_response == CpResponse::legacy ? "legacy" : "new-like"},
           {"rate_limit", {{"enabled", m.rate_limit.enabled}, {"burst", m.rate_limit.burst},
-                          {"refill_per_second", m.rate_limit.refill_per_second}, {"overdraft", m.rate_limit.overdraft}}},
+                          {"refill_per_second", m.rate_limit.refill_per_second}, {"overdraft", m.rate_limit.overdraft},
+                          {"retry_after", m.rate_limit.retry_after}}},
           {"latency_ms", m.latency.count()},
           {"boot_delay_ms", m.boot_delay.count()}};
 }
@@ -42,6 +45,14 @@ Modes apply_modes(Modes m, const Json& j) {
     m.on_client_disconnect = required(on_disconnect_from(j.at("on_client_disconnect").get<std::string>()), "on_client_disconnect");
   }
   if (j.contains("trailers")) m.trailers = required(trailers_from(j.at("trailers").get<std::string>()), "trailers");
+  if (j.contains("ssh_nonzero_exit")) {
+    m.ssh_nonzero_exit = required(ssh_nonzero_exit_from(j.at("ssh_nonzero_exit").get<std::string>()), "ssh_nonzero_exit");
+  }
+  if (j.contains("cut_exit_code")) {
+    const Json& v = j.at("cut_exit_code");
+    m.cut_exit_code = v.is_null() ? std::nullopt : std::optional(v.get<int>());
+    if (m.cut_exit_code && (*m.cut_exit_code < 0 || *m.cut_exit_code > 255)) throw std::invalid_argument("invalid cut_exit_code");
+  }
   if (j.contains("unready_true_quirk")) m.unready_true_quirk = j.at("unready_true_quirk").get<bool>();
   if (j.contains("cp_response")) m.cp_response = required(cp_response_from(j.at("cp_response").get<std::string>()), "cp_response");
   if (j.contains("rate_limit")) {
@@ -50,6 +61,7 @@ Modes apply_modes(Modes m, const Json& j) {
     m.rate_limit.burst = r.value("burst", m.rate_limit.burst);
     m.rate_limit.refill_per_second = r.value("refill_per_second", m.rate_limit.refill_per_second);
     m.rate_limit.overdraft = r.value("overdraft", m.rate_limit.overdraft);
+    m.rate_limit.retry_after = r.value("retry_after", m.rate_limit.retry_after);
   }
   if (j.contains("latency_ms")) m.latency = milliseconds(j.at("latency_ms").get<long long>());
   if (j.contains("boot_delay_ms")) m.boot_delay = milliseconds(j.at("boot_delay_ms").get<long long>());
@@ -83,6 +95,11 @@ std::optional<OnClientDisconnect> on_disconnect_from(std::string_view name) {
 std::optional<Trailers> trailers_from(std::string_view name) {
   if (name == "send") return Trailers::send;
   if (name == "strip") return Trailers::strip;
+  return std::nullopt;
+}
+std::optional<SshNonzeroExit> ssh_nonzero_exit_from(std::string_view name) {
+  if (name == "stream") return SshNonzeroExit::stream;
+  if (name == "unprocessable") return SshNonzeroExit::unprocessable;
   return std::nullopt;
 }
 std::optional<CpResponse> cp_response_from(std::string_view name) {

@@ -15,6 +15,7 @@ namespace exedev::emulator {
 std::optional<PausedVmSsh> paused_vm_ssh_from(std::string_view name);       ///< refuse | auto-resume
 std::optional<OnClientDisconnect> on_disconnect_from(std::string_view name);  ///< keep-running | kill
 std::optional<Trailers> trailers_from(std::string_view name);                 ///< send | strip
+std::optional<SshNonzeroExit> ssh_nonzero_exit_from(std::string_view name);   ///< stream | unprocessable
 std::optional<CpResponse> cp_response_from(std::string_view name);            ///< legacy | new-like
 std::optional<FaultKind> fault_kind_from(std::string_view name);              ///< reset-before-run, …
 /// "none", or a duration: <N>ms, <N>s, <N>m (plain N = milliseconds).

@@ -47,7 +47,8 @@ std::vector<std::string> preparse_flags(const std::vector<std::string>& words) {
       positional.push_back(word);
     }
   }
-  if (ended) flags.emplace_back("--");
+  // `--` goes back in only when a positional word would otherwise read as a flag (`-----BEGIN`).
+  if (std::any_of(positional.begin(), positional.end(), starts_with_dash)) flags.emplace_back("--");
   flags.insert(flags.end(), positional.begin(), positional.end());
   return flags;
 }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <fnmatch.h>
 #include <fstream>
@@ -69,6 +70,12 @@ Reply json_reply(unsigned status, std::string body) {
 
 Reply ok(const Json& json) { return json_reply(200, dump(json)); }
 Reply fail(const std::string& message) { return error_reply(422, message); }
+
+// The egress flag is not documented by exe.dev; the emulator names it `--egress` (docs/emulator.md).
+std::optional<Reply> refuse_egress(const std::string& egress) {
+  if (egress == "all" || egress == "integrations") return std::nullopt;
+  return fail(fmt::format("invalid --egress \"{}\": must be all or integrations", egress));
+}
 
 std::mt19937_64& rng() {
   thread_local std::mt19937_64 engine{std::random_device{}()};
@@ -181,7 +188,8 @@ const std::vector<Lobby::Command>& Lobby::command_table() {
   using K = FlagKind;
   const FlagSpec json{"json", K::boolean, {}, "JSON output (always on over HTTPS)"};
   static const std::vector<Command> table = {
-      {"help", &Lobby::cmd_help, false, {json}, "help [command]", "show commands and their flags"},
+      // Raw-args like ssh (addendum, correction 1): no flag parsing; words starting with `-` are skipped.
+      {"help", &Lobby::cmd_help, true, {}, "help [command]", "show commands and their flags"},
       {"new", &Lobby::cmd_new, false,
        {{"name", K::string, {}, "VM name"}, {"image", K::string, {}, "container image (default exeuntu)"},
         {"command", K::string, {}, "auto, none or a custom command"}, {"prompt", K::string, {}, "prompt for Shelley"},
@@ -199,7 +207,7 @@ const std::vector<Lobby::Command>& Lobby::command_table() {
        {{"copy-tags", K::boolean, {}, "copy the source's tags (default true)"}, {"memory", K::string, {}, "memory"},
         {"disk", K::string, {}, "disk"}, {"cpu", K::uint, {}, "vCPUs"}, json,
         {"standalone", K::boolean, {"sandbox"}, "standalone copy"}, {"pool", K::string, {}, "pool"},
-        {"no-pool", K::boolean, {}, "no pool"}},
+        {"no-pool", K::boolean, {}, "no pool"}, {"egress", K::string, {}, "egress policy: all or integrations"}},
        "cp <source-vm> [new-name] [--copy-tags=false]", "copy a VM"},
       {"ls", &Lobby::cmd_ls, false,
        {{"l", K::boolean, {}, "long"}, {"a", K::boolean, {}, "include team VMs"}, json},
@@ -406,8 +414,14 @@ std::variant<Reply, std::string> Lobby::authorize(std::string_view method, std::
   const auto now = SysClock::now();
   if (key.spec.expires_at && now >= *key.spec.expires_at) return unauthorized("invalid token: token has expired");
   if (key.spec.key_expires_at && now >= *key.spec.key_expires_at) return error_reply(403, "SSH key has expired");
-  if (config_.modes.rate_limit.enabled && !limiter_.allow(config_.modes.rate_limit, token, Clock::now())) {
-    return error_reply(429, "rate limit exceeded");
+  const RateLimit& limits = config_.modes.rate_limit;
+  if (limits.enabled && !limiter_.allow(limits, token, Clock::now())) {
+    Reply refused = error_reply(429, "rate limit exceeded");
+    if (limits.retry_after) {
+      const auto seconds = static_cast<long long>(std::ceil(limiter_.seconds_until_token(limits, token)));
+      refused.headers.emplace_back("Retry-After", std::to_string(std::max(1LL, seconds)));
+    }
+    return refused;
   }
   return token;
 }
@@ -418,6 +432,8 @@ std::variant<Reply, Prepared> Lobby::prepare(const std::string& token, std::stri
   if (line.empty()) return error_reply(400, "missing command in request body");
   LexResult lexed = lex(line);
   if (lexed.error) return error_reply(400, "invalid command syntax");
+  // Words that lex to nothing (`''`) leave no command, checked again after splitting.
+  if (lexed.words.empty()) return error_reply(400, "missing command in request body");
 
   Prepared prepared;
   prepared.token = token;
@@ -428,10 +444,10 @@ std::variant<Reply, Prepared> Lobby::prepare(const std::string& token, std::stri
   prepared.command = command->name;
   prepared.arguments.assign(prepared.words.begin() + static_cast<std::ptrdiff_t>(length), prepared.words.end());
 
-  // The VM the request names, for the `ssh <vm>` cmds form, faults and records.
-  if (command->raw_args) {
+  // The VM the request names, for the `ssh <vm>` cmds form, faults and records (help names none).
+  if (command->name == "ssh") {
     prepared.vm = ssh_target(prepared.arguments, nullptr).value_or("");
-  } else {
+  } else if (!command->raw_args) {
     std::string ignored;
     if (const auto flags = FlagSet(command->flags).parse(preparse_flags(prepared.arguments), ignored)) {
       if (command->name == "new") prepared.vm = flags->str("name");
@@ -459,6 +475,11 @@ std::variant<Reply, SshPlan> Lobby::execute(const Prepared& request, Clock::time
   if (key_it == keys_.end()) return fail("SSH key was removed");
   std::size_t length = 0;
   const Command* command = resolve(request.words, length);
+  // Tag-scoped keys are deny-by-default (§1.3, §2.4): of the emulated commands, pause and
+  // resume are not marked AllowTagScoped.
+  if (key_it->second.spec.tag && (command->name == "pause" || command->name == "resume")) {
+    return fail("command not allowed by SSH key permissions");
+  }
   auto result = (this->*(command->handler))(key_it->second, request);
   if (auto* reply = std::get_if<Reply>(&result); reply && reply->status != 200) {
     if (Clock::now() - started >= config_.modes.lobby_deadline) return error_reply(504, "command timed out");
@@ -532,13 +553,13 @@ std::optional<ParsedFlags> Lobby::parse_command_flags(const Prepared& request, s
 // Handlers. Each runs with mutex_ held.
 
 std::variant<Reply, SshPlan> Lobby::cmd_help(const Key&, const Prepared& request) {
-  std::optional<Reply> error;
-  const auto flags = parse_command_flags(request, error);
-  if (!flags) return *error;
-  if (!flags->positional.empty()) {
+  std::vector<std::string> topic;
+  std::copy_if(request.arguments.begin(), request.arguments.end(), std::back_inserter(topic),
+               [](const std::string& word) { return word.empty() || word[0] != '-'; });
+  if (!topic.empty()) {
     std::size_t length = 0;
-    const Command* command = resolve(flags->positional, length);
-    if (command == nullptr) return fail(fmt::format("unknown command \"{}\"", join(flags->positional, " ")));
+    const Command* command = resolve(topic, length);
+    if (command == nullptr) return fail(fmt::format("unknown command \"{}\"", join(topic, " ")));
     return ok(command_help(*command));
   }
   Json commands = Json::array();
@@ -565,9 +586,7 @@ std::variant<Reply, SshPlan> Lobby::cmd_new(const Key& key, const Prepared& requ
     return fail("--standalone cannot be combined with --pool or --no-pool");
   }
   const std::string egress = flags->str("egress", "all");
-  if (egress != "all" && egress != "integrations") {
-    return fail(fmt::format("invalid --egress \"{}\": must be all or integrations", egress));
-  }
+  if (auto refused = refuse_egress(egress)) return *refused;
 
   std::string name = flags->str("name");
   if (name.empty()) {
@@ -671,6 +690,10 @@ std::variant<Reply, SshPlan> Lobby::cmd_cp(const Key& key, const Prepared& reque
     *target = *size;
   }
   if (flags->has("standalone")) copy.record.standalone = flags->boolean("standalone");
+  if (flags->has("egress")) {
+    if (auto refused = refuse_egress(flags->str("egress"))) return *refused;
+    copy.record.egress = flags->str("egress");
+  }
   std::set<std::string> tags;
   if (flags->boolean("copy-tags", true)) tags.insert(copy.record.tags.begin(), copy.record.tags.end());
   if (key.spec.tag) tags.insert(*key.spec.tag);

@@ -4,6 +4,7 @@
 
 #include "emulator/control.hpp"
 
+#include <charconv>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
@@ -35,11 +36,15 @@ on stdout, one per line. See docs/emulator.md.
   --paused-vm-ssh=refuse|auto-resume            (default refuse)
   --on-client-disconnect=keep-running|kill      (default keep-running)
   --trailers=send|strip                         (default send)
+  --ssh-nonzero-exit=stream|unprocessable       (default stream: 200 + X-Exe-Exit)
+  --cut-exit-code=N|none      a cut ssh stream ends with X-Exe-Exit: N (default none: no
+                              last chunk)
   --cp-response=legacy|new-like                 (default legacy)
   --unready-true-quirk        a booting VM answers `ssh vm true` with exit 0
   --rate-limit                enable the per-token rate limiter
   --rate-burst=N --rate-refill=PER_SECOND --rate-overdraft=N   (defaults 60, 1, 120)
-  --latency=DUR               delay added to every /exec request (default 0)
+  --rate-retry-after          a 429 carries Retry-After
+  --latency=DUR               time every command takes in the lobby (default 0)
   --help                      this text
 DUR is N (milliseconds), Nms, Ns or Nm.
 )";
@@ -148,12 +153,25 @@ int main(int argc, char** argv) {
     else if (name == "--paused-vm-ssh") modes.paused_vm_ssh = need(paused_vm_ssh_from(need_value()), name);
     else if (name == "--on-client-disconnect") modes.on_client_disconnect = need(on_disconnect_from(need_value()), name);
     else if (name == "--trailers") modes.trailers = need(trailers_from(need_value()), name);
+    else if (name == "--ssh-nonzero-exit") modes.ssh_nonzero_exit = need(ssh_nonzero_exit_from(need_value()), name);
+    else if (name == "--cut-exit-code") {
+      const std::string value = need_value();
+      if (value == "none") {
+        modes.cut_exit_code.reset();
+      } else {
+        int code = -1;
+        const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), code);
+        if (ec != std::errc() || end != value.data() + value.size() || code < 0 || code > 255) bad("invalid --cut-exit-code");
+        modes.cut_exit_code = code;
+      }
+    }
     else if (name == "--cp-response") modes.cp_response = need(cp_response_from(need_value()), name);
     else if (name == "--unready-true-quirk") modes.unready_true_quirk = true;
     else if (name == "--rate-limit") modes.rate_limit.enabled = true;
     else if (name == "--rate-burst") modes.rate_limit.burst = number();
     else if (name == "--rate-refill") modes.rate_limit.refill_per_second = number();
     else if (name == "--rate-overdraft") modes.rate_limit.overdraft = number();
+    else if (name == "--rate-retry-after") modes.rate_limit.retry_after = true;
     else if (name == "--latency") modes.latency = duration();
     else bad("unknown option " + name);
   }

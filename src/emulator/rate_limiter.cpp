@@ -28,4 +28,10 @@ bool RateLimiter::allow(const RateLimit& limits, const std::string& key, Clock::
   return false;
 }
 
+double RateLimiter::seconds_until_token(const RateLimit& limits, const std::string& key) const {
+  const auto it = buckets_.find(key);
+  if (it == buckets_.end() || it->second.tokens >= 1 || limits.refill_per_second <= 0) return 0;
+  return (1 - it->second.tokens) / limits.refill_per_second;
+}
+
 }  // namespace exedev::emulator

@@ -20,6 +20,9 @@ class RateLimiter {
 
   /// True if the request may proceed.
   bool allow(const RateLimit& limits, const std::string& key, Clock::time_point now);
+  /// Seconds until `key`'s bucket holds a whole token again, as of its last allow() (0 for an
+  /// unknown key or a full enough bucket).
+  double seconds_until_token(const RateLimit& limits, const std::string& key) const;
   void clear() { buckets_.clear(); order_.clear(); }
 
  private:

@@ -38,6 +38,7 @@
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+#include <utility>
 
 namespace exedev::emulator {
 
@@ -434,7 +435,6 @@ asio::awaitable<void> Emulator::Impl::session(Stream& stream) {
 template <typename Stream>
 asio::awaitable<bool> Emulator::Impl::handle_exec(Stream& stream, beast::flat_buffer& buffer,
                                                    http::request_parser<http::string_body>& parser) {
-  const auto started = Clock::now();
   const auto& request = parser.get();
   const unsigned version = request.version();
   CommandRecord record;
@@ -462,12 +462,6 @@ asio::awaitable<bool> Emulator::Impl::handle_exec(Stream& stream, beast::flat_bu
   }
   if (broken) co_return false;
 
-  const Modes modes = lobby->modes();
-  if (modes.latency.count() > 0) {
-    asio::steady_timer timer(co_await asio::this_coro::executor, modes.latency);
-    co_await timer.async_wait(use_tuple);
-  }
-
   auto prepared = lobby->prepare(std::get<std::string>(authorized), parser.get().body());
   if (auto* reply = std::get_if<Reply>(&prepared)) {
     finish(reply->status);
@@ -485,13 +479,20 @@ asio::awaitable<bool> Emulator::Impl::handle_exec(Stream& stream, beast::flat_bu
     co_return false;
   }
   if (fault && fault->kind == FaultKind::stall) {
+    finish(0);  // recorded as the stall begins, so a test can act while the request hangs
     asio::steady_timer timer(co_await asio::this_coro::executor, fault->duration);
     co_await timer.async_wait(use_tuple);
-    finish(0);
     reset(stream);
     co_return false;
   }
 
+  // The lobby deadline runs from here, as exe.dev starts it just before executing the command;
+  // the added latency is time the command takes, so it counts against the deadline.
+  const auto started = Clock::now();
+  if (const auto latency = lobby->modes().latency; latency.count() > 0) {
+    asio::steady_timer timer(co_await asio::this_coro::executor, latency);
+    co_await timer.async_wait(use_tuple);
+  }
   auto outcome = lobby->execute(command, started);
   if (auto* plan = std::get_if<SshPlan>(&outcome)) co_return co_await run_ssh(stream, request, *plan, fault, record);
 
@@ -585,6 +586,29 @@ asio::awaitable<bool> Emulator::Impl::run_ssh(Stream& stream, const http::reques
     co_return co_await write_reply(stream, reply, request.version(), request.keep_alive());
   }
 
+  // ssh_nonzero_exit=unprocessable: the status depends on the exit code, so the output is held
+  // until the command ends (or the time limit cuts the request).
+  std::string held;
+  if (modes.ssh_nonzero_exit == SshNonzeroExit::unprocessable && process) {
+    while (!process->finished() && Clock::now() < deadline) {
+      held += process->take_output();
+      co_await process->wait(deadline);
+    }
+    held += process->take_output();
+    if (!process->finished()) {
+      process->detach();
+      finish(0);
+      reset(stream);
+      co_return false;
+    }
+    if (const int code = process->exit_code().value_or(255); code != 0) {
+      record.exit_code = code;
+      const Reply failed = error_reply(422, fmt::format("command exited with status {}", code));
+      finish(422);
+      co_return co_await write_reply(stream, failed, request.version(), request.keep_alive());
+    }
+  }
+
   const bool kill_on_disconnect = modes.on_client_disconnect == OnClientDisconnect::kill;
   const bool send_trailer = modes.trailers == Trailers::send;
   http::response<http::empty_body> response{http::status::ok, request.version()};
@@ -638,8 +662,8 @@ asio::awaitable<bool> Emulator::Impl::run_ssh(Stream& stream, const http::reques
   const std::size_t limit = fault && fault->kind == FaultKind::truncate_stream ? fault->after_bytes : SIZE_MAX;
   enum class End { complete, no_trailer, client_gone } end = End::complete;
   while (process) {
-    if (process->has_output()) {
-      std::string data = process->take_output();
+    if (!held.empty() || process->has_output()) {
+      std::string data = std::exchange(held, std::string()) + process->take_output();
       if (sent + data.size() > limit) data.resize(limit - sent);
       if (!data.empty()) {
         const auto chunk = http::make_chunk(asio::buffer(data));
@@ -667,12 +691,21 @@ asio::awaitable<bool> Emulator::Impl::run_ssh(Stream& stream, const http::reques
     }
     co_await process->wait(deadline);
   }
+  const bool truncated = limit != SIZE_MAX;
   if (end == End::complete && limit == 0) end = End::no_trailer;  // truncate after 0 bytes
   if (end == End::complete && process && !lobby->vm_current(plan.vm_id, plan.generation)) {
     end = End::no_trailer;  // the VM was removed or restarted under the command
   }
+  // cut_exit_code: a stream cut by the time limit or the VM's removal ends properly instead.
+  std::optional<int> exit_code_sent;
+  if (end == End::no_trailer && !truncated && modes.cut_exit_code) {
+    end = End::complete;
+    exit_code_sent = *modes.cut_exit_code;
+  }
   co_await stop_watcher();
-  if (process) {
+  if (exit_code_sent) {
+    if (process && !process->finished()) process->detach();
+  } else if (process) {
     record.exit_code = process->exit_code();
     if (end == End::client_gone && kill_on_disconnect) process->kill_group();
     if (!process->finished()) process->detach();
@@ -685,7 +718,7 @@ asio::awaitable<bool> Emulator::Impl::run_ssh(Stream& stream, const http::reques
     co_return false;
   }
   http::fields trailer;
-  if (send_trailer) trailer.set("X-Exe-Exit", std::to_string(record.exit_code.value_or(255)));
+  if (send_trailer) trailer.set("X-Exe-Exit", std::to_string(exit_code_sent.value_or(record.exit_code.value_or(255))));
   const auto last_chunk = http::make_chunk_last(trailer);
   // Recorded before the client can see the end of the response, so a test that counts
   // commands right after a run returns never misses this one.

@@ -37,6 +37,15 @@ enum class Trailers {
   strip,  ///< neither the header nor the trailer, as a trailer-stripping proxy would do.
 };
 
+/// How `ssh` answers a command that exits non-zero (unknown in production; the addendum says
+/// to assume 200 and accept 422 too).
+enum class SshNonzeroExit {
+  stream,         ///< 200, the output as it arrives, `X-Exe-Exit: <code>` (default).
+  unprocessable,  ///< the response waits for the command's end: a non-zero exit answers 422
+                  ///< {"error":"command exited with status N"} and its output is not delivered;
+                  ///< exit 0 answers 200 with the output and the trailer.
+};
+
 /// The JSON shape of a successful `cp`.
 enum class CpResponse {
   legacy,    ///< {"name","state":"starting","source","ssh","elapsed"} (May 2026 code; default).
@@ -49,6 +58,9 @@ struct RateLimit {
   double burst = 60;               ///< bucket size.
   double refill_per_second = 1;    ///< tokens added per second.
   double overdraft = 120;          ///< how far into debt refused requests push the bucket.
+  /// A 429 carries `Retry-After: <seconds until the bucket holds a token, rounded up>` (never
+  /// seen in exe.dev's public code; off by default).
+  bool retry_after = false;
 };
 
 /// Behaviours that can change at run time (Emulator::set_modes).
@@ -61,6 +73,11 @@ struct Modes {
   PausedVmSsh paused_vm_ssh = PausedVmSsh::refuse;
   OnClientDisconnect on_client_disconnect = OnClientDisconnect::keep_running;
   Trailers trailers = Trailers::send;
+  SshNonzeroExit ssh_nonzero_exit = SshNonzeroExit::stream;
+  /// How an `ssh` stream cut by the time limit or by its VM's removal ends (unknown in
+  /// production): nullopt = the body just ends, without the last chunk (default); a value = the
+  /// body ends properly with `X-Exe-Exit: <value>` (when trailers are sent).
+  std::optional<int> cut_exit_code;
   /// While a VM boots, `ssh <vm> true` succeeds (exe.dev's own REPL answers it) while any
   /// other command gets 422 `failed to connect to VM: …`. Off: every command gets the 422.
   bool unready_true_quirk = false;
@@ -109,7 +126,7 @@ struct Fault {
 };
 
 struct Options {
-  /// VMs live here (one directory each, metadata in vms.json). Empty = a fresh temporary
+  /// VMs live here (one directory each, metadata in emulator-state.json). Empty = a fresh temporary
   /// directory removed on destruction. A new Emulator on the same directory sees the same VMs
   /// and accepts the same tokens.
   std::filesystem::path state_dir;

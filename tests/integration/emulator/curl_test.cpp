@@ -178,6 +178,26 @@ Fault fault_of(FaultKind kind, std::string command, std::string vm = {}) {
   return fault;
 }
 
+// Makes this process's stdin an open pipe for its lifetime: a child that inherited it would
+// see a pipe, not /dev/null.
+struct StdinPipe {
+  int fds[2] = {-1, -1};
+  int saved = -1;
+  StdinPipe() {
+    REQUIRE(::pipe(fds) == 0);
+    saved = ::dup(0);
+    REQUIRE(::dup2(fds[0], 0) == 0);
+  }
+  ~StdinPipe() {
+    ::dup2(saved, 0);
+    ::close(saved);
+    ::close(fds[0]);
+    ::close(fds[1]);
+  }
+  StdinPipe(const StdinPipe&) = delete;
+  StdinPipe& operator=(const StdinPipe&) = delete;
+};
+
 char process_state(int pid) {
   const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
   const auto paren = stat.rfind(')');
@@ -236,6 +256,11 @@ TEST_CASE("curl: every status code of the /exec table", "[integration][status]")
   const Response limited = h.exec("ls");
   CHECK(limited.status == 429);
   CHECK(limited.body == "{\"error\":\"rate limit exceeded\"}\n");
+  CHECK(limited.headers.find("Retry-After") == std::string::npos);  // not sent by default
+  modes.rate_limit.retry_after = true;
+  h.emulator.set_modes(modes);
+  // The bucket is at -2 after this refusal; at 0.001 tokens/s a whole token is 3000 s away.
+  CHECK(h.exec("ls").has_header("Retry-After: 3000"));
 
   // A command that fails after the lobby deadline answers 504; latency pushes it there.
   modes.rate_limit.enabled = false;
@@ -271,8 +296,11 @@ TEST_CASE("curl: ssh streams combined output and ends with the X-Exe-Exit traile
   CHECK(h.exec("ssh run-vm 'kill -9 $$'").has_header("X-Exe-Exit: 137"));
   // The words after the VM are joined with single spaces and run by /bin/sh -c.
   CHECK(h.exec("ssh run-vm echo a   b 'c  d'").body == "a b c d\n");
-  // stdin is /dev/null.
-  CHECK(h.exec("ssh run-vm cat").has_header("X-Exe-Exit: 0"));
+  // stdin is /dev/null, even when the emulator's own stdin is something else.
+  {
+    StdinPipe pipe_as_stdin;
+    CHECK(h.exec("ssh run-vm 'readlink /proc/self/fd/0'").body == "/dev/null\n");
+  }
   // VM environment from new --env.
   REQUIRE(h.exec("new --name=env-vm --env=GREETING=hi").status == 200);
   CHECK(h.exec("ssh env-vm 'echo $GREETING'").body == "hi\n");
@@ -369,10 +397,40 @@ TEST_CASE("curl: ssh time limit and client disconnect modes", "[integration][mod
     write_file(gate, "");
     CHECK(eventually([&] { return fs::exists(marker); }));
   }
-  SECTION("no limit: a command may outlast 30 s of nothing (checked with a gate, not a clock)") {
+  SECTION("no limit: after a short limit is lifted, a command outlasts it") {
+    modes.ssh_time_limit = 100ms;
+    h.emulator.set_modes(modes);
+    CHECK(h.exec("ssh mode-vm 'sleep 0.5; echo late'").curl_exit != 0);  // cut while the limit holds
     modes.ssh_time_limit.reset();
     h.emulator.set_modes(modes);
-    CHECK(h.exec("ssh mode-vm 'sleep 0.3; echo late'").body == "late\n");
+    const Response late = h.exec("ssh mode-vm 'sleep 0.5; echo late'");
+    CHECK(late.body == "late\n");
+    CHECK(late.has_header("X-Exe-Exit: 0"));
+  }
+  SECTION("cut_exit_code: a cut stream ends properly with that X-Exe-Exit") {
+    modes.ssh_time_limit = 200ms;
+    modes.cut_exit_code = 255;
+    h.emulator.set_modes(modes);
+    const auto gate = h.dir() / "gate";
+    const Response cut = h.exec("ssh mode-vm 'echo begun; while [ ! -e " + gate.string() + " ]; do sleep 0.01; done; touch " + marker.string() + "'");
+    CHECK(cut.status == 200);
+    CHECK(cut.curl_exit == 0);
+    CHECK(cut.body == "begun\n");
+    CHECK(cut.has_header("X-Exe-Exit: 255"));
+    write_file(gate, "");
+    CHECK(eventually([&] { return fs::exists(marker); }));  // the command kept running
+  }
+  SECTION("ssh_nonzero_exit=unprocessable: a non-zero exit answers 422 after the command ends") {
+    modes.ssh_nonzero_exit = SshNonzeroExit::unprocessable;
+    h.emulator.set_modes(modes);
+    const Response failed = h.exec("ssh mode-vm 'echo lost; touch " + marker.string() + "; exit 3'");
+    CHECK(failed.status == 422);
+    CHECK(failed.body == "{\"error\":\"command exited with status 3\"}\n");
+    CHECK(fs::exists(marker));  // it ran to its end first
+    const Response fine = h.exec("ssh mode-vm 'echo ok'");
+    CHECK(fine.status == 200);
+    CHECK(fine.body == "ok\n");
+    CHECK(fine.has_header("X-Exe-Exit: 0"));
   }
   SECTION("keep-running: the client leaving does not stop the command") {
     const auto gate = h.dir() / "gate";
@@ -493,10 +551,17 @@ TEST_CASE("curl: the control endpoint", "[integration][control]") {
   const std::string secret = h.emulator.control_secret();
   CHECK(control("fault", R"({"kind":"http-status","command":"ls","status":504})", secret).status == 200);
   CHECK(h.exec("ls").status == 504);
-  const Response modes = control("modes", R"({"trailers":"strip","ssh_time_limit_ms":null})", secret);
+  const Response modes = control(
+      "modes",
+      R"({"trailers":"strip","ssh_time_limit_ms":null,"ssh_nonzero_exit":"unprocessable","cut_exit_code":255,"rate_limit":{"retry_after":true}})",
+      secret);
   CHECK(modes.status == 200);
   CHECK(h.emulator.modes().trailers == Trailers::strip);
   CHECK_FALSE(h.emulator.modes().ssh_time_limit);
+  CHECK(h.emulator.modes().ssh_nonzero_exit == SshNonzeroExit::unprocessable);
+  CHECK(h.emulator.modes().cut_exit_code == 255);
+  CHECK(h.emulator.modes().rate_limit.retry_after);
+  CHECK(control("modes", R"({"cut_exit_code":256})", secret).status == 400);
   const Response token = control("token", R"({"cmds":["ls"],"tag":"ci"})", secret);
   REQUIRE(token.status == 200);
   const auto issued = token.body.substr(10, 31);

@@ -10,8 +10,11 @@ TEST_CASE("pre-parser moves flag words and their values before positional words"
   CHECK(preparse_flags({"a", "--name=x", "b"}) == Words{"--name=x", "a", "b"});
   CHECK(preparse_flags({"src", "--copy-tags", "false"}) == Words{"--copy-tags", "false", "src"});
   CHECK(preparse_flags({"-a", "-b", "c"}) == Words{"-a", "-b", "c"});
-  CHECK(preparse_flags({"x", "-----BEGIN", "y"}) == Words{"x", "-----BEGIN", "y"});
+  // `--` goes before the positional words exactly when one of them starts with `-`.
+  CHECK(preparse_flags({"x", "-----BEGIN", "y"}) == Words{"--", "x", "-----BEGIN", "y"});
+  CHECK(preparse_flags({"-----BEGIN", "x"}) == Words{"--", "-----BEGIN", "x"});
   CHECK(preparse_flags({"a", "--", "-b", "--c"}) == Words{"--", "a", "-b", "--c"});
+  CHECK(preparse_flags({"a", "--", "b"}) == Words{"a", "b"});
 }
 
 TEST_CASE("Go flag parsing after the pre-parser", "[flags]") {
@@ -48,6 +51,12 @@ TEST_CASE("Go flag parsing after the pre-parser", "[flags]") {
     REQUIRE(parsed);
     CHECK(parsed->boolean("d"));
     CHECK(parsed->positional == Words{"vm", "t"});
+  }
+  SECTION("a PEM-like word stays positional even when it comes first") {
+    const auto parsed = set.parse(preparse_flags({"-----BEGIN", "--name=n"}), error);
+    REQUIRE(parsed);
+    CHECK(parsed->str("name") == "n");
+    CHECK(parsed->positional == Words{"-----BEGIN"});
   }
   SECTION("-- ends flags") {
     const auto parsed = set.parse(preparse_flags({"a", "--", "-b"}), error);

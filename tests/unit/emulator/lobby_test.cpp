@@ -117,7 +117,9 @@ TEST_CASE("lobby: check order and error statuses", "[lobby]") {
     CHECK(f.error("ls 'open", 400) == "invalid command syntax");
     CHECK(f.error("frobnicate", 404) == "unknown command");
     CHECK(f.error("ssh-key", 404) == "unknown command");
-    CHECK(f.error("''", 404) == "unknown command");
+    // Words that lex to nothing leave no command (exe.dev checks again after splitting).
+    CHECK(f.error("''", 400) == "missing command in request body");
+    CHECK(f.error("\"\" ''", 400) == "missing command in request body");
     const auto limited = f.lobby->issue_token({});  // the defaults: no rm, no ssh
     CHECK(f.error("rm x", 403, limited) == "command not allowed by token permissions");
     CHECK(f.error("ssh x true", 403, limited) == "command not allowed by token permissions");
@@ -288,7 +290,8 @@ TEST_CASE("lobby: tag-scoped tokens", "[lobby]") {
   f.ok("new --name=outside-vm");
   TokenSpec spec;
   spec.tag = "agents";
-  spec.cmds = std::vector<std::string>{"new", "ls", "ssh", "rm", "cp", "tag", "comment", "ssh-key generate-api-key", "whoami"};
+  spec.cmds = std::vector<std::string>{"new", "ls", "ssh", "rm", "cp", "tag", "comment", "ssh-key generate-api-key",
+                                       "whoami", "pause", "resume", "restart"};
   const std::string scoped = f.lobby->issue_token(spec);
 
   CHECK(f.ok("new --name=inside-vm", scoped).at("tags") == Json::array({"agents"}));
@@ -305,6 +308,10 @@ TEST_CASE("lobby: tag-scoped tokens", "[lobby]") {
   CHECK(f.ok("cp inside-vm inside-copy --copy-tags=false", scoped).at("name") == "inside-copy");
   CHECK(f.lobby->vm("inside-copy")->tags == std::vector<std::string>{"agents"});
   CHECK(f.ok("whoami", scoped).at("ssh_keys").size() == 1);
+  // Deny-by-default: commands not marked AllowTagScoped are refused even on the key's own VMs.
+  CHECK(f.error("pause inside-vm", 422, scoped) == "command not allowed by SSH key permissions");
+  CHECK(f.error("resume inside-vm", 422, scoped) == "command not allowed by SSH key permissions");
+  CHECK(f.ok("restart inside-vm", scoped).at("vm_name") == "inside-vm");
 }
 
 TEST_CASE("lobby: ssh-key generate-api-key and its inheritance rules", "[lobby]") {
@@ -353,6 +360,9 @@ TEST_CASE("lobby: help", "[lobby]") {
   CHECK(f.ok("help new").at("command") == "new");
   CHECK(f.ok("new --help").at("command") == "new");
   CHECK(f.ok("ssh-key generate-api-key --help").at("command") == "ssh-key generate-api-key");
+  // help takes raw arguments (addendum, correction 1): words starting with `-` are skipped, never parsed.
+  CHECK(f.ok("help ls --bogus").at("command") == "ls");
+  CHECK(f.ok("help --json").at("commands").size() >= 13);
 }
 
 TEST_CASE("lobby: state survives a restart", "[lobby]") {
