@@ -145,6 +145,9 @@ struct WhoAmI {
 struct ExecResponse {
   unsigned status = 0;
   std::string body;
+  /// An `ssh` answer's exit code from its X-Exe-Exit trailer; nullopt without one (a proxy
+  /// stripped it, the stream was cut, or the command was not ssh).
+  std::optional<int> exit_code;
 };
 
 /// Options of Client::run.
@@ -250,7 +253,8 @@ class Client {
   /// Removes the records of finished runs still on VMs (one request per VM), then closes idle
   /// connections. The client stays usable; the next request reconnects. Failures are logged,
   /// not thrown. Cancellation: deferred until close() has finished (it is bounded by the request
-  /// timeouts); then operation_aborted is not thrown, the cancellation is simply absorbed.
+  /// timeouts); close() itself does not throw operation_aborted, and a cancellation that arrived
+  /// meanwhile stays recorded in the caller's cancellation state (its next co_await raises it).
   Task<void> close();
 
   struct Impl;  ///< Implementation detail (opaque).

@@ -23,7 +23,7 @@ class APIError : public Error {
   [[nodiscard]] unsigned status() const noexcept { return status_; }
   /// The lobby command (name only, e.g. "new"), never its arguments' secrets.
   [[nodiscard]] const std::string& command() const noexcept { return command_; }
-  /// The server's `{"error": …}` message (or a short excerpt of a non-JSON body).
+  /// The server's `{"error": …}` message (for a non-JSON body, only its size).
   [[nodiscard]] const std::string& server_message() const noexcept { return server_message_; }
 
  private:

@@ -144,25 +144,9 @@ std::string server_message(std::string_view body, const std::vector<std::string>
       }
     }
   } catch (const json::exception&) {
-    // Not JSON: fall through to an excerpt.
+    // Not JSON (a proxy's page, say): its content is never repeated, only its size.
   }
-  std::string excerpt;
-  bool space = false;
-  for (const char c : body) {
-    if (excerpt.size() >= 80) break;
-    if (c == '<') break;  // HTML from a proxy: the status line says enough
-    const auto u = static_cast<unsigned char>(c);
-    if (u == ' ' || u == '\t' || u == '\n' || u == '\r') {
-      space = !excerpt.empty();
-    } else if (u >= 0x21 && u < 0x7f) {
-      if (space) excerpt += ' ';
-      space = false;
-      excerpt += c;
-    } else {
-      break;  // binary or non-ASCII: stop rather than echo it
-    }
-  }
-  return mask(excerpt, secrets);
+  return body.empty() ? std::string() : fmt::format("an answer that is not exe.dev's JSON ({} bytes)", body.size());
 }
 
 void throw_api_error(unsigned status, const std::string& command, std::string_view body,

@@ -11,8 +11,8 @@
 
 namespace exedev::detail {
 
-/// The server's own message from a `{"error": …}` body; for anything else, a short sanitised
-/// excerpt (printable ASCII, at most 80 characters), or nothing. `secrets` are masked.
+/// The server's own message from a `{"error": …}` body; for anything else only its size (a
+/// response body is never repeated), or nothing for an empty one. `secrets` are masked.
 [[nodiscard]] std::string server_message(std::string_view body, const std::vector<std::string>& secrets);
 
 /// Throws the APIError subclass that `status` maps to (400/405/413 BadRequestError, 401

@@ -43,12 +43,6 @@ constexpr auto local_timeout_grace = 15s;
 // Consecutive failed polls (connection errors, 5xx) before the outcome is declared unknown.
 constexpr int max_poll_failures = 6;
 
-// For `co_await asio::this_coro::reset_cancellation_state(block_cancellation)`: blocks every
-// further cancellation of the current coroutine and clears a pending one, so a cleanup request
-// runs to its (bounded) end. It must be awaited in the cancelled coroutine itself: awaiting any
-// sub-coroutine there throws operation_aborted first.
-constexpr auto block_cancellation = [](asio::cancellation_type) { return asio::cancellation_type::none; };
-
 
 }  // namespace
 
@@ -236,15 +230,10 @@ asio::awaitable<Outcome> run_request(Client::Impl& impl, RunState& st, const det
     outcome.body = std::move(response.body);
     co_return outcome;
   }
+  // The exit status comes from the final frame only: the script exits 0 once it has reported,
+  // so the X-Exe-Exit trailer (and whether exe.dev answers a non-zero exit with 422) never
+  // matters here (ADR 3).
   if (!terminal) co_return Outcome{};  // the stream ended without a final frame: it was cut
-  if (outcome.kind == Outcome::Kind::exited && response.exe_exit) {
-    int trailer = -1;
-    const auto& t = *response.exe_exit;
-    const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), trailer);
-    if (ec != std::errc() || trailer != outcome.exit_code) {
-      throw ProtocolError(fmt::format("run on VM \"{}\": the X-Exe-Exit trailer disagrees with the exit frame", st.vm));
-    }
-  }
   co_return outcome;
 }
 
@@ -287,6 +276,29 @@ asio::awaitable<void> stop_remote(Client::Impl& impl, RunState& st) {
   }
 }
 
+// One request per VM that removes the records of finished runs. Failures are logged.
+asio::awaitable<void> remove_finished_records(std::shared_ptr<Client::Impl> impl) {
+  auto pending = std::move(impl->acks);
+  impl->acks.clear();
+  for (auto& [vm, ids] : pending) {
+    if (ids.empty()) continue;
+    RunState st;
+    st.vm = vm;
+    RunOptions none;
+    st.options = &none;
+    detail::ScriptRequest request;
+    request.mode = detail::ScriptMode::cleanup;
+    request.id = ids.front();
+    request.boundary = st.boundary;
+    request.acks = ids;
+    try {
+      (void)co_await run_request(*impl, st, request);
+    } catch (const std::exception& e) {
+      impl->log(LogLevel::warning, fmt::format("exe.dev: removing finished run records on VM \"{}\" failed: {}", vm, e.what()));
+    }
+  }
+}
+
 }  // namespace
 
 // ---- Client -----------------------------------------------------------------------------------
@@ -320,7 +332,14 @@ Task<ExecResponse> Client::exec(std::string command_line) {
   auto impl = impl_;
   const auto command = detail::command_name(command_line);
   auto response = co_await impl->lobby(command_line, command);
-  co_return ExecResponse{response.status, std::move(response.body)};
+  ExecResponse answer{response.status, std::move(response.body), std::nullopt};
+  if (response.exe_exit) {
+    int code = -1;
+    const auto& t = *response.exe_exit;
+    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), code);
+    if (ec == std::errc() && end == t.data() + t.size()) answer.exit_code = code;
+  }
+  co_return answer;
 }
 
 Task<VMInfo> Client::new_vm(NewVMOptions options) {
@@ -515,9 +534,15 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions o
   }
 
   // Cancelled, timed out locally, or over the output limit: stop the remote command first,
-  // shielded from further cancellation (the stop request is bounded by its own timeout).
-  co_await asio::this_coro::reset_cancellation_state(block_cancellation);
-  if (!abort || is_cancellation(abort) || st.started) co_await stop_remote(*impl, st);
+  // shielded from further cancellation (the stop request is bounded by its own timeout). Only
+  // this coroutine's throw_if_cancelled is touched (and restored): resetting the cancellation
+  // state would switch cancellation off for the caller's whole coroutine chain.
+  if (!abort || is_cancellation(abort) || st.started) {
+    const bool previous = co_await asio::this_coro::throw_if_cancelled();
+    co_await asio::this_coro::throw_if_cancelled(false);
+    co_await detail::shielded(stop_remote(*impl, st));
+    co_await asio::this_coro::throw_if_cancelled(previous);
+  }
   if (abort) std::rethrow_exception(abort);
   if (timed_out) {
     throw RunTimeoutError(fmt::format("run on VM \"{}\" passed its timeout; the command was stopped", st.vm),
@@ -529,29 +554,12 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions o
 }
 
 Task<void> Client::close() {
-  auto impl = impl_;
   // Removing finished runs' records is cleanup: it finishes before a cancellation is delivered.
-  co_await asio::this_coro::reset_cancellation_state(block_cancellation);
-  auto pending = std::move(impl->acks);
-  impl->acks.clear();
-  for (auto& [vm, ids] : pending) {
-    if (ids.empty()) continue;
-    RunState st;
-    st.vm = vm;
-    RunOptions none;
-    st.options = &none;
-    detail::ScriptRequest request;
-    request.mode = detail::ScriptMode::cleanup;
-    request.id = ids.front();
-    request.boundary = st.boundary;
-    request.acks = ids;
-    try {
-      (void)co_await run_request(*impl, st, request);
-    } catch (const std::exception& e) {
-      impl->log(LogLevel::warning, fmt::format("exe.dev: removing finished run records on VM \"{}\" failed: {}", vm, e.what()));
-    }
-  }
-  impl->transport->close_idle();
+  const bool previous = co_await asio::this_coro::throw_if_cancelled();
+  co_await asio::this_coro::throw_if_cancelled(false);
+  co_await detail::shielded(remove_finished_records(impl_));
+  co_await asio::this_coro::throw_if_cancelled(previous);
+  impl_->transport->close_idle();
 }
 
 }  // namespace exedev

@@ -144,7 +144,7 @@ std::string build_script(const ScriptRequest& r) {
     for (const auto& ack : r.acks) s += " \"$r/" + ack + "\"";
     s += "\n";
   }
-  s += fmt::format("o={}; e={}; X=0; Z=\n", r.out_offset, r.err_offset);
+  s += fmt::format("o={}; e={}; Z=\n", r.out_offset, r.err_offset);
   switch (r.mode) {
     case ScriptMode::launch: {
       std::string timeout;
@@ -181,7 +181,7 @@ std::string build_script(const ScriptRequest& r) {
     case ScriptMode::cleanup:
       break;
   }
-  s += "exit \"$X\"\n";
+  s += "exit 0\n";  // the status travels in the final frame (ADR 3)
   s += "}\n";
   s += "main </dev/null 2>/dev/null\n";
   return s;

@@ -2,18 +2,12 @@
 // The one implementation behind VMs, SandboxBackend and Sandbox: the client a component owns,
 // cancellation shields, scope checks, readiness waits, provisioning and initialization.
 
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/cancellation_state.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 #include <exception>
 #include <functional>
 #include <optional>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include <exedev/client.hpp>
@@ -22,41 +16,9 @@
 #include <exedev/sandbox/vm_state.hpp>
 #include <exedev/sandbox/vms.hpp>
 
-namespace exedev::detail {
+#include "common/coroutines.hpp"
 
-/// Runs `op` to completion whatever happens to the caller: a cancellation of the caller is not
-/// forwarded to it (it stays recorded in the caller's cancellation state). A caller that may
-/// already have been cancelled must set `this_coro::throw_if_cancelled(false)` before
-/// co_awaiting this (Asio refuses to start an awaitable in a cancelled coroutine otherwise).
-template <typename T>
-Task<T> shielded(Task<T> op) {
-  namespace asio = boost::asio;
-  const bool previous = co_await asio::this_coro::throw_if_cancelled();
-  co_await asio::this_coro::throw_if_cancelled(false);
-  const auto executor = co_await asio::this_coro::executor;
-  std::exception_ptr error;
-  if constexpr (std::is_void_v<T>) {
-    try {
-      co_await asio::co_spawn(executor, std::move(op),
-                              asio::bind_cancellation_slot(asio::cancellation_slot(), asio::use_awaitable));
-    } catch (...) {
-      error = std::current_exception();
-    }
-    co_await asio::this_coro::throw_if_cancelled(previous);
-    if (error) std::rethrow_exception(error);
-  } else {
-    std::optional<T> value;
-    try {
-      value.emplace(co_await asio::co_spawn(executor, std::move(op),
-                                            asio::bind_cancellation_slot(asio::cancellation_slot(), asio::use_awaitable)));
-    } catch (...) {
-      error = std::current_exception();
-    }
-    co_await asio::this_coro::throw_if_cancelled(previous);
-    if (error) std::rethrow_exception(error);
-    co_return std::move(*value);
-  }
-}
+namespace exedev::detail {
 
 /// A one-word list. (GCC 12 miscompiles braced initializer lists inside coroutines.)
 [[nodiscard]] inline std::vector<std::string> one(std::string word) {

@@ -2,8 +2,6 @@
 
 #include "common/coroutines.hpp"
 
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -33,19 +31,7 @@ Task<void> bounded(Task<void> op, std::chrono::steady_clock::duration limit) {
 }  // namespace
 
 Task<void> run_shielded(Task<void> op, std::chrono::steady_clock::duration limit) {
-  const auto executor = co_await asio::this_coro::executor;
-  const bool previous = co_await asio::this_coro::throw_if_cancelled();
-  co_await asio::this_coro::throw_if_cancelled(false);
-  std::exception_ptr error;
-  try {
-    // An unconnected slot: the caller's (possibly already delivered) cancellation stays out.
-    co_await asio::co_spawn(executor, bounded(std::move(op), limit),
-                            asio::bind_cancellation_slot(asio::cancellation_slot(), asio::use_awaitable));
-  } catch (...) {
-    error = std::current_exception();
-  }
-  co_await asio::this_coro::throw_if_cancelled(previous);
-  if (error) std::rethrow_exception(error);
+  co_await exedev::detail::shielded(bounded(std::move(op), limit));
 }
 
 Task<bool> cancellation_requested() {

@@ -227,6 +227,26 @@ TEST_CASE("retries: ls and whoami retry on 5xx, 429 and resets; new, cp, rm and 
   });
 }
 
+TEST_CASE("retries wait as long as a 429's Retry-After asks") {
+  Fixture f;
+  exedev::testing::run([&](boost::asio::any_io_executor ex) -> Task0 {
+    Client c(ex, f.options());
+    auto modes = f.emu.modes();
+    // One token, refilled at 1/s; a refused request takes one too, so it says Retry-After: 2.
+    // A client retrying sooner than that would be refused again.
+    modes.rate_limit = {true, 1, 1, 10, true};
+    f.emu.set_modes(modes);
+    f.emu.clear_commands();
+    (void)co_await c.list_vms();
+    const auto listed = co_await c.list_vms();
+    CHECK(listed.empty());
+    // Refused before its body was read, the 429 is recorded without a command.
+    std::vector<unsigned> statuses;
+    for (const auto& record : f.emu.commands()) statuses.push_back(record.http_status);
+    CHECK(statuses == std::vector<unsigned>{200, 429, 200});
+  });
+}
+
 TEST_CASE("a missing token is a clear AuthenticationError before anything is sent") {
   Fixture f;
   exedev::testing::run([&](boost::asio::any_io_executor ex) -> Task0 {

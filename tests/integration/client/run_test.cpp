@@ -169,6 +169,55 @@ TEST_CASE("run: cancellation stops the remote command") {
       limits(60s));
 }
 
+TEST_CASE("run: after a run stopped at the output cap, the same coroutine can still be cancelled") {
+  Fixture f;
+  exedev::testing::run(
+      [&](boost::asio::any_io_executor ex) -> Task0 {
+        Client c(ex, f.options());
+        co_await make_vm(c, "recancel-vm");
+        boost::asio::steady_timer second_output(ex, boost::asio::steady_timer::time_point::max());
+        // Both runs are awaited directly by one coroutine: stopping the first (a shielded
+        // request) must not leave that coroutine deaf to the cancellation `||` sends it later.
+        auto agent = [&]() -> Task0 {
+          RunOptions capped;
+          capped.max_output_bytes = 1000;
+          (void)co_await f.expect<OutputLimitError>(c.run("recancel-vm", "yes", capped));
+          RunOptions o;
+          o.on_stdout = [&](std::string_view) { second_output.cancel(); };
+          (void)co_await c.run("recancel-vm", "echo second; sleep 300; touch finished", o);
+        };
+        auto output_seen = [&]() -> Task0 {
+          co_await second_output.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+        };
+        const auto result = co_await (agent() || output_seen());
+        CHECK(result.index() == 1);
+        const auto settled = co_await settles(f.emu, "recancel-vm");
+        CHECK(settled);
+        CHECK_FALSE(std::filesystem::exists(f.emu.vm("recancel-vm")->home / "finished"));
+      },
+      limits(60s));
+}
+
+TEST_CASE("run: the same results when exe.dev answers a non-zero exit with 422") {
+  emulator::Options options;
+  options.modes.ssh_nonzero_exit = emulator::SshNonzeroExit::unprocessable;
+  Fixture f(options);
+  exedev::testing::run([&](boost::asio::any_io_executor ex) -> Task0 {
+    Client c(ex, f.options());
+    co_await make_vm(c, "strict-vm");
+    const auto raw = co_await c.exec("ssh strict-vm false");
+    CHECK(raw.status == 422);  // the mode is on
+    const auto r = co_await c.run("strict-vm", std::string(byte_printer) + "; " + byte_printer + " >&2; exit 3");
+    CHECK(r.exit_code == 3);
+    CHECK(r.stdout_bytes == all_bytes());
+    CHECK(r.stderr_bytes == all_bytes());
+    const auto ok = co_await c.run("strict-vm", "echo fine");
+    CHECK(ok.exit_code == 0);
+    CHECK(ok.stdout_bytes == "fine\n");
+    CHECK(launches(f.emu) == 2);
+  });
+}
+
 TEST_CASE("run: the same results without the X-Exe-Exit trailer") {
   emulator::Options options;
   options.modes.trailers = emulator::Trailers::strip;
@@ -250,6 +299,8 @@ TEST_CASE("run: a VM removed mid-command gives OutcomeUnknownError with what arr
 TEST_CASE("run: commands outlive a request when the server cuts requests short") {
   emulator::Options options;
   options.modes.ssh_time_limit = std::chrono::milliseconds(2500);
+  // Unknown in production: whether a cut stream just ends or ends with a non-zero X-Exe-Exit.
+  options.modes.cut_exit_code = GENERATE(std::optional<int>(), std::optional<int>(255));
   Fixture f(options);
   exedev::testing::run(
       [&](boost::asio::any_io_executor ex) -> Task0 {
