@@ -283,42 +283,36 @@ Task<VMState> provision(Client client, VMSpec spec, std::optional<std::string> s
   const std::string name = created->name;
   if (hooks.on_created) hooks.on_created(vm_ref(name));
 
-  std::exception_ptr init_error;
+  std::exception_ptr error;
+  bool initialized = false;
   try {
     if (was_cancelled(co_await asio::this_coro::cancellation_state)) throw_cancelled(nullptr);
     auto initializing = initialize_steps(client, name, spec, readiness, spec.is_copy());
     co_await std::move(initializing);
-  } catch (...) {
-    init_error = std::current_exception();
-  }
-  if (init_error) {
-    const bool cancelled = is_cancellation(init_error) || was_cancelled(co_await asio::this_coro::cancellation_state);
-    if (cancelled && hooks.delete_on_cancel) {
-      // The delete runs although the caller is cancelled, then the cancellation is raised.
-      const bool previous = co_await asio::this_coro::throw_if_cancelled();
-      co_await asio::this_coro::throw_if_cancelled(false);
-      try {
-        auto removing = shielded(client.remove_vms(one(name)));
-        co_await std::move(removing);
-      } catch (...) {
-        // The cancellation is what the caller asked about; lookup(spec) finds a VM left behind.
-      }
-      co_await asio::this_coro::throw_if_cancelled(previous);
-      throw_cancelled(nullptr);
-    }
-    std::rethrow_exception(init_error);
-  }
-
-  std::exception_ptr state_error;
-  try {
+    initialized = true;
     auto finding = find_in_scope(client, name, std::nullopt);
     const auto info = co_await std::move(finding);
     co_return VMState::from_info(info);
   } catch (...) {
-    state_error = std::current_exception();
+    error = std::current_exception();
   }
-  if (is_cancellation(state_error)) std::rethrow_exception(state_error);
-  throw_nested(state_error, VMInitializationError(vm_ref(name), "reading its state"));
+  // A cancellation at any point after the create, including the final state read, leaves no VM.
+  const bool cancelled = is_cancellation(error) || was_cancelled(co_await asio::this_coro::cancellation_state);
+  if (cancelled && hooks.delete_on_cancel) {
+    // The delete runs although the caller is cancelled, then the cancellation is raised.
+    const bool previous = co_await asio::this_coro::throw_if_cancelled();
+    co_await asio::this_coro::throw_if_cancelled(false);
+    try {
+      auto removing = shielded(client.remove_vms(one(name)));
+      co_await std::move(removing);
+    } catch (...) {
+      // The cancellation is what the caller asked about; lookup(spec) finds a VM left behind.
+    }
+    co_await asio::this_coro::throw_if_cancelled(previous);
+    throw_cancelled(nullptr);
+  }
+  if (!initialized || is_cancellation(error)) std::rethrow_exception(error);
+  throw_nested(error, VMInitializationError(vm_ref(name), "reading its state"));
 }
 
 }  // namespace exedev::detail

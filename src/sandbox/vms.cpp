@@ -24,11 +24,110 @@ struct VMs::Impl {
   ReadinessOptions readiness;
 };
 
+namespace {
+
 // (Coroutines are created as named tasks before they are awaited: see src/sandbox/core.cpp.)
-Task<VMInfo> VMs::in_scope(const Client& client, const VMTarget& vm) const {
-  auto finding = detail::find_in_scope(client, vm.name(), impl_->scope_tag);
+
+// What one operation works with: the client (made on first use) and this VMs' settings.
+struct Context {
+  Context(Client c, std::optional<std::string> tag, ReadinessOptions r)
+      : client(std::move(c)), scope_tag(std::move(tag)), readiness(r) {}
+  Client client;
+  std::optional<std::string> scope_tag;
+  ReadinessOptions readiness;
+};
+
+// Runs one operation with access errors (401, 403, no token) turned into ExeDevAccessError,
+// as the seed's error table has it. `holder` belongs to the VMs, which outlives the call.
+template <typename T, typename... Args>
+Task<T> access_mapped(detail::ClientHolder& holder, std::optional<std::string> scope_tag, ReadinessOptions readiness,
+                      Task<T> (*operation)(Context, Args...), Args... args) {
+  std::exception_ptr error;
+  try {
+    auto client = co_await holder.get();
+    auto running = operation(Context(std::move(client), std::move(scope_tag), readiness), std::move(args)...);
+    co_return co_await std::move(running);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  detail::rethrow_access_mapped(error);
+}
+
+Task<VMInfo> in_scope(const Context& c, const VMTarget& vm) {
+  auto finding = detail::find_in_scope(c.client, vm.name(), c.scope_tag);
   co_return co_await std::move(finding);
 }
+
+Task<LookupResult> lookup_in(Context c, VMSpec spec) {
+  // `ls` matches a VM's name or any of its tags; one required tag is enough to list every
+  // candidate, and the name (if any) finds a VM that lacks the tags (a conflict).
+  auto patterns = detail::one(spec.tags().front());
+  if (spec.name()) patterns.push_back(*spec.name());
+  auto listing = c.client.list_vms(std::move(patterns));
+  const auto listed = co_await std::move(listing);
+  co_return classify_lookup(spec, c.scope_tag, listed);
+}
+
+Task<VMState> initialize_in(Context c, VMTarget vm, VMSpec spec) {
+  co_await in_scope(c, vm);
+  auto initializing = detail::initialize_steps(c.client, vm.name(), spec, c.readiness, true);
+  co_await std::move(initializing);
+  co_return VMState::from_info(co_await in_scope(c, vm));
+}
+
+Task<VMState> inspect_in(Context c, VMTarget vm) { co_return VMState::from_info(co_await in_scope(c, vm)); }
+
+Task<VMState> pause_in(Context c, VMTarget vm) {
+  const auto info = co_await in_scope(c, vm);
+  if (info.status.kind == VMStatus::Kind::paused) co_return VMState::from_info(info);
+  // Flush first, so that what was written survives whatever happens to the paused VM.
+  RunOptions options;
+  options.timeout = std::chrono::duration<double>(120);
+  auto flushing = c.client.run(vm.name(), "sync", options);
+  const auto flushed = co_await std::move(flushing);
+  if (flushed.exit_code != 0) {
+    throw workspace::WorkspaceError("the flush (sync) before pausing VM \"" + vm.name() + "\" exited with " +
+                                    std::to_string(flushed.exit_code));
+  }
+  auto pausing = c.client.pause_vm(vm.name());
+  co_await std::move(pausing);
+  co_return VMState::from_info(co_await in_scope(c, vm));
+}
+
+Task<VMState> resume_in(Context c, VMTarget vm) {
+  const auto info = co_await in_scope(c, vm);
+  if (info.status.kind == VMStatus::Kind::paused) {
+    auto resuming = c.client.resume_vm(vm.name());
+    co_await std::move(resuming);
+  }
+  auto ready = detail::wait_ready(c.client, vm.name(), c.readiness);
+  co_await std::move(ready);
+  co_return VMState::from_info(co_await in_scope(c, vm));
+}
+
+Task<VMHandle> get_vm_in(Context c, VMTarget vm) {
+  co_await in_scope(c, vm);
+  co_return VMHandle{c.client, vm.name()};
+}
+
+Task<bool> destroy_in(Context c, VMTarget vm) {
+  try {
+    co_await in_scope(c, vm);
+  } catch (const VMNotFoundError&) {
+    co_return false;
+  }
+  auto removing = c.client.remove_vms(detail::one(vm.name()));
+  const auto removed = co_await std::move(removing);
+  if (std::find(removed.deleted.begin(), removed.deleted.end(), vm.name()) != removed.deleted.end()) co_return true;
+  // Refused: gone meanwhile (another caller deleted it), or exe.dev could not delete it.
+  auto listing = c.client.list_vms(detail::one(vm.name()));
+  const auto listed = co_await std::move(listing);
+  const bool exists = std::any_of(listed.begin(), listed.end(), [&](const VMInfo& info) { return info.name == vm.name(); });
+  if (!exists) co_return false;
+  throw workspace::WorkspaceError("exe.dev did not delete VM \"" + vm.name() + "\"");
+}
+
+}  // namespace
 
 VMs::VMs(std::optional<std::string> scope_tag, std::optional<Client> client)
     : VMs(VMsOptions{std::move(scope_tag), std::move(client), {}, {}}) {}
@@ -59,81 +158,27 @@ Task<LookupResult> VMs::lookup(VMSpec spec) {
   if (spec.tags().empty()) {
     throw std::invalid_argument("lookup needs a spec with tags: a name alone could belong to a VM made some other way");
   }
-  auto client = co_await impl_->client.get();
-  // `ls` matches a VM's name or any of its tags; one required tag is enough to list every
-  // candidate, and the name (if any) finds a VM that lacks the tags (a conflict).
-  auto patterns = detail::one(spec.tags().front());
-  if (spec.name()) patterns.push_back(*spec.name());
-  auto listing = client.list_vms(std::move(patterns));
-  const auto listed = co_await std::move(listing);
-  co_return classify_lookup(spec, impl_->scope_tag, listed);
+  auto looking = access_mapped(impl_->client, impl_->scope_tag, impl_->readiness, &lookup_in, std::move(spec));
+  co_return co_await std::move(looking);
 }
 
 Task<VMState> VMs::initialize(VMTarget vm, VMSpec spec) {
-  auto client = co_await impl_->client.get();
-  co_await in_scope(client, vm);
-  auto initializing = detail::initialize_steps(client, vm.name(), spec, impl_->readiness, true);
-  co_await std::move(initializing);
-  co_return VMState::from_info(co_await in_scope(client, vm));
+  return access_mapped(impl_->client, impl_->scope_tag, impl_->readiness, &initialize_in, std::move(vm), std::move(spec));
 }
-
 Task<VMState> VMs::inspect(VMTarget vm) {
-  auto client = co_await impl_->client.get();
-  co_return VMState::from_info(co_await in_scope(client, vm));
+  return access_mapped(impl_->client, impl_->scope_tag, impl_->readiness, &inspect_in, std::move(vm));
 }
-
 Task<VMState> VMs::pause(VMTarget vm) {
-  auto client = co_await impl_->client.get();
-  const auto info = co_await in_scope(client, vm);
-  if (info.status.kind == VMStatus::Kind::paused) co_return VMState::from_info(info);
-  // Flush first, so that what was written survives whatever happens to the paused VM.
-  RunOptions options;
-  options.timeout = std::chrono::duration<double>(120);
-  auto flushing = client.run(vm.name(), "sync", options);
-  const auto flushed = co_await std::move(flushing);
-  if (flushed.exit_code != 0) {
-    throw workspace::WorkspaceError("the flush (sync) before pausing VM \"" + vm.name() + "\" exited with " +
-                                    std::to_string(flushed.exit_code));
-  }
-  auto pausing = client.pause_vm(vm.name());
-  co_await std::move(pausing);
-  co_return VMState::from_info(co_await in_scope(client, vm));
+  return access_mapped(impl_->client, impl_->scope_tag, impl_->readiness, &pause_in, std::move(vm));
 }
-
 Task<VMState> VMs::resume(VMTarget vm) {
-  auto client = co_await impl_->client.get();
-  const auto info = co_await in_scope(client, vm);
-  if (info.status.kind == VMStatus::Kind::paused) {
-    auto resuming = client.resume_vm(vm.name());
-    co_await std::move(resuming);
-  }
-  auto ready = detail::wait_ready(client, vm.name(), impl_->readiness);
-  co_await std::move(ready);
-  co_return VMState::from_info(co_await in_scope(client, vm));
+  return access_mapped(impl_->client, impl_->scope_tag, impl_->readiness, &resume_in, std::move(vm));
 }
-
 Task<VMHandle> VMs::get_vm(VMTarget vm) {
-  auto client = co_await impl_->client.get();
-  co_await in_scope(client, vm);
-  co_return VMHandle{client, vm.name()};
+  return access_mapped(impl_->client, impl_->scope_tag, impl_->readiness, &get_vm_in, std::move(vm));
 }
-
 Task<bool> VMs::destroy(VMTarget vm) {
-  auto client = co_await impl_->client.get();
-  try {
-    co_await in_scope(client, vm);
-  } catch (const VMNotFoundError&) {
-    co_return false;
-  }
-  auto removing = client.remove_vms(detail::one(vm.name()));
-  const auto removed = co_await std::move(removing);
-  if (std::find(removed.deleted.begin(), removed.deleted.end(), vm.name()) != removed.deleted.end()) co_return true;
-  // Refused: gone meanwhile (another caller deleted it), or exe.dev could not delete it.
-  auto listing = client.list_vms(detail::one(vm.name()));
-  const auto listed = co_await std::move(listing);
-  const bool exists = std::any_of(listed.begin(), listed.end(), [&](const VMInfo& info) { return info.name == vm.name(); });
-  if (!exists) co_return false;
-  throw workspace::WorkspaceError("exe.dev did not delete VM \"" + vm.name() + "\"");
+  return access_mapped(impl_->client, impl_->scope_tag, impl_->readiness, &destroy_in, std::move(vm));
 }
 
 Task<void> VMs::close() {

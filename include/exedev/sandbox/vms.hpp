@@ -64,6 +64,9 @@ struct VMsOptions {
   ReadinessOptions readiness{};
 };
 
+/// Every operation but provision() raises ExeDevAccessError for a rejected token (401), a
+/// command the token may not run (403) or no token; provision() lets a create's 4xx through as
+/// the client's APIError (see there).
 class VMs {
  public:
   explicit VMs(std::optional<std::string> scope_tag = std::nullopt, std::optional<Client> client = std::nullopt);
@@ -129,8 +132,6 @@ class VMs {
   Task<void> close();
 
  private:
-  Task<VMInfo> in_scope(const Client& client, const VMTarget& vm) const;
-
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

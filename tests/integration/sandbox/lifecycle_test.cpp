@@ -134,3 +134,50 @@ TEST_CASE("VMs closes only a client it made, and close never touches a VM", "[in
   CHECK(f.count("rm") == 0);
   CHECK(f.count("pause") == 0);
 }
+
+TEST_CASE("VMs raises ExeDevAccessError for 403, 401 and no token", "[integration]") {
+  Fixture f;
+  if (f.skip("the emulator's tokens")) return;
+  exedev::testing::run([&](Executor ex) -> Task<void> {
+    auto vms = f.vms();
+    const auto state = co_await vms.provision(f.spec());
+    co_await vms.close();
+    const auto with_token = [&](std::optional<std::string> token) {
+      auto options = f.client_options();
+      options.token = std::move(token);
+      return exedev::Client(ex, options);
+    };
+
+    // `ls` is allowed, the flush before pausing (`ssh`) is not.
+    exedev::emulator::TokenSpec ls_only;
+    ls_only.cmds = std::vector<std::string>{"ls"};
+    auto limited = with_token(f.emu().issue_token(ls_only));
+    auto limited_vms = f.vms(limited);
+    const auto e403 = expect_error<exedev::ExeDevAccessError>(co_await capture(limited_vms.pause(state.ref)));
+    CHECK(e403.status() == std::optional<unsigned>(403));
+
+    const auto revoked = f.emu().issue_token({});
+    f.emu().revoke_token(revoked);
+    auto revoked_client = with_token(revoked);
+    auto rejected = f.vms(revoked_client);
+    const auto e401 = expect_error<exedev::ExeDevAccessError>(co_await capture(rejected.inspect(state.ref)));
+    CHECK(e401.status() == std::optional<unsigned>(401));
+    CHECK(std::string(e401.what()).find(revoked) == std::string::npos);
+
+    ::unsetenv("EXE_TOKEN");
+    ::unsetenv("EXE_TOKEN_FILE");
+    auto tokenless_options = f.client_options();
+    tokenless_options.token.reset();
+    exedev::VMsOptions o;
+    o.scope_tag = f.scope();
+    o.client_options = tokenless_options;
+    exedev::VMs tokenless(std::move(o));
+    const auto none = expect_error<exedev::ExeDevAccessError>(co_await capture(tokenless.destroy(state.ref)));
+    CHECK_FALSE(none.status());
+    co_await tokenless.close();
+    co_await limited.close();
+    co_await revoked_client.close();
+  });
+  CHECK(f.emu().vms().size() == 1);  // nothing was paused or deleted
+  CHECK(f.emu().vms()[0].status == "running");
+}

@@ -153,6 +153,32 @@ TEST_CASE("a cancelled provision deletes the VM it made before raising the cance
   CHECK(f.count("rm") == 1);
 }
 
+TEST_CASE("a provision cancelled while it reads the ready VM's state deletes the VM too", "[integration]") {
+  Fixture f;
+  if (f.skip("fault injection")) return;
+  // After the create and the readiness probe, provision reads the VM's state with `ls`: hold
+  // that request and cancel while it hangs.
+  exedev::emulator::Fault stall;
+  stall.kind = exedev::emulator::FaultKind::stall;
+  stall.command = "ls";
+  stall.duration = 20s;
+  f.emu().inject(stall);
+  const auto ls_hangs = [&] {
+    const auto commands = f.emu().commands();
+    return std::any_of(commands.begin(), commands.end(),
+                       [](const auto& c) { return c.command == "ls" && c.http_status == 0; });
+  };
+  exedev::testing::run([&](Executor) -> Task<void> {
+    auto vms = f.vms();
+    const auto error = co_await cancel_when(vms.provision(f.spec()), ls_hangs);
+    CHECK(is_cancellation(error));
+    co_await vms.close();
+  });
+  CHECK(f.count("new") == 1);
+  CHECK(f.count("rm") == 1);
+  CHECK(f.emu().vms().empty());
+}
+
 TEST_CASE("a failure to get the VM ready raises VMInitializationError naming the kept VM; initialize recovers",
           "[integration]") {
   SECTION("working_dir can't be made") {
@@ -212,7 +238,8 @@ TEST_CASE("copy: the base is scope-checked and flushed first; tags and comment a
   const auto copy_name = f.vm_name("copy");
   const auto base_spec = f.spec({.name = base_name, .comment = "base", .tags = {"base-tag"}});
   const auto copy_spec =
-      f.spec({.name = copy_name, .comment = "copied", .tags = {"copy-tag"}, .base = base_name, .working_dir = "app"});
+      f.spec({.name = copy_name, .comment = "copied", .tags = {"copy-tag"}, .base = base_name,
+              .egress = exedev::Egress::integrations, .working_dir = "app"});
   const VMSpec untagged_copy({.base = base_name, .copy_base_tags = false});
   exedev::testing::run([&](Executor ex) -> Task<void> {
     auto vms = f.vms();
@@ -223,6 +250,7 @@ TEST_CASE("copy: the base is scope-checked and flushed first; tags and comment a
     CHECK(has(copy.tags, "base-tag"));  // copy_base_tags defaults to yes
     CHECK(has(copy.tags, "copy-tag"));
     CHECK(copy.comment == "copied");
+    CHECK(f.emu().vm(copy_name)->egress == "integrations");  // the copy request carried it
 
     // A base without the scope tag is refused before anything is copied.
     auto raw = f.client(ex);
