@@ -158,7 +158,8 @@ struct RunOptions {
   /// `cd` before the command; when it fails the command is not run and the exit code is 1.
   std::optional<std::string> working_dir;
   /// Enforced on the VM (TERM, then KILL after 5 s, to the command's whole process group) and
-  /// locally (15 s later, in case the VM cannot report it). Throws RunTimeoutError.
+  /// locally (15 s later, in case the VM cannot report it). Throws RunTimeoutError. A timeout of
+  /// 100 years or more (or infinite) is no limit.
   std::optional<std::chrono::duration<double>> timeout;
   /// stdout + stderr together; past it the command is stopped and OutputLimitError thrown.
   std::size_t max_output_bytes = 8 * 1024 * 1024;

@@ -8,6 +8,7 @@
 #include "client/settings.hpp"
 #include "client/transport.hpp"
 #include "common/coroutines.hpp"
+#include "common/time_limits.hpp"
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -423,14 +424,14 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions o
   (void)lobby_quote(vm);  // rejects an empty or unsendable VM name before anything is sent
   if (!vm.empty() && vm.front() == '-') throw std::invalid_argument("run: invalid VM name");
   if (options.timeout && !(options.timeout->count() > 0)) throw std::invalid_argument("run: the timeout must be positive");
+  // A timeout of a century or more is none: the clock could not hold it, nor `sleep` on the VM.
+  if (options.timeout && *options.timeout >= detail::no_practical_limit) options.timeout.reset();
   RunState st;
   st.vm = std::move(vm);
   st.options = &options;
 
-  std::optional<Clock::time_point> deadline;
-  if (options.timeout) {
-    deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(*options.timeout) + local_timeout_grace;
-  }
+  std::optional<Clock::time_point> deadline = detail::deadline_after(options.timeout);
+  if (deadline) *deadline += local_timeout_grace;
   // Lowered when the server cuts requests sooner than expected, so later polls end first.
   int poll_seconds = long_poll_seconds;
   const auto wait_seconds = [&] {

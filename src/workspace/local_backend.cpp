@@ -34,6 +34,7 @@
 #include <exedev/workspace/errors.hpp>
 #include <exedev/workspace/workspace.hpp>
 
+#include "common/time_limits.hpp"
 #include "workspace/shell_filesystem.hpp"
 #include "workspace/shield.hpp"
 
@@ -491,19 +492,6 @@ int exit_code_of(int status) {
 
 std::string timeout_text(double seconds) { return fmt::format("{:g}", seconds); }
 
-// A finite timeout this long is no practical limit: run() sets no deadline. Converting a
-// longer one would overflow the clock's int64 nanoseconds (~292 years), which is undefined
-// behaviour and in practice a deadline in the past.
-constexpr Seconds kNoPracticalLimit = std::chrono::hours(24 * 365 * 100);
-
-std::optional<Clock::time_point> deadline_after(const std::optional<Seconds>& timeout) {
-  if (!timeout || *timeout >= kNoPracticalLimit) return std::nullopt;
-  const auto span = std::chrono::duration_cast<Clock::duration>(*timeout);  // under 100 years: fits
-  const auto now = Clock::now();
-  if (now > Clock::time_point::max() - span) return std::nullopt;  // a clock whose epoch is far back
-  return now + span;
-}
-
 // Kills and reaps (blocking) a child that run() abandons on an unexpected path, such as the
 // coroutine frame being destroyed with its io_context. The normal paths reap asynchronously.
 class ChildGuard {
@@ -553,7 +541,7 @@ Task<CommandResult> LocalBackend::run_command(Command command, RunOptions option
   if (argv.empty()) throw std::invalid_argument("command must not be empty");
   const auto root = state_->ensure_alive();
   // The timeout clock starts once the working directory is resolved; startup counts.
-  const auto deadline = deadline_after(options.timeout);
+  const auto deadline = exedev::detail::deadline_after(options.timeout);
 
   Env env;
   for (const char* key : kInheritedEnv) {

@@ -7,6 +7,8 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
+#include <limits>
+
 using namespace exedev;
 using namespace exedev::test;
 using namespace boost::asio::experimental::awaitable_operators;
@@ -136,6 +138,13 @@ TEST_CASE("run: timeout on the VM stops the process group") {
         CHECK(e.stdout_bytes() == "begun\n");
         const auto awaited2 = co_await settles(f.emu, "timeout-vm");
         CHECK(awaited2);
+        // Timeouts too long for the clock (or for `sleep` on the VM) are no limit at all.
+        for (const double seconds : {1e10, 1e300, std::numeric_limits<double>::infinity()}) {
+          o.timeout = std::chrono::duration<double>(seconds);
+          const auto r = co_await c.run("timeout-vm", "echo fine", o);
+          CHECK(r.exit_code == 0);
+          CHECK(r.stdout_bytes == "fine\n");
+        }
       },
       limits(60s));
 }
