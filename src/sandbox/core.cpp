@@ -136,6 +136,11 @@ Task<void> wait_ready(Client client, std::string name, ReadinessOptions readines
     } catch (const CommandFailedError& e) {
       if (!is_not_ready(e)) throw;
       last_error = std::current_exception();
+    } catch (const OutcomeUnknownError& e) {
+      if (e.vm_gone()) throw;  // a deleted VM never becomes ready
+      last_error = std::current_exception();  // the probe's result was lost; echo is safe to repeat
+    } catch (const ProtocolError&) {
+      last_error = std::current_exception();  // an unreadable answer while the VM comes up
     }
     if (clock::now() + readiness.poll_interval > deadline) {
       workspace::WorkspaceError timed_out("VM \"" + name + "\" did not run commands within " +

@@ -58,7 +58,7 @@ class ClientHolder {
 Task<VMInfo> find_in_scope(Client client, std::string name, std::optional<std::string> scope_tag);
 
 /// Probes `echo <unique-token>` until the VM's shell answers it, retrying every poll_interval
-/// on connection-level and not-ready errors until timeout.
+/// on connection-level and not-ready errors, lost or unreadable probe results, until timeout.
 Task<void> wait_ready(Client client, std::string name, ReadinessOptions readiness);
 
 /// Refuses a copy without its base's tags under a scope tag (std::invalid_argument).

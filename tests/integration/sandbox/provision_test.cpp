@@ -66,6 +66,28 @@ TEST_CASE("provision waits until the VM's own shell answers an echo probe", "[in
   CHECK(std::filesystem::is_directory(f.emu().vms()[0].home / "work"));
 }
 
+TEST_CASE("a readiness probe whose result was lost is repeated, not fatal", "[integration]") {
+  Fixture f;
+  if (f.skip("fault injection")) return;
+  // The first probe's launch and all six recovery polls are cut before any byte: the client
+  // gives up on that probe (OutcomeUnknownError); provision probes again and succeeds.
+  exedev::emulator::Fault cut;
+  cut.kind = exedev::emulator::FaultKind::truncate_stream;
+  cut.command = "ssh";
+  cut.after_bytes = 0;
+  cut.count = 7;
+  f.emu().inject(cut);
+  exedev::testing::run([&](Executor) -> Task<void> {
+    auto vms = f.vms();
+    const auto state = co_await vms.provision(f.spec());
+    CHECK(state.status.kind == exedev::VMStatus::Kind::running);
+    co_await vms.close();
+  }, limits(120s));
+  CHECK(f.count("new") == 1);
+  CHECK(f.count("ssh") >= 8);  // the seven cut requests, then a probe that answered
+  CHECK(f.emu().vms().size() == 1);
+}
+
 TEST_CASE("a create whose result is unknown raises ProvisionOutcomeUnknownError, retries nothing, and lookup recovers",
           "[integration]") {
   struct Case {
