@@ -105,12 +105,14 @@ struct SandboxBackend::Impl {
     }
   }
 
-  Task<void> wait_for_change() {
+  // Waits until the phase may have changed. A cancellable wait raises a cancellation of the
+  // caller; the other kind returns and lets the caller look at the phase again.
+  Task<void> wait_for_change(bool cancellable = true) {
     if (!wake) wake = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor, asio::steady_timer::time_point::max());
     const auto timer = wake;
     boost::system::error_code ignored;
     co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
-    if (detail::was_cancelled(co_await asio::this_coro::cancellation_state)) detail::throw_cancelled(nullptr);
+    if (cancellable && detail::was_cancelled(co_await asio::this_coro::cancellation_state)) detail::throw_cancelled(nullptr);
   }
 
   // One step from `from`; sets the phase it reaches.
@@ -321,10 +323,12 @@ Task<std::string> SandboxBackend::working_dir() {
 }
 
 Task<void> SandboxBackend::close() {
-  // Wait for a VM being provisioned, so that its ref is recorded before the client goes.
-  while (impl_->phase == Impl::Phase::busy) co_await impl_->wait_for_change();
   const bool previous = co_await asio::this_coro::throw_if_cancelled();
   co_await asio::this_coro::throw_if_cancelled(false);
+  // Wait for a VM being provisioned, so that its ref is recorded before the client goes. A
+  // cancellation (even one from before: a run that was cancelled is ending) does not cut this
+  // short; it is raised once the client is closed.
+  while (impl_->phase == Impl::Phase::busy) co_await impl_->wait_for_change(false);
   std::exception_ptr error;
   try {
     co_await impl_->client.close();

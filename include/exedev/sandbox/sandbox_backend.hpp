@@ -89,10 +89,10 @@ class SandboxBackend final : public workspace::WorkspaceBackend, public workspac
   /// The client in use (made on first use when none was given).
   workspace::Task<Client> client();
 
-  /// Waits for a VM this backend is provisioning (so its ref is recorded; this wait can be
-  /// cancelled), then closes the client this backend made (never one it was given). Never
-  /// touches the VM. Once the close has started it finishes before a cancellation reaches the
-  /// caller; the cancellation is then raised (operation_aborted, with the close's error nested
+  /// Waits for a VM this backend is provisioning (so its ref is recorded), then closes the
+  /// client this backend made (never one it was given). Never touches the VM. Once the close has
+  /// started, the wait included, it finishes before a cancellation reaches the caller; the
+  /// cancellation is then raised (operation_aborted, with the close's error nested
   /// if it failed). A failed close keeps the client; calling close() again retries. The
   /// backend stays usable: its next operation makes a new client.
   workspace::Task<void> close();

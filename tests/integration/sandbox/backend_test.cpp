@@ -323,6 +323,33 @@ TEST_CASE("files go through the shell filesystem within exe.dev's 64 KiB request
   }
 }
 
+TEST_CASE("a cancelled close still waits for the VM being provisioned, then closes the client", "[integration]") {
+  exedev::emulator::Options options;
+  options.modes.boot_delay = 1500ms;
+  Fixture f(options);
+  if (f.skip("the emulator's boot delay")) return;
+  exedev::testing::run([&](Executor ex) -> Task<void> {
+    auto backend = f.backend(std::nullopt, f.spec());
+    // Another coroutine's first operation provisions the VM (and uses no client afterwards).
+    bool provisioned = false;
+    std::exception_ptr provision_error;
+    asio::co_spawn(ex, capture(backend->working_dir()), [&](std::exception_ptr e, std::exception_ptr thrown) {
+      provision_error = e ? e : thrown;
+      provisioned = true;
+    });
+    while (f.emu().vms().empty()) co_await sleep_for(20ms);  // created; now waiting for it to boot
+    const auto error = co_await cancel_when(backend->close(), [] { return true; });
+    CHECK(is_cancellation(error));
+    CHECK(backend->ref());  // recorded before the close went on
+    while (!provisioned) co_await sleep_for(20ms);
+    CHECK_FALSE(provision_error);
+    // The close did close the client: the emulator sees no connection left.
+    for (int i = 0; i < 100 && f.emu().open_connections() > 0; ++i) co_await sleep_for(20ms);
+    CHECK(f.emu().open_connections() == 0);
+  }, limits(120s));
+  CHECK(f.emu().vms().size() == 1);
+}
+
 TEST_CASE("close closes only a client the backend made, never touches the VM, and the backend stays usable",
           "[integration]") {
   Fixture f;
