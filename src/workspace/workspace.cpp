@@ -4,6 +4,7 @@
 #include <exedev/workspace/unavailable.hpp>
 
 #include <stdexcept>
+#include <typeinfo>
 
 #include "workspace/shell_filesystem.hpp"
 
@@ -176,6 +177,17 @@ Task<std::string> Workspace::read_text(std::string path) {
 
 Task<void> Workspace::write_text(std::string path, std::string content) {
   co_await write_bytes(std::move(path), std::move(content));
+}
+
+std::vector<std::type_index> workspace_layers(const Workspace& workspace) {
+  std::vector<std::type_index> layers;
+  const WorkspaceBackend* layer = &workspace;
+  while (const auto* facade = dynamic_cast<const Workspace*>(layer)) {
+    if (typeid(*facade) != typeid(Workspace)) layers.emplace_back(typeid(*facade));
+    layer = facade->backend_.get();
+  }
+  layers.emplace_back(typeid(*layer));
+  return layers;
 }
 
 WrapperWorkspace::WrapperWorkspace(std::shared_ptr<Workspace> wrapped)

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <typeindex>
 #include <vector>
 
 #include <exedev/workspace/backend.hpp>
@@ -74,8 +75,16 @@ class Workspace : public WorkspaceBackend,
   [[nodiscard]] const std::shared_ptr<WorkspaceBackend>& wrapped_backend() const { return backend_; }
 
  private:
+  friend std::vector<std::type_index> workspace_layers(const Workspace& workspace);
   std::shared_ptr<WorkspaceBackend> backend_;
 };
+
+/// The layers of `workspace`, outermost first: the dynamic type of every facade that is not a
+/// plain Workspace, then the provider backend's type. For example
+/// ReadOnlyWorkspace(Workspace(LocalBackend)) gives {ReadOnlyWorkspace, LocalBackend}, and
+/// no_workspace() gives {UnattachedBackend}. The walk follows each facade's own backend, so a
+/// wrapper over a non-Workspace backend ends the list with that backend.
+[[nodiscard]] std::vector<std::type_index> workspace_layers(const Workspace& workspace);
 
 /// A facade that composes another workspace: override what changes, the rest delegates.
 class WrapperWorkspace : public Workspace {

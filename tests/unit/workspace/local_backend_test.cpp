@@ -14,6 +14,7 @@
 #include <limits>
 #include <set>
 #include <sstream>
+#include <typeindex>
 
 #include "unit/workspace/support.hpp"
 
@@ -290,4 +291,28 @@ TEST_CASE("Workspace: capabilities, wrappers, read-only and unavailable", "[unit
     CHECK(none->rfind("No workspace is attached", 0) == 0);
     CHECK(none->find("LocalBackend") != std::string::npos);
   });
+}
+
+TEST_CASE("workspace_layers: wrappers outermost first, plain Workspaces skipped, backend last", "[unit][workspace]") {
+  using Layers = std::vector<std::type_index>;
+  TempDir dir;
+  auto local = std::make_shared<ws::LocalBackend>(dir.path());
+  auto plain = std::make_shared<ws::Workspace>(local);
+  CHECK(ws::workspace_layers(*plain) == Layers{typeid(ws::LocalBackend)});
+
+  auto read_only = std::make_shared<ws::ReadOnlyWorkspace>(plain);
+  CHECK(ws::workspace_layers(*read_only) == Layers{typeid(ws::ReadOnlyWorkspace), typeid(ws::LocalBackend)});
+
+  // Plain layers anywhere in the stack are skipped; wrappers keep their order.
+  auto nested = std::make_shared<ws::Workspace>(std::make_shared<ws::Workspace>(plain));
+  CHECK(ws::workspace_layers(*nested) == Layers{typeid(ws::LocalBackend)});
+  auto shouting = std::make_shared<Shouting>(nested);
+  ws::Workspace stack(std::make_shared<ws::ReadOnlyWorkspace>(std::make_shared<ws::Workspace>(shouting)));
+  CHECK(ws::workspace_layers(stack) ==
+        Layers{typeid(ws::ReadOnlyWorkspace), typeid(Shouting), typeid(ws::LocalBackend)});
+
+  CHECK(ws::workspace_layers(*ws::no_workspace()) == Layers{typeid(ws::UnattachedBackend)});
+  ws::ReadOnlyWorkspace unavailable(std::make_shared<ws::Workspace>(std::make_shared<ws::UnavailableBackend>("gone")));
+  CHECK(ws::workspace_layers(unavailable) == Layers{typeid(ws::ReadOnlyWorkspace), typeid(ws::UnavailableBackend)});
+  CHECK(ws::workspace_layers(ws::Workspace(std::make_shared<Bare>())) == Layers{typeid(Bare)});
 }
