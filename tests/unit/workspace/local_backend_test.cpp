@@ -284,7 +284,10 @@ TEST_CASE("Workspace: capabilities, wrappers, read-only and unavailable", "[unit
     CO_CHECK(co_await error_of<ws::WorkspaceUnavailableError>(unavailable->working_dir()) == "gone for good");
     CO_CHECK(co_await error_of<ws::WorkspaceUnavailableError>(unavailable->read_bytes("/x")) == "gone for good");
     CO_CHECK(co_await error_of<ws::WorkspaceUnavailableError>(unavailable->write_bytes("/x", "")) == "gone for good");
+    CO_CHECK(co_await error_of<ws::WorkspaceUnavailableError>(unavailable->stat("/x")) == "gone for good");
     CO_CHECK(co_await error_of<ws::WorkspaceUnavailableError>(unavailable->list_dir("/x")) == "gone for good");
+    CO_CHECK(co_await error_of<ws::WorkspaceUnavailableError>(unavailable->make_dir("/x")) == "gone for good");
+    CO_CHECK(co_await error_of<ws::WorkspaceUnavailableError>(unavailable->remove("/x")) == "gone for good");
     CO_CHECK(co_await error_of<ws::WorkspaceUnavailableError>(unavailable->exists("/x")) == "gone for good");
     const auto none = co_await error_of<ws::WorkspaceUnavailableError>(nothing->read_bytes("x"));
     REQUIRE(none.has_value());
