@@ -1,6 +1,11 @@
 // LocalBackend's own rules and the Workspace facade and its wrappers.
 #include <catch2/catch.hpp>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include <exedev/testing/run.hpp>
 #include <exedev/workspace/errors.hpp>
 #include <exedev/workspace/local_backend.hpp>
@@ -8,6 +13,7 @@
 #include <exedev/workspace/workspace.hpp>
 
 #include <array>
+#include <atomic>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -193,6 +199,56 @@ TEST_CASE("LocalBackend: native file errors and remove rules", "[unit][workspace
     co_await workspace.remove("root_link");  // the link itself
     CO_CHECK(co_await workspace.exists("."));
   });
+}
+
+namespace {
+
+// Writes `data` to `path` `rounds` times.
+Task<void> write_repeatedly(std::shared_ptr<ws::LocalBackend> backend, std::string path, ws::Bytes data,
+                            int rounds) {
+  for (int i = 0; i < rounds; ++i) co_await backend->write_bytes(path, data);
+}
+
+// Reads `path` `rounds` times and counts the reads that are neither payload (a torn write).
+Task<void> read_repeatedly(std::shared_ptr<ws::LocalBackend> backend, std::string path,
+                           const std::array<ws::Bytes, 2>& payloads, int rounds, std::atomic<int>& torn) {
+  for (int i = 0; i < rounds; ++i) {
+    const auto seen = co_await backend->read_bytes(path);
+    if (seen != payloads[0] && seen != payloads[1]) ++torn;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("LocalBackend: reads and writes of one real file are serialized across its aliases",
+          "[unit][workspace]") {
+  // Writes truncate and rewrite in place. Unserialized, two writers interleave (the short
+  // payload over the tail of the long one) and a reader sees a truncated or half-written file.
+  // The writers and readers run on a thread pool, each through a different spelling of the file.
+  TempDir dir;
+  auto backend = std::make_shared<ws::LocalBackend>(dir.path());
+  const auto real = dir / "real.bin";
+  const auto alias = dir / "alias.bin";
+  std::filesystem::create_symlink("real.bin", alias);
+  const std::array<ws::Bytes, 2> payloads{ws::Bytes(256 * 1024, 'a'), ws::Bytes(1024 * 1024, 'b')};
+  constexpr int rounds = 300;
+  std::atomic<int> torn{0};
+  boost::asio::thread_pool pool(4);
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    using namespace boost::asio::experimental::awaitable_operators;
+    using boost::asio::co_spawn;
+    using boost::asio::use_awaitable;
+    co_await backend->write_bytes(real, payloads[0]);
+    co_await (co_spawn(pool, write_repeatedly(backend, real, payloads[0], rounds), use_awaitable) &&
+              co_spawn(pool, write_repeatedly(backend, alias, payloads[1], rounds), use_awaitable) &&
+              co_spawn(pool, read_repeatedly(backend, real, payloads, rounds, torn), use_awaitable) &&
+              co_spawn(pool, read_repeatedly(backend, alias, payloads, rounds, torn), use_awaitable));
+    const auto final_content = co_await backend->read_bytes(real);
+    CHECK((final_content == payloads[0] || final_content == payloads[1]));
+  });
+  pool.join();
+  CHECK(torn == 0);
+  CHECK(std::filesystem::is_symlink(alias));
 }
 
 TEST_CASE("Workspace: run checks, resolve, text", "[unit][workspace]") {
