@@ -71,12 +71,7 @@ TEST_CASE("a readiness probe whose result was lost is repeated, not fatal", "[in
   if (f.skip("fault injection")) return;
   // The first probe's launch and all six recovery polls are cut before any byte: the client
   // gives up on that probe (OutcomeUnknownError); provision probes again and succeeds.
-  exedev::emulator::Fault cut;
-  cut.kind = exedev::emulator::FaultKind::truncate_stream;
-  cut.command = "ssh";
-  cut.after_bytes = 0;
-  cut.count = 7;
-  f.emu().inject(cut);
+  f.emu().inject({.kind = exedev::emulator::FaultKind::truncate_stream, .command = "ssh", .count = 7, .after_bytes = 0});
   exedev::testing::run([&](Executor) -> Task<void> {
     auto vms = f.vms();
     const auto state = co_await vms.provision(f.spec());
@@ -180,11 +175,7 @@ TEST_CASE("a provision cancelled while it reads the ready VM's state deletes the
   if (f.skip("fault injection")) return;
   // After the create and the readiness probe, provision reads the VM's state with `ls`: hold
   // that request and cancel while it hangs.
-  exedev::emulator::Fault stall;
-  stall.kind = exedev::emulator::FaultKind::stall;
-  stall.command = "ls";
-  stall.duration = 20s;
-  f.emu().inject(stall);
+  f.emu().inject({.kind = exedev::emulator::FaultKind::stall, .command = "ls", .duration = 20s});
   const auto ls_hangs = [&] {
     const auto commands = f.emu().commands();
     return std::any_of(commands.begin(), commands.end(),
