@@ -20,6 +20,7 @@
 #include <array>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "workspace/shell_filesystem.hpp"
 #include "unit/workspace/support.hpp"
@@ -309,6 +310,135 @@ TEST_CASE("shell filesystem: output caps become named errors, listings page thro
     CO_CHECK(co_await error_of<ws::WorkspaceError>(f.shell.list_dir(".")) ==
           "shell filesystem listing exceeded command output limit for '" + f.dir.path() + "'");
   });
+}
+
+namespace {
+
+// A commands-only backend that records each script it runs and the names `watched` held just
+// before it ran.
+class Recorder final : public ws::WorkspaceBackend, public ws::SupportsCommands {
+ public:
+  struct Call {
+    std::string script;
+    std::vector<std::string> watched_names;
+  };
+
+  Recorder(std::shared_ptr<CommandsOnly> inner, std::string watched)
+      : inner_(std::move(inner)), watched_(std::move(watched)) {}
+
+  [[nodiscard]] std::optional<ws::WorkspaceRef> ref() const override { return inner_->ref(); }
+  Task<std::string> working_dir() override { return inner_->working_dir(); }
+  Task<ws::CommandResult> run(ws::Command command, ws::RunOptions options) override {
+    Call call;
+    call.script = command.to_shell_line();
+    for (const auto& entry : std::filesystem::directory_iterator(watched_)) {
+      call.watched_names.push_back(entry.path().filename().string());
+    }
+    std::sort(call.watched_names.begin(), call.watched_names.end());
+    calls_.push_back(std::move(call));
+    co_return co_await inner_->run(std::move(command), std::move(options));
+  }
+  [[nodiscard]] ws::ShellFilesystemLimits shell_filesystem_limits() const override {
+    return inner_->shell_filesystem_limits();
+  }
+  [[nodiscard]] const std::vector<Call>& calls() const { return calls_; }
+
+ private:
+  std::shared_ptr<CommandsOnly> inner_;
+  std::string watched_;
+  std::vector<Call> calls_;
+};
+
+// The first executable `name` on this process's PATH, or "".
+std::string host_program(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path ? path : "/usr/bin:/bin");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    const auto candidate = dir + "/" + name;
+    if (!dir.empty() && ::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+std::vector<std::string> lines_of(const std::string& file) {
+  std::ifstream in(file);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("shell filesystem: listings go through the environment's $TMPDIR and leave nothing behind",
+          "[unit][workspace]") {
+  TempDir dir;
+  TempDir tmp;  // the environment's TMPDIR
+  TempDir bin;
+  // A `find` in front of the real one that logs where its output goes: the listing's temp file.
+  const auto real_find = host_program("find");
+  REQUIRE_FALSE(real_find.empty());
+  const auto log = bin / "find.log";
+  // (Not `readlink ... >> log`: dash redirects in the shell itself before running readlink.)
+  std::ofstream(bin / "find") << "#!/bin/sh\nout=$(readlink /proc/$$/fd/1)\nprintf '%s\\n' \"$out\" >> "
+                              << ws::shell_quote(log) << "\nexec " << ws::shell_quote(real_find) << " \"$@\"\n";
+  std::filesystem::permissions(bin / "find", std::filesystem::perms(0755));
+  const char* host_path = std::getenv("PATH");
+  ws::Env env{{"TMPDIR", tmp.path()}, {"PATH", bin.path() + ":" + (host_path ? host_path : "/usr/bin:/bin")}};
+  auto only = std::make_shared<CommandsOnly>(std::make_shared<ws::LocalBackend>(dir.path(), env));
+  auto recorder = std::make_shared<Recorder>(only, tmp.path());
+  ws::Workspace shell(recorder);
+  for (int i = 0; i < 20; ++i) std::ofstream(dir / ("file-" + std::to_string(i))) << i;
+
+  const auto is_listing_file = [](const std::string& name) {
+    return name.rfind(".exedev-", 0) == 0 && name.size() > 13 && name.substr(name.size() - 5) == ".list";
+  };
+  std::vector<std::string> names;
+
+  SECTION("an inline listing") {
+    run([&](boost::asio::any_io_executor) -> Task<void> {
+      CO_CHECK((co_await shell.list_dir(".")).size() == 20);
+    });
+    const auto written = lines_of(log);
+    REQUIRE(written.size() == 1);
+    CHECK(std::filesystem::path(written[0]).parent_path() == tmp.path());
+    names.push_back(std::filesystem::path(written[0]).filename().string());
+    CHECK(is_listing_file(names.back()));
+  }
+
+  SECTION("a paged listing") {
+    ws::ShellFilesystemLimits paged;
+    paged.listing_inline_bytes = 64;
+    paged.read_page_bytes = 128;
+    only->set_limits(paged);
+    std::size_t record_bytes = 0;
+    run([&](boost::asio::any_io_executor) -> Task<void> {
+      const auto listing = co_await shell.list_dir(".");
+      CHECK(listing.size() == 20);
+      for (const auto& entry : listing) record_bytes += entry.path.size() + 2;  // flag, path, NUL
+    });
+    const auto written = lines_of(log);
+    REQUIRE(written.size() == 1);
+    CHECK(std::filesystem::path(written[0]).parent_path() == tmp.path());
+    names.push_back(std::filesystem::path(written[0]).filename().string());
+    CHECK(is_listing_file(names.back()));
+    // Each page is read from that file by name while it sits alone in $TMPDIR.
+    const auto& calls = recorder->calls();
+    REQUIRE(calls.size() >= 2);
+    std::size_t pages = 0;
+    for (std::size_t i = 1; i < calls.size(); ++i) {
+      if (calls[i].script.find("dd if=") == std::string::npos) continue;
+      ++pages;
+      CHECK(calls[i].script.find(names.back()) != std::string::npos);
+      CHECK(calls[i].watched_names == std::vector<std::string>{names.back()});
+    }
+    CHECK(pages == (record_bytes + 127) / 128);
+  }
+
+  CHECK(std::filesystem::is_empty(tmp.path()));
+  for (const auto& name : names) {
+    CHECK_FALSE(std::filesystem::exists("/tmp/" + name));
+    CHECK_FALSE(std::filesystem::exists(std::filesystem::temp_directory_path() / name));
+  }
 }
 
 TEST_CASE("shell filesystem: writes keep mode bits and leave no temp files", "[unit][workspace]") {
