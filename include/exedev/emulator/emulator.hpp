@@ -117,8 +117,10 @@ enum class FaultKind {
 /// A fault applied to the next `count` /exec requests that match.
 struct Fault {
   FaultKind kind = FaultKind::reset_before_run;
-  std::string command;           ///< canonical command name ("ssh", "ls", …); empty = any.
-  std::string vm;                ///< VM name the request targets; empty = any.
+  // (`{}` on every member: GCC 12 warns about members a designated initializer leaves out
+  // unless they have one.)
+  std::string command{};         ///< canonical command name ("ssh", "ls", …); empty = any.
+  std::string vm{};              ///< VM name the request targets; empty = any.
   std::size_t count = 1;
   unsigned status = 500;         ///< http_status
   std::size_t after_bytes = 0;   ///< truncate_stream
