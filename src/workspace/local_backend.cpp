@@ -17,6 +17,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -24,12 +25,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
+#include <vector>
 
 #include <exedev/workspace/errors.hpp>
 #include <exedev/workspace/workspace.hpp>
@@ -250,12 +254,41 @@ struct LocalBackend::State {
   };
 };
 
-LocalBackend::LocalBackend(std::string working_dir, Env env) : state_(std::make_shared<State>()) {
-  if (working_dir == "~" || working_dir.rfind("~/", 0) == 0) {
-    const char* home = std::getenv("HOME");
-    if (!home || !*home) throw std::invalid_argument("cannot expand '~': HOME is not set");
-    working_dir = std::string(home) + working_dir.substr(1);
+namespace {
+
+// A user's home directory from the password database, or nullopt.
+std::optional<std::string> password_home(const std::optional<std::string>& user) {
+  std::vector<char> buffer(16384);
+  struct passwd entry {};
+  struct passwd* found = nullptr;
+  const int error = user ? ::getpwnam_r(user->c_str(), &entry, buffer.data(), buffer.size(), &found)
+                         : ::getpwuid_r(::getuid(), &entry, buffer.data(), buffer.size(), &found);
+  if (error != 0 || found == nullptr || found->pw_dir == nullptr) return std::nullopt;
+  return std::string(found->pw_dir);
+}
+
+// Python's posixpath.expanduser: `~` is HOME (the password database when HOME is unset),
+// `~user` that user's home; an unknown user leaves the path as written.
+std::string expand_user(std::string path) {
+  if (path.empty() || path.front() != '~') return path;
+  const auto slash = std::min(path.find('/', 1), path.size());
+  std::optional<std::string> home;
+  if (slash == 1) {
+    const char* env_home = std::getenv("HOME");
+    home = env_home ? std::optional<std::string>(env_home) : password_home(std::nullopt);
+  } else {
+    home = password_home(path.substr(1, slash - 1));
   }
+  if (!home) return path;
+  while (!home->empty() && home->back() == '/') home->pop_back();
+  const std::string expanded = *home + path.substr(slash);
+  return expanded.empty() ? "/" : expanded;
+}
+
+}  // namespace
+
+LocalBackend::LocalBackend(std::string working_dir, Env env) : state_(std::make_shared<State>()) {
+  working_dir = expand_user(std::move(working_dir));
   if (working_dir.empty() || working_dir.front() != '/') {
     std::string cwd(4096, '\0');
     if (!::getcwd(cwd.data(), cwd.size())) throw_errno(errno, ".", "cannot read the current directory");

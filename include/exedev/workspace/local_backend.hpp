@@ -49,8 +49,10 @@ class LocalBackend final : public WorkspaceBackend,
   /// Bytes of each stream a WorkspaceOutputLimitError keeps.
   static constexpr std::size_t kept_capture_bytes = 64 * 1024;
 
-  /// `working_dir`: `~` is expanded and a relative path is taken from the current directory, at
-  /// construction. No I/O happens here; the caller creates and removes the directory.
+  /// `working_dir`: `~` and `~user` are expanded as Python's expanduser does (HOME, else the
+  /// password database; an unknown user is left as written) and a relative path is taken from
+  /// the current directory, at construction. Apart from that lookup no I/O happens here; the
+  /// caller creates and removes the directory.
   explicit LocalBackend(std::string working_dir, Env env = {});
   ~LocalBackend() override;
   LocalBackend(const LocalBackend&) = delete;

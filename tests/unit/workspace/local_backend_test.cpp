@@ -12,6 +12,9 @@
 #include <exedev/workspace/unavailable.hpp>
 #include <exedev/workspace/workspace.hpp>
 
+#include <pwd.h>
+#include <unistd.h>
+
 #include <array>
 #include <atomic>
 #include <cctype>
@@ -44,6 +47,27 @@ TEST_CASE("LocalBackend: ref is the normalized absolute path from construction",
   CHECK(ws::LocalBackend("rel").ref()->id == (cwd / "rel").string());
   const char* home = std::getenv("HOME");
   if (home) CHECK(ws::LocalBackend("~/x").ref()->id == ws::normpath(std::string(home) + "/x"));
+}
+
+TEST_CASE("LocalBackend: ~ and ~user expand as Python's expanduser does", "[unit][workspace]") {
+  const struct passwd* me = ::getpwuid(::getuid());
+  REQUIRE(me != nullptr);
+  const std::string my_home = ws::normpath(me->pw_dir);
+  const std::string my_name = me->pw_name;
+  CHECK(ws::LocalBackend("~" + my_name + "/x").ref()->id == ws::normpath(my_home + "/x"));
+  CHECK(ws::LocalBackend("~" + my_name).ref()->id == my_home);
+  // An unknown user leaves the word as written: a relative path under the current directory.
+  const auto cwd = std::filesystem::current_path();
+  CHECK(ws::LocalBackend("~no-such-user-exedev/x").ref()->id == (cwd / "~no-such-user-exedev/x").string());
+  // Without HOME, `~` is the password database's home of the current user.
+  const char* saved = std::getenv("HOME");
+  const std::optional<std::string> home = saved ? std::optional<std::string>(saved) : std::nullopt;
+  ::setenv("HOME", "/from-env", 1);
+  CHECK(ws::LocalBackend("~/x").ref()->id == "/from-env/x");
+  ::unsetenv("HOME");
+  const auto without_home = ws::LocalBackend("~/x").ref()->id;
+  if (home) ::setenv("HOME", home->c_str(), 1);
+  CHECK(without_home == ws::normpath(my_home + "/x"));
 }
 
 TEST_CASE("LocalBackend: children see only PATH, HOME, locale and the given env", "[unit][workspace]") {
