@@ -307,15 +307,27 @@ Task<void> test_background_child_does_not_hold_up_completed_command(Rule& r) {
     } catch (...) {
       error = std::current_exception();
     }
-    // Let the background child finish before the scratch directory goes.
-    co_await within(
-        [&]() -> Task<void> {
-          co_await r.ws->write_bytes(release, "go");
-          const bool ended = co_await poll_until([&]() { return r.ws->exists(finished); }, 30s);
-          CHECK(ended);
-        }(),
-        30s, "releasing the background child");
+    // Let the background child finish before the scratch directory goes, even when this rule
+    // was cancelled (shielded, 30 s): otherwise its loop would outlive the directory it waits on.
+    // (The lambda's coroutine must be awaited in the expression that makes it: its frame refers
+    // to the closure, a temporary.)
+    const bool previous = co_await boost::asio::this_coro::throw_if_cancelled();
+    co_await boost::asio::this_coro::throw_if_cancelled(false);
+    std::exception_ptr release_error;
+    try {
+      co_await exedev::detail::shielded(within(
+          [&]() -> Task<void> {
+            co_await r.ws->write_bytes(release, "go");
+            const bool ended = co_await poll_until([&]() { return r.ws->exists(finished); }, 30s);
+            CHECK(ended);
+          }(),
+          30s, "releasing the background child"));
+    } catch (...) {
+      release_error = std::current_exception();
+    }
+    co_await boost::asio::this_coro::throw_if_cancelled(previous);
     if (error) std::rethrow_exception(error);
+    if (release_error) std::rethrow_exception(release_error);
   });
 }
 
