@@ -14,8 +14,6 @@
 
 #include <chrono>
 #include <exception>
-#include <optional>
-#include <type_traits>
 #include <utility>
 
 namespace exedev::detail {
@@ -49,38 +47,17 @@ boost::asio::awaitable<std::exception_ptr> capture(boost::asio::awaitable<T> op)
   co_return nullptr;
 }
 
-/// Runs `op` to completion whatever happens to the caller: a cancellation of the caller is not
-/// forwarded to it (it stays recorded in the caller's cancellation state). A caller that may
-/// already have been cancelled must set `this_coro::throw_if_cancelled(false)` before
-/// co_awaiting this (Asio refuses to start an awaitable in a cancelled coroutine otherwise).
+/// Runs `op` to completion whatever happens to the caller: `op` runs on a coroutine of its own
+/// with no cancellation slot, so a cancellation of the caller is not forwarded to it (it stays
+/// recorded in the caller's cancellation state). A caller that may already have been cancelled
+/// must set `this_coro::throw_if_cancelled(false)` before co_awaiting this (Asio refuses to
+/// start an awaitable in a cancelled coroutine otherwise) and restore it afterwards.
 template <typename T>
 boost::asio::awaitable<T> shielded(boost::asio::awaitable<T> op) {
   namespace asio = boost::asio;
-  const bool previous = co_await asio::this_coro::throw_if_cancelled();
-  co_await asio::this_coro::throw_if_cancelled(false);
   const auto executor = co_await asio::this_coro::executor;
-  std::exception_ptr error;
-  if constexpr (std::is_void_v<T>) {
-    try {
-      co_await asio::co_spawn(executor, std::move(op),
-                              asio::bind_cancellation_slot(asio::cancellation_slot(), asio::use_awaitable));
-    } catch (...) {
-      error = std::current_exception();
-    }
-    co_await asio::this_coro::throw_if_cancelled(previous);
-    if (error) std::rethrow_exception(error);
-  } else {
-    std::optional<T> value;
-    try {
-      value.emplace(co_await asio::co_spawn(executor, std::move(op),
-                                            asio::bind_cancellation_slot(asio::cancellation_slot(), asio::use_awaitable)));
-    } catch (...) {
-      error = std::current_exception();
-    }
-    co_await asio::this_coro::throw_if_cancelled(previous);
-    if (error) std::rethrow_exception(error);
-    co_return std::move(*value);
-  }
+  co_return co_await asio::co_spawn(executor, std::move(op),
+                                    asio::bind_cancellation_slot(asio::cancellation_slot(), asio::use_awaitable));
 }
 
 }  // namespace exedev::detail

@@ -50,8 +50,7 @@ Modes apply_modes(Modes m, const Json& j) {
   }
   if (j.contains("cut_exit_code")) {
     const Json& v = j.at("cut_exit_code");
-    m.cut_exit_code = v.is_null() ? std::nullopt : std::optional(v.get<int>());
-    if (m.cut_exit_code && (*m.cut_exit_code < 0 || *m.cut_exit_code > 255)) throw std::invalid_argument("invalid cut_exit_code");
+    m.cut_exit_code = required(cut_exit_code_from(v.is_null() ? "none" : std::to_string(v.get<int>())), "cut_exit_code");
   }
   if (j.contains("unready_true_quirk")) m.unready_true_quirk = j.at("unready_true_quirk").get<bool>();
   if (j.contains("cp_response")) m.cp_response = required(cp_response_from(j.at("cp_response").get<std::string>()), "cp_response");
@@ -101,6 +100,15 @@ std::optional<SshNonzeroExit> ssh_nonzero_exit_from(std::string_view name) {
   if (name == "stream") return SshNonzeroExit::stream;
   if (name == "unprocessable") return SshNonzeroExit::unprocessable;
   return std::nullopt;
+}
+std::optional<std::optional<int>> cut_exit_code_from(std::string_view text) {
+  std::optional<std::optional<int>> parsed(std::in_place);  // "none"
+  if (text == "none") return parsed;
+  int code = -1;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), code);
+  if (ec != std::errc() || end != text.data() + text.size() || code < 0 || code > 255) return std::nullopt;
+  parsed->emplace(code);
+  return parsed;
 }
 std::optional<CpResponse> cp_response_from(std::string_view name) {
   if (name == "legacy") return CpResponse::legacy;

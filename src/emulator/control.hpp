@@ -18,6 +18,8 @@ std::optional<Trailers> trailers_from(std::string_view name);                 //
 std::optional<SshNonzeroExit> ssh_nonzero_exit_from(std::string_view name);   ///< stream | unprocessable
 std::optional<CpResponse> cp_response_from(std::string_view name);            ///< legacy | new-like
 std::optional<FaultKind> fault_kind_from(std::string_view name);              ///< reset-before-run, …
+/// "none", or an exit code 0-255 (Modes::cut_exit_code).
+std::optional<std::optional<int>> cut_exit_code_from(std::string_view text);
 /// "none", or a duration: <N>ms, <N>s, <N>m (plain N = milliseconds).
 std::optional<std::optional<std::chrono::milliseconds>> duration_from(std::string_view text);
 

@@ -4,7 +4,6 @@
 
 #include "emulator/control.hpp"
 
-#include <charconv>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
@@ -154,17 +153,7 @@ int main(int argc, char** argv) {
     else if (name == "--on-client-disconnect") modes.on_client_disconnect = need(on_disconnect_from(need_value()), name);
     else if (name == "--trailers") modes.trailers = need(trailers_from(need_value()), name);
     else if (name == "--ssh-nonzero-exit") modes.ssh_nonzero_exit = need(ssh_nonzero_exit_from(need_value()), name);
-    else if (name == "--cut-exit-code") {
-      const std::string value = need_value();
-      if (value == "none") {
-        modes.cut_exit_code.reset();
-      } else {
-        int code = -1;
-        const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), code);
-        if (ec != std::errc() || end != value.data() + value.size() || code < 0 || code > 255) bad("invalid --cut-exit-code");
-        modes.cut_exit_code = code;
-      }
-    }
+    else if (name == "--cut-exit-code") modes.cut_exit_code = need(cut_exit_code_from(need_value()), name);
     else if (name == "--cp-response") modes.cp_response = need(cp_response_from(need_value()), name);
     else if (name == "--unready-true-quirk") modes.unready_true_quirk = true;
     else if (name == "--rate-limit") modes.rate_limit.enabled = true;

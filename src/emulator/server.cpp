@@ -703,9 +703,7 @@ asio::awaitable<bool> Emulator::Impl::run_ssh(Stream& stream, const http::reques
     exit_code_sent = *modes.cut_exit_code;
   }
   co_await stop_watcher();
-  if (exit_code_sent) {
-    if (process && !process->finished()) process->detach();
-  } else if (process) {
+  if (process) {
     record.exit_code = process->exit_code();
     if (end == End::client_gone && kill_on_disconnect) process->kill_group();
     if (!process->finished()) process->detach();

@@ -18,34 +18,40 @@ VMTarget::VMTarget(std::string name) : name_(std::move(name)) { validate_vm_name
 
 VMTarget::VMTarget(const char* name) : VMTarget(std::string(name ? name : "")) {}
 
-struct VMs::Impl {
+namespace {
+
+// What a VMs is set up with.
+struct Settings {
   std::optional<std::string> scope_tag;
-  detail::ClientHolder client;
   ReadinessOptions readiness;
+};
+
+// What one operation works with: the client (made on first use) and the settings.
+struct Context {
+  Client client;
+  Settings settings;
+};
+
+}  // namespace
+
+struct VMs::Impl {
+  Settings settings;
+  detail::ClientHolder client;
 };
 
 namespace {
 
 // (Coroutines are created as named tasks before they are awaited: see src/sandbox/core.cpp.)
 
-// What one operation works with: the client (made on first use) and this VMs' settings.
-struct Context {
-  Context(Client c, std::optional<std::string> tag, ReadinessOptions r)
-      : client(std::move(c)), scope_tag(std::move(tag)), readiness(r) {}
-  Client client;
-  std::optional<std::string> scope_tag;
-  ReadinessOptions readiness;
-};
-
 // Runs one operation with access errors (401, 403, no token) turned into ExeDevAccessError,
 // as the seed's error table has it. `holder` belongs to the VMs, which outlives the call.
 template <typename T, typename... Args>
-Task<T> access_mapped(detail::ClientHolder& holder, std::optional<std::string> scope_tag, ReadinessOptions readiness,
-                      Task<T> (*operation)(Context, Args...), Args... args) {
+Task<T> access_mapped(detail::ClientHolder& holder, Settings settings, Task<T> (*operation)(Context, Args...),
+                      Args... args) {
   std::exception_ptr error;
   try {
     auto client = co_await holder.get();
-    auto running = operation(Context(std::move(client), std::move(scope_tag), readiness), std::move(args)...);
+    auto running = operation(Context{std::move(client), std::move(settings)}, std::move(args)...);
     co_return co_await std::move(running);
   } catch (...) {
     error = std::current_exception();
@@ -54,7 +60,7 @@ Task<T> access_mapped(detail::ClientHolder& holder, std::optional<std::string> s
 }
 
 Task<VMInfo> in_scope(const Context& c, const VMTarget& vm) {
-  auto finding = detail::find_in_scope(c.client, vm.name(), c.scope_tag);
+  auto finding = detail::find_in_scope(c.client, vm.name(), c.settings.scope_tag);
   co_return co_await std::move(finding);
 }
 
@@ -65,12 +71,12 @@ Task<LookupResult> lookup_in(Context c, VMSpec spec) {
   if (spec.name()) patterns.push_back(*spec.name());
   auto listing = c.client.list_vms(std::move(patterns));
   const auto listed = co_await std::move(listing);
-  co_return classify_lookup(spec, c.scope_tag, listed);
+  co_return classify_lookup(spec, c.settings.scope_tag, listed);
 }
 
 Task<VMState> initialize_in(Context c, VMTarget vm, VMSpec spec) {
   co_await in_scope(c, vm);
-  auto initializing = detail::initialize_steps(c.client, vm.name(), spec, c.readiness, true);
+  auto initializing = detail::initialize_steps(c.client, vm.name(), spec, c.settings.readiness, true);
   co_await std::move(initializing);
   co_return VMState::from_info(co_await in_scope(c, vm));
 }
@@ -100,7 +106,7 @@ Task<VMState> resume_in(Context c, VMTarget vm) {
     auto resuming = c.client.resume_vm(vm.name());
     co_await std::move(resuming);
   }
-  auto ready = detail::wait_ready(c.client, vm.name(), c.readiness);
+  auto ready = detail::wait_ready(c.client, vm.name(), c.settings.readiness);
   co_await std::move(ready);
   co_return VMState::from_info(co_await in_scope(c, vm));
 }
@@ -133,24 +139,24 @@ VMs::VMs(std::optional<std::string> scope_tag, std::optional<Client> client)
     : VMs(VMsOptions{std::move(scope_tag), std::move(client), {}, {}}) {}
 
 VMs::VMs(VMsOptions options)
-    : impl_(std::make_unique<Impl>(Impl{options.scope_tag, detail::ClientHolder(std::move(options.client),
-                                                                                  std::move(options.client_options)),
-                                        options.readiness})) {
-  if (impl_->scope_tag) validate_tag(*impl_->scope_tag, "scope_tag");
+    : impl_(std::make_unique<Impl>(Impl{Settings{options.scope_tag, options.readiness},
+                                        detail::ClientHolder(std::move(options.client), std::move(options.client_options))})) {
+  if (impl_->settings.scope_tag) validate_tag(*impl_->settings.scope_tag, "scope_tag");
 }
 
 VMs::~VMs() = default;
 VMs::VMs(VMs&&) noexcept = default;
 VMs& VMs::operator=(VMs&&) noexcept = default;
 
-const std::optional<std::string>& VMs::scope_tag() const noexcept { return impl_->scope_tag; }
+const std::optional<std::string>& VMs::scope_tag() const noexcept { return impl_->settings.scope_tag; }
 
 Task<Client> VMs::client() { co_return co_await impl_->client.get(); }
 
 Task<VMState> VMs::provision(VMSpec spec) {
-  detail::check_spec_scope(spec, impl_->scope_tag);
+  detail::check_spec_scope(spec, impl_->settings.scope_tag);
   auto client = co_await impl_->client.get();
-  auto provisioning = detail::provision(client, std::move(spec), impl_->scope_tag, impl_->readiness, detail::ProvisionHooks{});
+  auto provisioning = detail::provision(client, std::move(spec), impl_->settings.scope_tag, impl_->settings.readiness,
+                                        detail::ProvisionHooks{});
   co_return co_await std::move(provisioning);
 }
 
@@ -158,27 +164,27 @@ Task<LookupResult> VMs::lookup(VMSpec spec) {
   if (spec.tags().empty()) {
     throw std::invalid_argument("lookup needs a spec with tags: a name alone could belong to a VM made some other way");
   }
-  auto looking = access_mapped(impl_->client, impl_->scope_tag, impl_->readiness, &lookup_in, std::move(spec));
+  auto looking = access_mapped(impl_->client, impl_->settings, &lookup_in, std::move(spec));
   co_return co_await std::move(looking);
 }
 
 Task<VMState> VMs::initialize(VMTarget vm, VMSpec spec) {
-  return access_mapped(impl_->client, impl_->scope_tag, impl_->readiness, &initialize_in, std::move(vm), std::move(spec));
+  return access_mapped(impl_->client, impl_->settings, &initialize_in, std::move(vm), std::move(spec));
 }
 Task<VMState> VMs::inspect(VMTarget vm) {
-  return access_mapped(impl_->client, impl_->scope_tag, impl_->readiness, &inspect_in, std::move(vm));
+  return access_mapped(impl_->client, impl_->settings, &inspect_in, std::move(vm));
 }
 Task<VMState> VMs::pause(VMTarget vm) {
-  return access_mapped(impl_->client, impl_->scope_tag, impl_->readiness, &pause_in, std::move(vm));
+  return access_mapped(impl_->client, impl_->settings, &pause_in, std::move(vm));
 }
 Task<VMState> VMs::resume(VMTarget vm) {
-  return access_mapped(impl_->client, impl_->scope_tag, impl_->readiness, &resume_in, std::move(vm));
+  return access_mapped(impl_->client, impl_->settings, &resume_in, std::move(vm));
 }
 Task<VMHandle> VMs::get_vm(VMTarget vm) {
-  return access_mapped(impl_->client, impl_->scope_tag, impl_->readiness, &get_vm_in, std::move(vm));
+  return access_mapped(impl_->client, impl_->settings, &get_vm_in, std::move(vm));
 }
 Task<bool> VMs::destroy(VMTarget vm) {
-  return access_mapped(impl_->client, impl_->scope_tag, impl_->readiness, &destroy_in, std::move(vm));
+  return access_mapped(impl_->client, impl_->settings, &destroy_in, std::move(vm));
 }
 
 Task<void> VMs::close() {
