@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -85,10 +86,17 @@ class Command {
   std::variant<Argv, Shell> form_;
 };
 
+/// Receives a command's output as it arrives: raw bytes, in order, possibly split anywhere
+/// (even inside a UTF-8 sequence). Called on the caller's executor; it must not block.
+/// An exception it throws stops the command and propagates from run().
+using OutputCallback = std::function<void(std::string_view chunk)>;
+
 /// Per-call options of run().
 struct RunOptions {
-  Env env;                         ///< Layered over the backend's environment.
-  std::optional<Seconds> timeout;  ///< None: no timeout. Else positive and finite.
+  Env env{};                         ///< Layered over the backend's environment.
+  std::optional<Seconds> timeout{};  ///< None: no timeout. Else positive and finite.
+  OutputCallback on_stdout{};        ///< Live stdout, as it arrives; empty: none.
+  OutputCallback on_stderr{};        ///< Live stderr, as it arrives; empty: none.
 };
 
 /// Throws std::invalid_argument("timeout must be a positive finite number or None") for a
