@@ -13,6 +13,15 @@ function(exedev_warnings target)
   endif()
 endfunction()
 
+# Asio's build mode, for the project's own targets only. Asio is compiled once, in src/asio,
+# and the mode stays PRIVATE: a consumer compiles Asio header-only (its default) or in any mode
+# it likes, and src/asio weakens the definitions it compiles so that they never clash with a
+# consumer's own (see docs/architecture.md, "Packaging"). The three targets that include Beast
+# (exedev_net, exedev, exedev_emulator) add BOOST_BEAST_SEPARATE_COMPILATION the same way.
+function(exedev_asio_mode target)
+  target_compile_definitions(${target} PRIVATE BOOST_ASIO_SEPARATE_COMPILATION BOOST_ASIO_NO_DEPRECATED)
+endfunction()
+
 # A library of the package: public headers under include/, exported as exedev::<alias>.
 # Usage: exedev_library(<target> ALIAS <name> SOURCES ... [PUBLIC_LINK ...] [PRIVATE_LINK ...])
 function(exedev_library target)
@@ -28,6 +37,7 @@ function(exedev_library target)
     PRIVATE ${PROJECT_SOURCE_DIR}/src)
   target_link_libraries(${target} PUBLIC ${ARG_PUBLIC_LINK} PRIVATE ${ARG_PRIVATE_LINK})
   exedev_warnings(${target})
+  exedev_asio_mode(${target})
   set_property(GLOBAL APPEND PROPERTY EXEDEV_INSTALL_TARGETS ${target})
 endfunction()
 
@@ -39,6 +49,7 @@ function(exedev_test name)
   target_link_libraries(${name} PRIVATE ${ARG_LINK} Catch2::Catch2WithMain)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
   exedev_warnings(${name})
+  exedev_asio_mode(${name})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 600)
   endif()
