@@ -1,7 +1,8 @@
 // Uses the package the way a user does: public headers only, linked through exedev:: targets.
 // It touches every installed library: the coroutine runner (exedev::testing), a local
 // workspace (exedev::workspace), and a VM workspace (exedev::exedev) on the in-process
-// emulator (exedev::emulator) over real TLS.
+// emulator (exedev::emulator) over real TLS. It also finds the emulator program through the
+// package (EXEDEV_EMULATOR_PROGRAM, from the exedev::exedev-emulator target).
 #include <exedev/emulator/client_options.hpp>
 #include <exedev/emulator/emulator.hpp>
 #include <exedev/exedev.hpp>
@@ -60,6 +61,9 @@ int main() try {
     co_await sandbox->close();
   });
   expect(emulator.vms().size() == 1, "exactly one VM was provisioned");
+#ifdef EXEDEV_EMULATOR_PROGRAM
+  expect(std::filesystem::is_regular_file(EXEDEV_EMULATOR_PROGRAM), "the exedev-emulator program is where its target says");
+#endif
 
   std::filesystem::remove_all(directory);
   if (failures != 0) return 1;
