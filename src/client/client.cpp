@@ -309,7 +309,7 @@ Client::Client(asio::any_io_executor executor, ClientOptions options) : impl_(st
   impl_->settings = detail::resolve_settings(options, detail::process_env);
   detail::TransportConfig config;
   config.endpoint = impl_->settings.endpoint;
-  config.ca_file = options.ca_file;
+  config.ca_file = impl_->settings.ca_file;
   config.connect_timeout = options.connect_timeout;
   config.handshake_timeout = options.handshake_timeout;
   config.max_connections = options.max_connections;

@@ -103,6 +103,9 @@ Settings resolve_settings(const ClientOptions& options, const EnvLookup& env) {
   if (!endpoint || trim(*endpoint).empty()) endpoint = env("EXE_BASE_URL");
   if (!endpoint || trim(*endpoint).empty()) endpoint = "https://exe.dev";
   s.endpoint = parse_endpoint(trim(*endpoint));
+  std::optional<std::string> ca_file = options.ca_file;
+  if (!ca_file || ca_file->empty()) ca_file = env("EXE_CA_FILE");
+  if (ca_file && !ca_file->empty()) s.ca_file = std::move(ca_file);
   return s;
 }
 

@@ -30,9 +30,11 @@ using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
 struct Settings {
   std::optional<std::string> token;  ///< Trimmed; nullopt when none was configured.
   Endpoint endpoint;
+  std::optional<std::string> ca_file;  ///< Extra trusted CAs; nullopt for none.
 };
 
-/// options.token, else EXE_TOKEN; options.endpoint, else EXE_BASE_URL, else https://exe.dev.
+/// options.token, else EXE_TOKEN; options.endpoint, else EXE_BASE_URL, else https://exe.dev;
+/// options.ca_file, else EXE_CA_FILE, else none. An empty value counts as unset.
 [[nodiscard]] Settings resolve_settings(const ClientOptions& options, const EnvLookup& env);
 
 /// The token, or AuthenticationError (status 0) saying how to create one.

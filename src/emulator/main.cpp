@@ -1,25 +1,43 @@
 // exedev-emulator: runs the exe.dev emulator until SIGINT or SIGTERM. Prints url, ca_file,
-// token, control_secret and state_dir on stdout, one key=value per line.
+// token, control_secret and state_dir on stdout, one key=value per line, or (--print-env) the
+// shell lines that point a default exedev::Client at it; --background serves from a child
+// process so that `eval "$(exedev-emulator --background --print-env)"` returns.
 #include <exedev/emulator/emulator.hpp>
+#include <exedev/workspace/types.hpp>
 
 #include "emulator/control.hpp"
 
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
+#include <fcntl.h>
 #include <fstream>
 #include <iostream>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace {
 
 using namespace exedev::emulator;
 
-constexpr const char* usage = R"(usage: exedev-emulator [options]
+constexpr const char* usage = R"usage(usage: exedev-emulator [options]
 
 Runs a local exe.dev (POST /exec over HTTPS on loopback) until SIGINT or SIGTERM, after printing
   url=…  ca_file=…  token=…  control_secret=…  state_dir=…
 on stdout, one per line. See docs/emulator.md.
+
+  --print-env                 print instead, for a shell to eval, the lines
+                                export EXE_BASE_URL=…  export EXE_TOKEN=…  export EXE_CA_FILE=…
+                              that point a default exedev::Client at the emulator
+  --background                serve from a background process, print the lines above plus its
+                              process id (pid=… or export EXEDEV_EMULATOR_PID=…), and return:
+                                eval "$(exedev-emulator --background --print-env)"
+                                ./your-program        # a default Client reaches the emulator
+                                kill "$EXEDEV_EMULATOR_PID"
 
   --host=ADDR                 loopback address to bind (default 127.0.0.1)
   --port=N                    port (default 0: a free one)
@@ -46,11 +64,62 @@ on stdout, one per line. See docs/emulator.md.
   --latency=DUR               time every command takes in the lobby (default 0)
   --help                      this text
 DUR is N (milliseconds), Nms, Ns or Nm.
-)";
+)usage";
 
 [[noreturn]] void bad(const std::string& message) {
   std::cerr << "exedev-emulator: " << message << "\n(--help for usage)\n";
   std::exit(2);
+}
+
+// What the emulator prints once it listens (see the usage text).
+std::string ready_lines(const Emulator& emulator, bool print_env, std::optional<pid_t> background_pid) {
+  using exedev::workspace::shell_quote;
+  std::ostringstream out;
+  if (print_env) {
+    out << "export EXE_BASE_URL=" << shell_quote(emulator.url()) << "\n"
+        << "export EXE_TOKEN=" << shell_quote(emulator.token()) << "\n"
+        << "export EXE_CA_FILE=" << shell_quote(emulator.ca_file().string()) << "\n";
+    if (background_pid) out << "export EXEDEV_EMULATOR_PID=" << *background_pid << "\n";
+  } else {
+    out << "url=" << emulator.url() << "\n"
+        << "ca_file=" << emulator.ca_file().string() << "\n"
+        << "token=" << emulator.token() << "\n"
+        << "control_secret=" << emulator.control_secret() << "\n"
+        << "state_dir=" << emulator.state_dir().string() << "\n";
+    if (background_pid) out << "pid=" << *background_pid << "\n";
+  }
+  return out.str();
+}
+
+// --background: forks before the emulator starts its threads. The child serves and writes its
+// ready lines to a pipe, then lets go of the caller's stdout; the parent copies the lines to
+// stdout and returns, or fails with the child's status if it could not start.
+// Returns only in the child, with the pipe's write end.
+int fork_to_background() {
+  int pipe_ends[2];
+  if (::pipe(pipe_ends) != 0) bad("cannot create a pipe");
+  const pid_t child = ::fork();
+  if (child < 0) bad("cannot fork");
+  if (child == 0) {
+    ::close(pipe_ends[0]);
+    ::setsid();  // a terminal's SIGINT to the caller's process group no longer reaches it
+    return pipe_ends[1];
+  }
+  ::close(pipe_ends[1]);
+  std::string lines;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(pipe_ends[0], buffer, sizeof buffer)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    lines.append(buffer, static_cast<std::size_t>(n));
+  }
+  if (lines.empty()) {
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    std::exit(WIFEXITED(status) && WEXITSTATUS(status) != 0 ? WEXITSTATUS(status) : 1);
+  }
+  std::cout << lines << std::flush;
+  std::exit(0);
 }
 
 template <typename T>
@@ -107,6 +176,8 @@ void load_tokens(const std::string& path, Options& options) {
 int main(int argc, char** argv) {
   Options options;
   Modes& modes = options.modes;
+  bool print_env = false;
+  bool background = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const auto eq = arg.find('=');
@@ -162,9 +233,12 @@ int main(int argc, char** argv) {
     else if (name == "--rate-overdraft") modes.rate_limit.overdraft = number();
     else if (name == "--rate-retry-after") modes.rate_limit.retry_after = true;
     else if (name == "--latency") modes.latency = duration();
+    else if (name == "--print-env") print_env = true;
+    else if (name == "--background") background = true;
     else bad("unknown option " + name);
   }
 
+  const int ready_pipe = background ? fork_to_background() : -1;
   // Block the signals before the server thread starts, so only sigwait below receives them.
   sigset_t signals;
   sigemptyset(&signals);
@@ -173,11 +247,22 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   try {
     Emulator emulator(options);
-    std::cout << "url=" << emulator.url() << "\n"
-              << "ca_file=" << emulator.ca_file().string() << "\n"
-              << "token=" << emulator.token() << "\n"
-              << "control_secret=" << emulator.control_secret() << "\n"
-              << "state_dir=" << emulator.state_dir().string() << std::endl;
+    if (background) {
+      const std::string lines = ready_lines(emulator, print_env, ::getpid());
+      for (std::size_t written = 0; written < lines.size();) {
+        const ssize_t n = ::write(ready_pipe, lines.data() + written, lines.size() - written);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw std::runtime_error("cannot report to the parent process");
+        written += static_cast<std::size_t>(n);
+      }
+      ::close(ready_pipe);
+      // Let go of the caller's terminal or pipe (a `$(…)` waits for every writer to close it).
+      const int null_device = ::open("/dev/null", O_RDWR);
+      for (const int stream : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) ::dup2(null_device, stream);
+      if (null_device > STDERR_FILENO) ::close(null_device);
+    } else {
+      std::cout << ready_lines(emulator, print_env, std::nullopt) << std::flush;
+    }
     int received = 0;
     sigwait(&signals, &received);
   } catch (const std::exception& e) {

@@ -64,6 +64,15 @@ TEST_CASE("options win over the environment, which wins over defaults") {
   CHECK(s.endpoint.text == "https://example.test");
 }
 
+TEST_CASE("the CA file comes from the options, else from EXE_CA_FILE, else none") {
+  ClientOptions o;
+  CHECK_FALSE(resolve_settings(o, env_of({})).ca_file);
+  CHECK_FALSE(resolve_settings(o, env_of({{"EXE_CA_FILE", ""}})).ca_file);
+  CHECK(resolve_settings(o, env_of({{"EXE_CA_FILE", "/env/ca.pem"}})).ca_file == "/env/ca.pem");
+  o.ca_file = "/options/ca.pem";
+  CHECK(resolve_settings(o, env_of({{"EXE_CA_FILE", "/env/ca.pem"}})).ca_file == "/options/ca.pem");
+}
+
 TEST_CASE("a missing token says how to make one; a bad one is not echoed") {
   const auto s = resolve_settings({}, env_of({}));
   try {
