@@ -3,7 +3,7 @@
 # Does nothing (and needs no network) when everything is already installed.
 set -euo pipefail
 
-packages=(g++ cmake ninja-build pkg-config libboost1.81-dev libssl-dev nlohmann-json3-dev
+packages=(g++ clang cmake ninja-build pkg-config libboost1.81-dev libssl-dev nlohmann-json3-dev
           libfmt-dev catch2 ccache curl ca-certificates openssl git)
 
 missing=()
