@@ -731,7 +731,9 @@ std::variant<Reply, SshPlan> Lobby::cmd_ls(const Key& key, const Prepared& reque
   for (const auto& [name, vm] : vms_) {  // std::map: sorted by name, each VM once
     if (find_visible(key, name) == nullptr) continue;
     if (!flags->positional.empty()) {
-      const bool matched = std::any_of(flags->positional.begin(), flags->positional.end(), [&](const std::string& pattern) {
+      // Init-captures: Clang 14 cannot capture structured bindings.
+      const bool matched = std::any_of(flags->positional.begin(), flags->positional.end(),
+                                       [&name = name, &vm = vm](const std::string& pattern) {
         if (::fnmatch(pattern.c_str(), name.c_str(), 0) == 0) return true;
         return std::any_of(vm.record.tags.begin(), vm.record.tags.end(),
                            [&](const std::string& tag) { return ::fnmatch(pattern.c_str(), tag.c_str(), 0) == 0; });
