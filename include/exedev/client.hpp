@@ -56,9 +56,9 @@ struct ClientOptions {
   /// empty, EXE_BASE_URL, else https://exe.dev. A malformed URL throws std::invalid_argument
   /// from the constructor.
   std::optional<std::string> endpoint;
-  /// PEM file of CAs trusted in addition to the system trust store. Peers are always verified
-  /// (certificate chain and host name); an unreadable file throws std::invalid_argument from
-  /// the constructor.
+  /// PEM file of CAs trusted besides the system trust store; when empty, EXE_CA_FILE. Peers are
+  /// always verified (certificate chain and host name); an unreadable file throws
+  /// std::invalid_argument from the constructor.
   std::optional<std::string> ca_file;
   std::chrono::milliseconds connect_timeout{10'000};    ///< Resolve + TCP connect.
   std::chrono::milliseconds handshake_timeout{10'000};  ///< TLS handshake.
@@ -179,7 +179,7 @@ struct RunResult {
 
 class Client {
  public:
-  /// Reads EXE_TOKEN / EXE_BASE_URL when the options leave them out. Throws
+  /// Reads EXE_TOKEN / EXE_BASE_URL / EXE_CA_FILE when the options leave them out. Throws
   /// std::invalid_argument for a malformed endpoint or an unreadable CA file. Sends nothing.
   Client(boost::asio::any_io_executor executor, ClientOptions options = {});
   ~Client();
