@@ -8,6 +8,7 @@
 #include "tools/schema.hpp"
 #include "tools/text.hpp"
 #include "tools/workspace_access.hpp"
+#include "workspace/shell_filesystem.hpp"  // posixpath helpers
 
 #include <exedev/tools/errors.hpp>
 #include <exedev/workspace/errors.hpp>
@@ -191,6 +192,8 @@ const std::vector<std::string>& default_read_only_patterns() {
 struct FileSystem::State : detail::FileSystemCore {
   Task<std::string> run_tool(std::string name, std::string arguments);
   Task<std::string> recoverable(Task<std::string> body);
+  /// The resolved path and what is there; no entry when nothing is (a path error included).
+  Task<std::pair<std::string, std::optional<workspace::FileEntry>>> locate(std::string path);
   Task<std::string> read_file(std::string path, std::int64_t offset, std::optional<std::int64_t> limit);
   Task<std::string> write_file(std::string path, std::string content, std::optional<std::string> expected_hash);
   Task<std::string> edit_file(std::string path, std::vector<std::pair<std::string, std::string>> replacements,
@@ -360,11 +363,7 @@ std::string FileSystem::State::read_header(const std::string& path, std::size_t 
   return "[" + label + " | " + std::to_string(total) + " lines" + (options.content_hashes ? " | hash:" + hash : "") + "]\n";
 }
 
-Task<std::string> FileSystem::State::read_file(std::string path, std::int64_t offset, std::optional<std::int64_t> limit) {
-  if (offset < 0) throw ModelRetry("offset must be non-negative.");
-  if (limit && *limit < 1) throw ModelRetry("limit must be at least 1.");
-  const std::size_t window = limit ? static_cast<std::size_t>(*limit) : static_cast<std::size_t>(options.max_read_lines);
-  const std::string not_found = "Path not found: " + path;
+Task<std::pair<std::string, std::optional<workspace::FileEntry>>> FileSystem::State::locate(std::string path) {
   std::string resolved;
   std::optional<workspace::FileEntry> entry;
   try {
@@ -373,6 +372,15 @@ Task<std::string> FileSystem::State::read_file(std::string path, std::int64_t of
   } catch (const std::filesystem::filesystem_error& error) {
     if (!is_missing(error)) throw;
   }
+  co_return std::make_pair(std::move(resolved), std::move(entry));
+}
+
+Task<std::string> FileSystem::State::read_file(std::string path, std::int64_t offset, std::optional<std::int64_t> limit) {
+  if (offset < 0) throw ModelRetry("offset must be non-negative.");
+  if (limit && *limit < 1) throw ModelRetry("limit must be at least 1.");
+  const std::size_t window = limit ? static_cast<std::size_t>(*limit) : static_cast<std::size_t>(options.max_read_lines);
+  const std::string not_found = "Path not found: " + path;
+  auto [resolved, entry] = co_await locate(path);
   if (!entry || entry->is_dir) co_return not_found;
   workspace::Bytes raw;
   try {
@@ -446,7 +454,7 @@ Task<std::string> FileSystem::State::write_file(std::string path, std::string co
     const auto guard = co_await locks.acquire(resolved);
     const auto entry = co_await stat_or_none(resolved);
     if (entry && entry->is_dir) throw ModelRetry("Path " + detail::python_repr(path) + " exists and is not a regular file.");
-    const std::string parent = detail::parent_path(resolved);
+    const std::string parent = workspace::detail::posix_dirname(resolved);
     const std::string not_directory = "Path " + detail::python_repr(path) + " has a parent that is not a directory.";
     workspace::FileEntry parent_entry;
     try {
@@ -560,7 +568,7 @@ Task<std::string> FileSystem::State::create_directory(std::string path) {
     throw ModelRetry(exists);
   }
   // The nearest existing ancestor must be a directory.
-  for (std::string current = detail::parent_path(resolved);;) {
+  for (std::string current = workspace::detail::posix_dirname(resolved);;) {
     try {
       if (!(co_await ws->stat(current)).is_dir) throw ModelRetry(bad_parent);
       break;
@@ -568,7 +576,7 @@ Task<std::string> FileSystem::State::create_directory(std::string path) {
       if (error.code() == std::errc::not_a_directory) throw ModelRetry(bad_parent);
       if (error.code() != std::errc::no_such_file_or_directory) throw;
     }
-    const std::string parent = detail::parent_path(current);
+    const std::string parent = workspace::detail::posix_dirname(current);
     if (parent == current) break;
     current = parent;
   }
@@ -584,14 +592,7 @@ Task<std::string> FileSystem::State::create_directory(std::string path) {
 
 Task<std::string> FileSystem::State::file_info(std::string path) {
   const std::string not_found = "Path not found: " + path;
-  std::string resolved;
-  std::optional<workspace::FileEntry> entry;
-  try {
-    resolved = co_await safe_resolve(path, false, true);
-    entry = co_await stat_or_none(resolved);
-  } catch (const std::filesystem::filesystem_error& error) {
-    if (!is_missing(error)) throw;
-  }
+  auto [resolved, entry] = co_await locate(path);
   if (!entry) co_return not_found;
   std::vector<std::string> parts;
   parts.push_back("path: " + path);

@@ -39,28 +39,6 @@ std::string relative_path(const std::string& path, const std::string& start) {
   return out.empty() ? "." : out;
 }
 
-std::string parent_path(const std::string& path) {
-  const auto slash = path.rfind('/');
-  if (slash == std::string::npos) return "";
-  std::string head = path.substr(0, slash + 1);
-  // posixpath.dirname strips trailing slashes unless the head is all slashes.
-  if (head.find_first_not_of('/') != std::string::npos) {
-    while (!head.empty() && head.back() == '/') head.pop_back();
-  }
-  return head;
-}
-
-std::string base_name(const std::string& path) {
-  const auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-std::string join_path(const std::string& a, const std::string& b) {
-  if (!b.empty() && b.front() == '/') return b;
-  if (a.empty() || a.back() == '/') return a + b;
-  return a + "/" + b;
-}
-
 bool fnmatch_python(const std::string& name, const std::string& pattern) {
   return ::fnmatch(pattern.c_str(), name.c_str(), FNM_NOESCAPE) == 0;
 }

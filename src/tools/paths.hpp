@@ -11,11 +11,6 @@ namespace exedev::tools::detail {
 [[nodiscard]] bool path_contains(const std::string& root, const std::string& path);
 /// posixpath.relpath(path, start) for normalized absolute paths.
 [[nodiscard]] std::string relative_path(const std::string& path, const std::string& start);
-/// posixpath.dirname / basename.
-[[nodiscard]] std::string parent_path(const std::string& path);
-[[nodiscard]] std::string base_name(const std::string& path);
-/// posixpath.join(a, b) for a relative b.
-[[nodiscard]] std::string join_path(const std::string& a, const std::string& b);
 /// Path components ("a/b" -> {"a", "b"}).
 [[nodiscard]] std::vector<std::string> split_components(std::string_view path);
 

@@ -44,21 +44,16 @@ inline asio::awaitable<void> sh(ws::Workspace& workspace, std::string line) {
 
 inline std::string parent_of(const std::string& path) { return path.substr(0, path.rfind('/')); }
 
-#define EXPECT_SUCCESS(result, expected)                  \
-  do {                                                    \
-    const auto& r_ = (result);                            \
-    INFO(r_.text);                                        \
-    CHECK(r_.outcome == fs_cases::ToolOutcome::success);  \
-    CHECK(r_.text == (expected));                         \
+/// The result has the outcome `wanted` and exactly the text `expected`.
+#define EXPECT_OUTCOME(result, wanted, expected)   \
+  do {                                             \
+    const auto& r_ = (result);                     \
+    INFO(r_.text);                                 \
+    CHECK(r_.outcome == (wanted));                 \
+    CHECK(r_.text == (expected));                  \
   } while (false)
-
-#define EXPECT_RETRY(result, expected)                    \
-  do {                                                    \
-    const auto& r_ = (result);                            \
-    INFO(r_.text);                                        \
-    CHECK(r_.outcome == fs_cases::ToolOutcome::retry);    \
-    CHECK(r_.text == (expected));                         \
-  } while (false)
+#define EXPECT_SUCCESS(result, expected) EXPECT_OUTCOME(result, fs_cases::ToolOutcome::success, expected)
+#define EXPECT_RETRY(result, expected) EXPECT_OUTCOME(result, fs_cases::ToolOutcome::retry, expected)
 
 #define EXPECT_RETRY_CONTAINING(result, part)                          \
   do {                                                                 \
