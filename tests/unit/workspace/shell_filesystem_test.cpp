@@ -277,8 +277,8 @@ TEST_CASE("shell filesystem: a find failure is not hidden", "[unit][workspace]")
 TEST_CASE("shell filesystem: output caps become named errors, listings page through $TMPDIR",
           "[unit][workspace]") {
   ShellFixture f;
-  const std::size_t cap = 120 * 1024;
-  f.only->set_rewrite([cap](ws::CommandResult r) {
+  static constexpr std::size_t cap = 120 * 1024;  // static: both GCC and Clang agree it needs no capture
+  f.only->set_rewrite([](ws::CommandResult r) {
     if (r.stdout_text.size() + r.stderr_text.size() > cap) {
       throw ws::WorkspaceOutputLimitError("test output cap", cap, r.stdout_text.substr(0, 10), "");
     }
