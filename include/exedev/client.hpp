@@ -158,13 +158,16 @@ struct RunOptions {
   /// `cd` before the command; when it fails the command is not run and the exit code is 1.
   std::optional<std::string> working_dir;
   /// Enforced on the VM (TERM, then KILL after 5 s, to the command's whole process group) and
-  /// locally (15 s later, in case the VM cannot report it). Throws RunTimeoutError. A timeout of
+  /// locally (8 s later, in case the VM cannot report it: the client then stops the command
+  /// itself, in at most 12 s). run() returns at most 20 s after the timeout. Throws
+  /// RunTimeoutError (OutcomeUnknownError when the stop could not be confirmed). A timeout of
   /// 100 years or more (or infinite) is no limit.
   std::optional<std::chrono::duration<double>> timeout;
   /// stdout + stderr together; past it the command is stopped and OutputLimitError thrown.
   std::size_t max_output_bytes = 8 * 1024 * 1024;
-  /// Called with output as it arrives (optional). Called on the client's executor; an exception
-  /// thrown by a callback stops the command and propagates.
+  /// Called with output as it arrives (optional): raw bytes, in order, split anywhere. Called on
+  /// the client's executor; it must not block. An exception thrown by a callback stops the
+  /// command and propagates from run().
   std::function<void(std::string_view)> on_stdout;
   std::function<void(std::string_view)> on_stderr;
 };
@@ -227,9 +230,12 @@ class Client {
   /// `whoami`. Read-only: cancellation changes nothing.
   Task<WhoAmI> whoami();
 
-  /// Runs a POSIX shell line on a VM (`/bin/sh`, started from the user's login shell and
-  /// environment, in their home directory unless working_dir says otherwise) and returns its
-  /// exit code and its stdout and stderr, separate and exact.
+  /// Runs a shell line on a VM and returns its exit code and its stdout and stderr, separate
+  /// and exact. The line runs in the VM user's login shell (`$SHELL -l`, as the ssh session sets
+  /// it; /bin/sh when SHELL is unset, not executable, or not POSIX-compatible: csh, tcsh, fish,
+  /// nu, xonsh, elvish, pwsh), in their home directory unless working_dir says otherwise. Its
+  /// environment is the login environment (the profile runs first), then RunOptions::env. The
+  /// protocol's own wrapper scripts are POSIX sh.
   ///
   /// The command runs detached on the VM with its output and status in a record directory
   /// (`${XDG_STATE_HOME:-$HOME/.local/state}/exedev-cpp/runs/<id>`); each request streams new
@@ -237,18 +243,31 @@ class Client {
   /// request limit. A cut connection is recovered by reading the record again; a command is
   /// never started twice. The record of a finished run is removed by this client's next run
   /// on that VM or by close(). `run` returns when the command's main process has exited:
-  /// background processes it started keep running.
+  /// background processes it started keep running. The protocol's own helpers on the VM (the
+  /// timeout watchdog, the pollers) end when the command ends.
   ///
-  /// Throws: RunTimeoutError, OutputLimitError (the command was stopped; partial output held);
-  /// OutcomeUnknownError (the VM is gone, its record was lost, or it stayed unreachable: the
-  /// command may have run; what arrived is held); ConnectionError with sent() false (the command
-  /// was not started); APIError subclasses when exe.dev refused the ssh request (not started,
-  /// e.g. 422 for a missing or paused VM); ProtocolError (the command was stopped).
-  /// A non-zero exit code is a result, never an exception.
+  /// Output reaches on_stdout / on_stderr as the VM produces it (a poll notices new output
+  /// within 0.2 s and streams it while the request stays open), not when a request ends.
+  ///
+  /// Throws: RunTimeoutError, OutputLimitError (partial output held; the message says whether
+  /// the VM confirmed the stop); OutcomeUnknownError (the VM is gone, its record was lost, it
+  /// stayed unreachable, its answers could not be read and no stop was confirmed (the
+  /// ProtocolError nested), or the timeout passed and no stop was confirmed: the command may
+  /// have run and may still run; what arrived is held); ConnectionError with sent() false (the
+  /// command was not started); APIError subclasses when exe.dev refused the ssh request (not
+  /// started, e.g. 422 for a missing or paused VM); ProtocolError (an answer could not be read
+  /// and the VM confirmed the stop, or that the command never started). An exception thrown by
+  /// an output callback stops the command and propagates as it is. A non-zero exit code is a
+  /// result, never an exception. No error claims a stop the VM did not confirm.
+  ///
+  /// Bounds: with a timeout, run returns at most 20 s after it (whatever the server does:
+  /// trickling, endless or unreadable answers); without one, each request is bounded (its
+  /// 20 s wait plus 25 s), and after a cancellation, the output limit or an unreadable answer
+  /// the stop takes at most 12 s. The launch request is never sent twice.
   ///
   /// Cancellation: the remote command's process group is stopped (TERM, then KILL) with a
-  /// follow-up request that runs shielded from further cancellation (bounded by its own
-  /// timeouts), then operation_aborted is thrown.
+  /// follow-up request that runs shielded from further cancellation (at most 12 s), then
+  /// operation_aborted is thrown.
   Task<RunResult> run(std::string vm, std::string shell_line, RunOptions options = {});
 
   /// Removes the records of finished runs still on VMs (one request per VM), then closes idle

@@ -39,8 +39,12 @@ const std::vector<std::string> no_secrets;
 constexpr int long_poll_seconds = 20;
 // Slack on top of a request's own wait before the client gives up on it.
 constexpr auto request_slack = 25s;
-// Past RunOptions::timeout, how long the client waits for the VM to report its own timeout.
-constexpr auto local_timeout_grace = 15s;
+// run() ends at most run_grace after RunOptions::timeout (documented there): it waits
+// vm_report_grace for the VM to report its own timeout (TERM, then KILL 5 s later), then spends
+// at most stop_bound stopping the command itself.
+constexpr auto vm_report_grace = 8s;
+constexpr auto stop_bound = 12s;
+static_assert(vm_report_grace + stop_bound <= 20s, "RunOptions::timeout documents a grace of 20 s");
 // Consecutive failed polls (connection errors, 5xx) before the outcome is declared unknown.
 constexpr int max_poll_failures = 6;
 
@@ -174,9 +178,13 @@ asio::awaitable<Outcome> run_request(Client::Impl& impl, RunState& st, const det
   detail::FrameParser parser(st.boundary);
   Outcome outcome;
   bool terminal = false;
+  bool framed = false;          // a frame arrived: the script ran and speaks the protocol
+  std::uint64_t body_bytes = 0;
   const bool probing = request.mode == detail::ScriptMode::probe;
   auto sink = [&](std::string_view bytes) {
+    body_bytes += bytes.size();
     for (auto& ev : parser.feed(bytes)) {
+      framed = true;
       using K = detail::FrameEvent::Kind;
       if (terminal) throw ProtocolError(fmt::format("run on VM \"{}\": output after the final frame", st.vm));
       switch (ev.kind) {
@@ -234,16 +242,30 @@ asio::awaitable<Outcome> run_request(Client::Impl& impl, RunState& st, const det
   // The exit status comes from the final frame only: the script exits 0 once it has reported,
   // so the X-Exe-Exit trailer (and whether exe.dev answers a non-zero exit with 422) never
   // matters here (ADR 3).
+  if (!terminal && !framed && body_bytes > 0 && response.complete) {
+    // A whole answer, and not one frame in it: something other than the script answered.
+    throw ProtocolError(fmt::format("run on VM \"{}\": exe.dev answered with {} bytes of output that carry none of the "
+                                    "run protocol's frames",
+                                    st.vm, body_bytes));
+  }
   if (!terminal) co_return Outcome{};  // the stream ended without a final frame: it was cut
   co_return outcome;
 }
 
-// Runs one request, cut short at `deadline` (nullopt outcome when the deadline won).
-asio::awaitable<std::optional<Outcome>> request_until(Client::Impl& impl, RunState& st, const detail::ScriptRequest& request,
-                                                      std::optional<Clock::time_point> deadline) {
-  if (!deadline) co_return co_await run_request(impl, st, request);
+asio::awaitable<Outcome> request_after(Client::Impl& impl, RunState& st, detail::ScriptRequest request,
+                                       std::chrono::milliseconds delay) {
+  if (delay.count() > 0) co_await sleep_for(delay);
+  co_return co_await run_request(impl, st, request);
+}
+
+// Runs one request after `delay`, the whole cut short at `deadline` (nullopt when the deadline
+// won: the request, if sent, is abandoned and its connection closed).
+asio::awaitable<std::optional<Outcome>> request_until(Client::Impl& impl, RunState& st, detail::ScriptRequest request,
+                                                      std::optional<Clock::time_point> deadline,
+                                                      std::chrono::milliseconds delay = {}) {
+  if (!deadline) co_return co_await request_after(impl, st, std::move(request), delay);
   asio::steady_timer timer(impl.executor, *deadline);
-  auto result = co_await (run_request(impl, st, request) || timer.async_wait(asio::use_awaitable));
+  auto result = co_await (request_after(impl, st, std::move(request), delay) || timer.async_wait(asio::use_awaitable));
   if (result.index() == 0) co_return std::get<0>(std::move(result));
   co_return std::nullopt;
 }
@@ -260,21 +282,32 @@ detail::ScriptRequest script_request(Client::Impl& impl, const RunState& st, det
   return r;
 }
 
-// Stops the remote command (TERM, then KILL to its process group) and removes its record.
-// Bounded by the request timeout; failures are logged, not thrown.
-asio::awaitable<void> stop_remote(Client::Impl& impl, RunState& st) {
-  std::exception_ptr failure;
+// What stopping a remote command achieved.
+enum class Stop {
+  stopped,      ///< the VM reported the command's end and removed its record
+  never_started,  ///< no record existed: a tombstone now keeps a late launch from starting it
+  unconfirmed,  ///< no readable answer within stop_bound: the command may still run
+};
+
+// Stops the remote command (TERM, then KILL to its process group) and removes its record, in
+// at most stop_bound. Failures are logged, not thrown.
+asio::awaitable<Stop> stop_remote(Client::Impl& impl, RunState& st) {
   try {
     auto request = script_request(impl, st, detail::ScriptMode::stop, 6);
-    const auto outcome = co_await run_request(impl, st, request);
-    if (outcome.kind == Outcome::Kind::exited || outcome.kind == Outcome::Kind::lost) {
+    const auto outcome = co_await request_until(impl, st, request, Clock::now() + stop_bound);
+    if (outcome && outcome->kind == Outcome::Kind::exited) {
       impl.log(LogLevel::debug, fmt::format("exe.dev: stopped the command on VM \"{}\"", st.vm));
-      co_return;
+      co_return Stop::stopped;
+    }
+    if (outcome && outcome->kind == Outcome::Kind::lost) {
+      impl.acks[st.vm].push_back(st.id);  // the tombstone
+      co_return Stop::never_started;
     }
     impl.log(LogLevel::warning, fmt::format("exe.dev: could not confirm that the command on VM \"{}\" stopped", st.vm));
   } catch (const std::exception& e) {
     impl.log(LogLevel::warning, fmt::format("exe.dev: stopping the command on VM \"{}\" failed: {}", st.vm, e.what()));
   }
+  co_return Stop::unconfirmed;
 }
 
 // One request per VM that removes the records of finished runs. Failures are logged.
@@ -431,7 +464,7 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions o
   st.options = &options;
 
   std::optional<Clock::time_point> deadline = detail::deadline_after(options.timeout);
-  if (deadline) *deadline += local_timeout_grace;
+  if (deadline) *deadline += vm_report_grace;
   // Lowered when the server cuts requests sooner than expected, so later polls end first.
   int poll_seconds = long_poll_seconds;
   const auto wait_seconds = [&] {
@@ -463,11 +496,9 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions o
   for (;;) {
     auto request = mode == detail::ScriptMode::launch ? launch : script_request(*impl, st, mode, wait_seconds());
     std::optional<Outcome> result;
-    Clock::time_point sent_at;
+    const Clock::time_point sent_at = Clock::now() + pending_delay;
     try {
-      if (pending_delay.count() > 0) co_await sleep_for(pending_delay);
-      sent_at = Clock::now();
-      result = co_await request_until(*impl, st, request, deadline);
+      result = co_await request_until(*impl, st, request, deadline, pending_delay);
     } catch (...) {
       abort = std::current_exception();
     }
@@ -534,23 +565,40 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions o
                                           "reading its record again in {} ms", st.vm, pending_delay.count()));
   }
 
-  // Cancelled, timed out locally, or over the output limit: stop the remote command first,
-  // shielded from further cancellation (the stop request is bounded by its own timeout). Only
-  // this coroutine's throw_if_cancelled is touched (and restored): resetting the cancellation
-  // state would switch cancellation off for the caller's whole coroutine chain.
-  if (!abort || is_cancellation(abort) || st.started) {
-    const bool previous = co_await asio::this_coro::throw_if_cancelled();
-    co_await asio::this_coro::throw_if_cancelled(false);
-    co_await detail::shielded(stop_remote(*impl, st));
-    co_await asio::this_coro::throw_if_cancelled(previous);
+  // Cancelled, timed out locally, over the output limit, or failed after the launch request
+  // went out: stop the remote command first, shielded from further cancellation (bounded by
+  // stop_bound). Only this coroutine's throw_if_cancelled is touched (and restored): resetting
+  // the cancellation state would switch cancellation off for the caller's whole coroutine chain.
+  const bool previous = co_await asio::this_coro::throw_if_cancelled();
+  co_await asio::this_coro::throw_if_cancelled(false);
+  const Stop stop = co_await detail::shielded(stop_remote(*impl, st));
+  co_await asio::this_coro::throw_if_cancelled(previous);
+  // What the errors say about the command: only what the VM confirmed.
+  const std::string fate = stop == Stop::stopped         ? "the command was stopped"
+                           : stop == Stop::never_started ? "the command was never started"
+                                                         : "the VM did not confirm that the command stopped; it may still be running";
+  if (abort) {
+    if (!is_cancellation(abort)) {
+      try {
+        std::rethrow_exception(abort);
+      } catch (const ProtocolError& e) {
+        if (stop == Stop::unconfirmed) {
+          std::throw_with_nested(unknown(fmt::format("exe.dev's answer could not be read ({})", e.what())));
+        }
+        std::throw_with_nested(
+            ProtocolError(fmt::format("run on VM \"{}\": exe.dev's answer could not be read; {}", st.vm, fate)));
+      } catch (...) {
+      }
+    }
+    std::rethrow_exception(abort);  // a cancellation, or an output callback's exception, as it is
   }
-  if (abort) std::rethrow_exception(abort);
   if (timed_out) {
-    throw RunTimeoutError(fmt::format("run on VM \"{}\" passed its timeout; the command was stopped", st.vm),
-                          std::move(st.out), std::move(st.err));
+    if (stop == Stop::unconfirmed) throw unknown("it passed its timeout and " + fate);
+    throw RunTimeoutError(fmt::format("run on VM \"{}\" passed its timeout; {}", st.vm, fate), std::move(st.out),
+                          std::move(st.err));
   }
-  throw OutputLimitError(fmt::format("run on VM \"{}\" wrote more than {} bytes of output; the command was stopped",
-                                     st.vm, options.max_output_bytes),
+  throw OutputLimitError(fmt::format("run on VM \"{}\" wrote more than {} bytes of output; {}", st.vm,
+                                     options.max_output_bytes, fate),
                          options.max_output_bytes, std::move(st.out), std::move(st.err));
 }
 

@@ -16,11 +16,14 @@ namespace exedev::detail {
 namespace {
 
 // Started by the launch script under setsid: $1 = record directory, $2 = VM-side timeout
-// (seconds, may be empty). The command gets its own session too, so its process group can be
-// stopped without stopping this runner, which records the exit status afterwards.
+// (seconds, may be empty), $3 = the login shell. The command gets its own session too, so its
+// process group can be stopped without stopping this runner, which records the exit status
+// afterwards. The watchdog is killed by process group and by pid: a command that ends at once
+// can finish before the watchdog's setsid has made its group, and a group kill alone would then
+// leave its `sleep` behind.
 constexpr std::string_view runner_script = R"RUN(d=$1
 [ -f "$d/void" ] && exit 0
-setsid /bin/sh "$d/cmd" </dev/null >"$d/out" 2>"$d/err" &
+setsid "$3" -l "$d/cmd" </dev/null >"$d/out" 2>"$d/err" &
 p=$!
 printf '%s\n' "$p" >"$d/pgid.tmp" && mv -f -- "$d/pgid.tmp" "$d/pgid"
 [ -f "$d/cancel" ] && kill -s KILL -- "-$p" 2>/dev/null
@@ -32,7 +35,7 @@ fi
 wait "$p"
 c=$?
 if [ -f "$d/timedout" ] || [ -f "$d/cancel" ]; then kill -s KILL -- "-$p" 2>/dev/null; fi
-[ -n "$w" ] && kill -s KILL -- "-$w" 2>/dev/null
+[ -n "$w" ] && kill -s KILL -- "-$w" "$w" 2>/dev/null
 printf '%s\n' "$c" >"$d/status.tmp" && mv -f -- "$d/status.tmp" "$d/status"
 )RUN";
 
@@ -86,6 +89,12 @@ pollw() {
   done
 }
 )SH";
+
+// A missing record is replaced by a tombstone (reported `l`), so a launch request still on its
+// way cannot start the command afterwards.
+constexpr std::string_view tombstone_if_missing =
+    "if [ ! -d \"$d\" ]; then mkdir -p -- \"$r\" 2>/dev/null; "
+    "if mkdir -- \"$d\" 2>/dev/null; then : >\"$d/void\"; printf '%s l\\n' \"$B\"; exit 0; fi; fi\n";
 
 void require_no_nul(std::string_view text, std::string_view what) {
   if (text.find('\0') != std::string_view::npos) {
@@ -156,21 +165,26 @@ std::string build_script(const ScriptRequest& r) {
       s += "if ! mkdir -- \"$d\" 2>/dev/null; then printf '%s n\\n' \"$B\"; exit 0; fi\n";
       s += "if ! printf '%s' " + sh_quote(command_text(r)) + " >\"$d/cmd\" || ! printf '%s' " +
            sh_quote(runner_script) + " >\"$d/run\"; then rm -rf -- \"$d\"; printf '%s n\\n' \"$B\"; exit 0; fi\n";
-      s += "setsid /bin/sh \"$d/run\" \"$d\" " + sh_quote(timeout) + " </dev/null >/dev/null 2>&1 &\n";
+      // The command runs in the login shell the ssh session names (POSIX-compatible ones only:
+      // the record's preamble is sh syntax), else /bin/sh.
+      s += "S=${SHELL:-/bin/sh}\n";
+      s += "case ${S##*/} in csh|tcsh|fish|nu|xonsh|elvish|pwsh) S=/bin/sh ;; esac\n";
+      s += "[ -x \"$S\" ] || S=/bin/sh\n";
+      s += "setsid /bin/sh \"$d/run\" \"$d\" " + sh_quote(timeout) + " \"$S\" </dev/null >/dev/null 2>&1 &\n";
       s += "printf '%s s\\n' \"$B\"\n";
       s += fmt::format("pollw {}\n", r.wait_seconds);
       break;
     }
     case ScriptMode::probe:
-      s += "if [ ! -d \"$d\" ]; then mkdir -p -- \"$r\" 2>/dev/null; "
-           "if mkdir -- \"$d\" 2>/dev/null; then : >\"$d/void\"; printf '%s l\\n' \"$B\"; exit 0; fi; fi\n";
+      s += tombstone_if_missing;
       [[fallthrough]];
     case ScriptMode::follow:
       s += "if [ ! -d \"$d\" ] || [ -f \"$d/void\" ]; then printf '%s l\\n' \"$B\"; exit 0; fi\n";
       s += fmt::format("pollw {}\n", r.wait_seconds);
       break;
     case ScriptMode::stop:
-      s += "if [ ! -d \"$d\" ]; then printf '%s l\\n' \"$B\"; exit 0; fi\n";
+      s += tombstone_if_missing;
+      s += "if [ ! -d \"$d\" ] || [ -f \"$d/void\" ]; then printf '%s l\\n' \"$B\"; exit 0; fi\n";
       s += ": >\"$d/cancel\"\n";
       s += "[ -f \"$d/pgid\" ] && kill -s TERM -- \"-$(cat \"$d/pgid\")\" 2>/dev/null\n";
       s += "pollw 3\n";

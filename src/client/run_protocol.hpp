@@ -14,7 +14,8 @@
 //   <B> r                  still running: poll again
 //   <B> l                  no such record (lost, or in probe mode: never started)
 //   <B> n                  the record could not be created: nothing was started
-// where <B> is a random boundary. Base64 lines cannot contain it, and lines that do not start
+// where <B> is a random boundary. The command runs in the session's login shell ($SHELL -l,
+// /bin/sh when unset or not POSIX-compatible); the scripts themselves are POSIX sh. Base64 lines cannot contain it, and lines that do not start
 // with it (login-shell noise) are ignored. The script's exit status is the command's once it
 // has exited, so the X-Exe-Exit trailer can cross-check the frame.
 
@@ -32,7 +33,8 @@ enum class ScriptMode {
   follow,  ///< Poll a command known to have started.
   probe,   ///< Poll a command whose launch request's outcome is unknown: a missing record is
            ///< replaced by a tombstone (so a late launch cannot start it) and reported as `l`.
-  stop,    ///< Stop the process group (TERM, then KILL), report the exit and remove the record.
+  stop,    ///< Stop the process group (TERM, then KILL), report the exit and remove the record;
+           ///< a missing record is replaced by a tombstone and reported as `l` (never started).
   cleanup, ///< Only remove the records in `acks`.
 };
 

@@ -338,7 +338,9 @@ asio::awaitable<HttpResponse> exchange(Transport::Impl& impl, Stream& stream, Co
     parser.get().body().data = chunk.data();
     parser.get().body().size = chunk.size();
     c.tcp().expires_at(deadline);
-    auto [bec, bn] = co_await http::async_read(stream, c.buffer, parser, use_tuple);
+    // read_some, not read: read would wait until the 64 KiB chunk is full, holding back the
+    // output of a slow command (live output is delivered as each read arrives).
+    auto [bec, bn] = co_await http::async_read_some(stream, c.buffer, parser, use_tuple);
     if (bec == http::error::need_buffer) bec = {};
     const std::size_t got = chunk.size() - parser.get().body().size;
     if (got > 0 && !collector.body(std::string_view(chunk.data(), got))) {

@@ -62,6 +62,8 @@ on stdout, one per line. See docs/emulator.md.
   --rate-burst=N --rate-refill=PER_SECOND --rate-overdraft=N   (defaults 60, 1, 120)
   --rate-retry-after          a 429 carries Retry-After
   --latency=DUR               time every command takes in the lobby (default 0)
+  --login-shell=PATH          the VMs' login shell: ssh lines run as PATH -c LINE (default
+                              /bin/bash when present, else /bin/sh)
   --help                      this text
 DUR is N (milliseconds), Nms, Ns or Nm.
 )usage";
@@ -217,6 +219,7 @@ int main(int argc, char** argv) {
     else if (name == "--token") options.token = need_value();
     else if (name == "--tokens-file") load_tokens(need_value(), options);
     else if (name == "--control-secret") options.control_secret = need_value();
+    else if (name == "--login-shell") options.login_shell = need_value();
     else if (name == "--boot-delay") modes.boot_delay = duration();
     else if (name == "--ssh-time-limit") modes.ssh_time_limit = need(duration_from(need_value()), name);
     else if (name == "--lobby-deadline") modes.lobby_deadline = duration();

@@ -86,18 +86,18 @@ class Process : public std::enable_shared_from_this<Process> {
   Process(asio::io_context& ioc, pid_t pid, int out_fd, int pid_fd)
       : pid_(pid), out_(ioc, out_fd), pidfd_(ioc, pid_fd), signal_(ioc), space_(ioc), grace_(ioc) {}
 
-  static std::shared_ptr<Process> spawn(asio::io_context& ioc, const SshPlan& plan) {
+  static std::shared_ptr<Process> spawn(asio::io_context& ioc, const SshPlan& plan, const std::string& login_shell) {
     // Everything the child needs is built before fork: after it only async-signal-safe calls.
     std::vector<std::string> env = {"HOME=" + plan.home.string(), "PWD=" + plan.home.string(),
                                     "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                                    "SHELL=/bin/sh", "LANG=C.UTF-8", "USER=exedev", "LOGNAME=exedev",
+                                    "SHELL=" + login_shell, "LANG=C.UTF-8", "USER=exedev", "LOGNAME=exedev",
                                     std::string(vm_marker_variable) + "=" + plan.vm_id,
                                     "EXEDEV_EMULATOR_VM_NAME=" + plan.vm};
     env.insert(env.end(), plan.env.begin(), plan.env.end());
     std::vector<char*> envp;
     for (std::string& entry : env) envp.push_back(entry.data());
     envp.push_back(nullptr);
-    std::string shell = "/bin/sh", dash_c = "-c", line = plan.line, home = plan.home.string();
+    std::string shell = login_shell, dash_c = "-c", line = plan.line, home = plan.home.string();
     char* argv[] = {shell.data(), dash_c.data(), line.data(), nullptr};
 
     int pipe_fds[2];
@@ -247,6 +247,7 @@ struct Emulator::Impl {
   bool temporary_state = false;
   std::filesystem::path ca_path;
   std::string control_secret;
+  std::string login_shell;  ///< resolved from Options::login_shell
   TlsMaterial tls;
   std::unique_ptr<ssl::context> ssl_context;
   std::unique_ptr<Lobby> lobby;
@@ -549,7 +550,7 @@ asio::awaitable<bool> Emulator::Impl::run_ssh(Stream& stream, const http::reques
   if (!plan.answer_without_running) {
     std::string spawn_error;
     try {
-      process = Process::spawn(*ioc, plan);
+      process = Process::spawn(*ioc, plan, login_shell);
     } catch (const std::exception& e) {
       spawn_error = e.what();
     }
@@ -744,6 +745,9 @@ Emulator::Emulator(Options options) : impl_(std::make_unique<Impl>()) {
     std::filesystem::create_directories(impl.state_dir);
   }
   impl.control_secret = options.control_secret.empty() ? random_secret() : options.control_secret;
+  impl.login_shell = !options.login_shell.empty()              ? options.login_shell
+                     : ::access("/bin/bash", X_OK) == 0 ? std::string("/bin/bash")
+                                                         : std::string("/bin/sh");
   impl.lobby = std::make_unique<Lobby>(LobbyConfig{impl.state_dir, options.token, options.tokens, options.modes});
   if (!options.plain_http) {
     impl.tls = make_tls_material();

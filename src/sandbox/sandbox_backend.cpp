@@ -257,6 +257,8 @@ struct SandboxBackend::Impl {
     run_options.working_dir = spec.working_dir();
     if (options.timeout) run_options.timeout = *options.timeout;
     run_options.max_output_bytes = max_command_output_bytes;
+    run_options.on_stdout = std::move(options.on_stdout);
+    run_options.on_stderr = std::move(options.on_stderr);
     const std::string line = command.to_shell_line();
     for (bool may_resume = true;; may_resume = false) {
       std::exception_ptr error;

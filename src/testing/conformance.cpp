@@ -1,5 +1,6 @@
 // The workspace backend conformance suite. One coroutine per rule of the reference
-// WorkspaceBackendSuite, in its order and under its names.
+// WorkspaceBackendSuite, in its order and under its names, plus this library's rules on live
+// output and the login shell (after the command rules).
 #define CATCH_CONFIG_EXTERNAL_INTERFACES
 #include <exedev/testing/conformance.hpp>
 
@@ -398,6 +399,64 @@ Task<void> test_cancellation_stops_foreground_work(Rule& r) {
   });
 }
 
+// Output reaches the callbacks while the command runs: the command prints, then waits (up to
+// its timeout) for a file that only the stdout callback creates. The timeout is shorter than a
+// remote backend's long poll, so output held back until a request ends fails the rule too.
+Task<void> test_output_callbacks_receive_output_while_the_command_runs(Rule& r) {
+  (void)commands(r.backend);
+  need_real_shell(r);
+  co_await with_scratch(r, [&r](std::string scratch) -> Task<void> {
+    const auto release = scratch + "/release";
+    std::string seen_out, seen_err;
+    bool releasing = false;
+    auto released = std::make_shared<std::exception_ptr>();
+    RunOptions options;
+    options.timeout = ws::Seconds(15.0);
+    options.on_stdout = [&](std::string_view chunk) {
+      seen_out.append(chunk);
+      if (releasing || seen_out.find("ready") == std::string::npos) return;
+      releasing = true;
+      asio::co_spawn(r.ex, r.ws->write_bytes(release, "go"), [released](std::exception_ptr e) { *released = e; });
+    };
+    options.on_stderr = [&](std::string_view chunk) { seen_err.append(chunk); };
+    const auto result = co_await argv(
+        r.backend, cmd("sh", "-c", "echo ready; echo note >&2; while [ ! -f \"$1\" ]; do sleep 0.05; done; echo done", "sh", release),
+        options);
+    if (*released) std::rethrow_exception(*released);
+    CHECK(result.exit_code == 0);
+    CHECK(result.stdout_text == "ready\ndone\n");
+    CHECK(result.stderr_text == "note\n");
+    CHECK(seen_out == result.stdout_text);
+    CHECK(seen_err == result.stderr_text);
+  });
+}
+
+// An exception thrown by an output callback stops the command and comes out of run().
+Task<void> test_an_output_callback_exception_stops_the_command(Rule& r) {
+  (void)commands(r.backend);
+  need_real_shell(r);
+  struct Refused : std::runtime_error {
+    using std::runtime_error::runtime_error;
+  };
+  RunOptions options;
+  options.timeout = ws::Seconds(60.0);
+  options.on_stdout = [](std::string_view) { throw Refused("the callback refused the output"); };
+  co_await within(expect_throw<Refused>(shell(r.backend, "echo hello; exec sleep 3600", options),
+                                        "a command whose output callback throws"),
+                  50s, "a command whose output callback throws");
+}
+
+// Shell commands run in the environment's login shell: bash-only syntax works there.
+Task<void> test_shell_commands_run_in_a_bash_login_shell(Rule& r) {
+  (void)commands(r.backend);
+  if (!r.suite.shell_is_bash_login_shell) throw SkipRule{"shell_is_bash_login_shell is false"};
+  const auto result = co_await shell(
+      r.backend, "a=(x y z); [[ ${#a[@]} == 3 ]] && echo \"bash ${a[1]}\"; shopt -q login_shell && echo login");
+  CHECK(result.exit_code == 0);
+  CHECK(result.stdout_text == "bash y\nlogin\n");
+  CHECK(result.stderr_text.empty());
+}
+
 Task<void> test_env_is_added(Rule& r) {
   RunOptions options;
   options.env = {{"CONFORMANCE", "value"}};
@@ -780,6 +839,9 @@ const std::vector<std::pair<std::string, RuleBody>>& rules() {
       EXEDEV_RULE(test_timeout_raises_workspace_timeout_error),
       EXEDEV_RULE(test_cancellation_stops_foreground_work),
       EXEDEV_RULE(test_env_is_added),
+      EXEDEV_RULE(test_output_callbacks_receive_output_while_the_command_runs),
+      EXEDEV_RULE(test_an_output_callback_exception_stops_the_command),
+      EXEDEV_RULE(test_shell_commands_run_in_a_bash_login_shell),
       EXEDEV_RULE(test_ref_exists_after_the_first_operation_and_is_stable),
       EXEDEV_RULE(test_concurrent_first_use_shares_one_environment),
       EXEDEV_RULE(test_large_file_round_trip),

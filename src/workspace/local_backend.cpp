@@ -416,7 +416,10 @@ int spawn(const std::string& program, const std::vector<std::string>& argv, cons
 
 // `stream` is Capture::kOut or Capture::kErr. (An index, not a pointer to member: GCC 12 loses
 // pointer-to-member parameters of coroutines.)
-Task<void> read_stream(asio::posix::stream_descriptor& pipe, int stream, std::shared_ptr<Capture> capture) {
+// `on_output` (may be empty) gets each chunk as it arrives; an exception it throws ends this
+// helper and becomes run()'s failure, which stops the command.
+Task<void> read_stream(asio::posix::stream_descriptor& pipe, int stream, std::shared_ptr<Capture> capture,
+                       OutputCallback on_output) {
   // Cancellation arrives as an error code, never as an exception between operations.
   co_await asio::this_coro::throw_if_cancelled(false);
   std::array<char, 64 * 1024> chunk;
@@ -424,6 +427,7 @@ Task<void> read_stream(asio::posix::stream_descriptor& pipe, int stream, std::sh
     boost::system::error_code ec;
     const std::size_t n = co_await pipe.async_read_some(asio::buffer(chunk), asio::redirect_error(asio::use_awaitable, ec));
     capture->streams[static_cast<std::size_t>(stream)].append(chunk.data(), n);
+    if (on_output && n > 0) on_output(std::string_view(chunk.data(), n));
     if (capture->captured() > LocalBackend::max_capture_bytes) {
       capture->overflow = true;
       co_return;
@@ -623,8 +627,8 @@ Task<CommandResult> LocalBackend::run_command(Command command, RunOptions option
                      capture->notify();
                    }));
   };
-  start_helper(0, read_stream(out, Capture::kOut, capture));
-  start_helper(1, read_stream(err, Capture::kErr, capture));
+  start_helper(0, read_stream(out, Capture::kOut, capture, options.on_stdout));
+  start_helper(1, read_stream(err, Capture::kErr, capture, options.on_stderr));
   start_helper(2, wait_exit(exit_fd, child.pid, capture));
 
   // Wait until the outcome is known: exit with both pipes at EOF, exit plus the drain grace,

@@ -142,6 +142,10 @@ struct Options {
   std::string token;
   /// Extra tokens to accept (for a tokens file or the command line).
   std::map<std::string, TokenSpec> tokens;
+  /// The VM user's login shell: `ssh` command lines run as `<shell> -c <line>` with
+  /// SHELL=<shell>, as sshd runs them. Empty = /bin/bash when this machine has it (exeuntu's
+  /// login shell is bash), else /bin/sh.
+  std::string login_shell;
   Modes modes;
 };
 

@@ -1,6 +1,6 @@
 #pragma once
 // The workspace backend conformance suite: the 38 rules of the reference WorkspaceBackendSuite
-// as Catch2 (v2) test cases. Certify a backend by describing it in a BackendSuite and
+// as Catch2 (v2) test cases, plus this library's rules on live output and the login shell. Certify a backend by describing it in a BackendSuite and
 // registering it from a test executable linked with exedev::testing and Catch2's main:
 //
 //   #include <exedev/testing/conformance.hpp>
@@ -64,15 +64,19 @@ struct BackendSuite {
   bool enforces_parent_file_errors = true;
   /// Set false for provider file APIs that bypass the command user's permissions.
   bool filesystem_honors_shell_permissions = true;
+  /// Set true when shell commands run in a bash login shell (exe.dev's default image): the
+  /// login-shell rule then runs bash-only syntax. False (default): that rule skips.
+  bool shell_is_bash_login_shell = false;
 
   /// Hang guard of each rule (the rules' own waits are 30 s and 60 s at most).
   std::chrono::milliseconds rule_deadline = std::chrono::minutes(3);
 };
 
-/// The rule names, in the reference suite's order (test_has_the_required_members, ...).
+/// The rule names, in the reference suite's order (test_has_the_required_members, ...), with
+/// this library's own rules after the command rules they extend.
 [[nodiscard]] const std::vector<std::string>& backend_suite_rule_names();
 
-/// Registers the 38 rules of `suite` as Catch2 test cases. Call before Catch2 runs (at static
+/// Registers the rules of `suite` as Catch2 test cases. Call before Catch2 runs (at static
 /// initialization: see EXEDEV_BACKEND_SUITE). Throws std::invalid_argument without a backend
 /// fixture or a name.
 void register_backend_suite(BackendSuite suite);

@@ -4,6 +4,7 @@
 #include <exedev/exedev.hpp>
 #include <exedev/testing/conformance.hpp>
 
+#include <filesystem>
 #include <memory>
 
 namespace {
@@ -42,6 +43,8 @@ EXEDEV_BACKEND_SUITE(sandbox_backend_suite) {
   suite.backend = provisioning;
   suite.fresh_backend = provisioning;
   suite.destructive_backend = provisioning;
+  // The emulator gives its VMs bash as their login shell when this machine has it, as exeuntu does.
+  suite.shell_is_bash_login_shell = std::filesystem::exists("/bin/bash");
   suite.attach_backend = [](boost::asio::any_io_executor, const exedev::workspace::WorkspaceRef& ref) {
     return std::make_shared<exedev::SandboxBackend>(options(ref));
   };

@@ -7,6 +7,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
+#include <fstream>
 #include <limits>
 
 using namespace exedev;
@@ -104,6 +105,117 @@ TEST_CASE("run: several MiB of output on both streams, and streaming callbacks")
         CHECK(streamed == expected.size());
       },
       limits(120s));
+}
+
+TEST_CASE("run: output reaches on_stdout while the command runs, within one request") {
+  Fixture f;
+  exedev::testing::run(
+      [&](boost::asio::any_io_executor ex) -> Task0 {
+        Client c(ex, f.options());
+        co_await make_vm(c, "live-vm");
+        const auto release = f.emu.vm("live-vm")->home / "release";
+        RunOptions o;
+        // Shorter than a long poll (20 s): output held back until a request ends would arrive
+        // after the VM stopped the command, and the run would time out.
+        o.timeout = 15s;
+        std::string seen_out, seen_err;
+        o.on_stdout = [&](std::string_view chunk) {
+          seen_out.append(chunk);
+          if (seen_out.find("ready") != std::string::npos) std::ofstream(release).put('x');
+        };
+        o.on_stderr = [&](std::string_view chunk) { seen_err.append(chunk); };
+        const auto r = co_await c.run("live-vm", "echo ready; echo note >&2; while [ ! -f release ]; do sleep 0.05; done; echo done", o);
+        CHECK(r.exit_code == 0);
+        CHECK(r.stdout_bytes == "ready\ndone\n");
+        CHECK(r.stderr_bytes == "note\n");
+        CHECK(seen_out == r.stdout_bytes);
+        CHECK(seen_err == r.stderr_bytes);
+        CHECK(launches(f.emu) == 1);
+      },
+      limits(60s));
+}
+
+TEST_CASE("run: an exception from an output callback stops the command and propagates") {
+  Fixture f;
+  exedev::testing::run(
+      [&](boost::asio::any_io_executor ex) -> Task0 {
+        Client c(ex, f.options());
+        co_await make_vm(c, "callback-vm");
+        RunOptions o;
+        o.timeout = 600s;
+        o.on_stdout = [](std::string_view) { throw std::domain_error("refused by the callback"); };
+        const auto e = co_await f.expect<std::domain_error>(c.run("callback-vm", "echo hello; exec sleep 3600", o));
+        CHECK(std::string(e.what()) == "refused by the callback");
+        const auto settled = co_await settles(f.emu, "callback-vm");
+        CHECK(settled);
+      },
+      limits(60s));
+}
+
+TEST_CASE("run: nothing of the library's stays on the VM after timeouts, cancellations, output-cap stops and cut streams") {
+  Fixture f;
+  exedev::testing::run(
+      [&](boost::asio::any_io_executor ex) -> Task0 {
+        Client c(ex, f.options());
+        co_await make_vm(c, "tidy-vm");
+        // Commands that end at once, each with a long timeout: their watchdogs must go with them.
+        RunOptions quick;
+        quick.timeout = 600s;
+        for (int i = 0; i < 10; ++i) {
+          const auto r = co_await c.run("tidy-vm", "true", quick);
+          CHECK(r.exit_code == 0);
+        }
+        // Stopped by the VM at its timeout.
+        RunOptions timed;
+        timed.timeout = 1s;
+        (void)co_await f.expect<RunTimeoutError>(c.run("tidy-vm", "sleep 300", timed));
+        // Stopped at the output cap.
+        RunOptions capped;
+        capped.timeout = 600s;
+        capped.max_output_bytes = 4096;
+        (void)co_await f.expect<OutputLimitError>(c.run("tidy-vm", "yes", capped));
+        // Cancelled once its first output arrived.
+        boost::asio::steady_timer output(ex, boost::asio::steady_timer::time_point::max());
+        RunOptions cancelled;
+        cancelled.timeout = 600s;
+        cancelled.on_stdout = [&](std::string_view) { output.cancel(); };
+        auto first_output = [&]() -> Task0 {
+          co_await output.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+        };
+        const auto result = co_await (c.run("tidy-vm", "echo running; sleep 300", cancelled) || first_output());
+        CHECK(result.index() == 1);
+        // Streams cut before and after the first output, recovered from the record.
+        for (const std::size_t after : {std::size_t{0}, std::size_t{40}}) {
+          f.emu.inject(fault(FaultKind::truncate_stream, "ssh", 1, 500, "tidy-vm", after));
+          const auto r = co_await c.run("tidy-vm", "echo one; sleep 1; echo two", quick);
+          CHECK(r.stdout_bytes == "one\ntwo\n");
+        }
+        co_await c.close();
+        const auto settled = co_await settles(f.emu, "tidy-vm");
+        CHECK(settled);
+        const auto runs = f.emu.vm("tidy-vm")->home / ".local/state/exedev-cpp/runs";
+        CHECK((!std::filesystem::exists(runs) || std::filesystem::is_empty(runs)));
+      },
+      limits(120s));
+}
+
+TEST_CASE("run: the line runs in the VM user's login shell (bash), with the call's env over the profile") {
+  Fixture f;
+  exedev::testing::run(
+      [&](boost::asio::any_io_executor ex) -> Task0 {
+        Client c(ex, f.options());
+        co_await make_vm(c, "bash-vm");
+        std::ofstream(f.emu.vm("bash-vm")->home / ".bash_profile")
+            << "greet() { echo \"hello $1\"; }\nexport FROM_PROFILE=profile OVERRIDDEN=profile\n";
+        RunOptions o;
+        o.env = {{"OVERRIDDEN", "call"}};
+        const auto r = co_await c.run(
+            "bash-vm", "a=(x y); [[ ${#a[@]} == 2 ]] && echo \"${a[1]}\"; greet you; echo \"$FROM_PROFILE $OVERRIDDEN\"", o);
+        CHECK(r.exit_code == 0);
+        CHECK(r.stdout_bytes == "y\nhello you\nprofile call\n");
+        CHECK(r.stderr_bytes.empty());
+      },
+      limits(60s));
 }
 
 TEST_CASE("run: the output cap stops the command and keeps the beginnings") {

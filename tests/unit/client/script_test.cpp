@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 using namespace exedev::detail;
@@ -31,9 +32,10 @@ struct Result {
   const FrameEvent* last() const { return events.empty() ? nullptr : &events.back(); }
 };
 
-Result execute(const Home& home, const ScriptRequest& request) {
+// Runs the request as an ssh session whose login shell is `shell` would.
+Result execute(const Home& home, const ScriptRequest& request, const std::string& shell = "/bin/sh") {
   const auto command = "cd " + sh_quote(home.dir.string()) + " && env -u XDG_STATE_HOME HOME=" + sh_quote(home.dir.string()) +
-                       " /bin/sh -c " + sh_quote(remote_command(build_script(request)));
+                       " SHELL=" + sh_quote(shell) + " /bin/sh -c " + sh_quote(remote_command(build_script(request)));
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
   std::string bytes;
@@ -241,6 +243,65 @@ TEST_CASE("the VM-side timeout stops the command and says so") {
   CHECK(r.last()->kind == Kind::exit);
   CHECK(r.last()->flag == 't');
   CHECK(r.out == "started\n");
+}
+
+// Live processes (not zombies) whose command line is exactly `argv`.
+std::vector<int> processes_running(const std::vector<std::string>& argv) {
+  std::string wanted;
+  for (const auto& arg : argv) wanted += arg + '\0';
+  std::vector<int> found;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const auto name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    FILE* f = fopen((entry.path() / "cmdline").c_str(), "r");
+    if (!f) continue;
+    char buf[256] = {};
+    const auto n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    if (std::string(buf, n) == wanted && process_alive(std::stoi(name))) found.push_back(std::stoi(name));
+  }
+  return found;
+}
+
+TEST_CASE("a command that ends at once leaves no watchdog behind") {
+  Home home;
+  // A timeout no other test uses, so its watchdog's `sleep` is recognisable.
+  const std::vector<std::string> watchdog_sleep = {"sleep", "3571.250"};
+  for (int i = 0; i < 20; ++i) {
+    auto request = launch("true");
+    request.timeout_seconds = 3571.25;
+    const auto r = execute(home, request);
+    REQUIRE(r.last());
+    CHECK(r.last()->kind == Kind::exit);
+  }
+  // The runner kills its watchdog before it records the exit; give the kills time to land.
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    gone = processes_running(watchdog_sleep).empty();
+    if (!gone) std::this_thread::sleep_for(50ms);
+  }
+  CHECK(gone);
+}
+
+TEST_CASE("the command runs in the session's login shell, sh syntax when that is not POSIX") {
+  REQUIRE(fs::exists("/bin/bash"));  // Essential on Debian, the supported platform
+  Home home;
+  auto request = launch("a=(x y); [[ ${#a[@]} == 2 ]] && echo \"bash ${a[1]}\"; shopt -q login_shell && echo login");
+  request.env = {{"FROM_CALL", "call"}};
+  auto r = execute(home, request, "/bin/bash");
+  CHECK(r.last()->kind == Kind::exit);
+  CHECK(r.out == "bash y\nlogin\n");
+  // The login profile runs first; the call's env is layered over it.
+  std::ofstream(home.dir / ".bash_profile") << "export FROM_PROFILE=profile FROM_CALL=profile\n";
+  request = launch("printf '%s %s' \"$FROM_PROFILE\" \"$FROM_CALL\"");
+  request.env = {{"FROM_CALL", "call"}};
+  r = execute(home, request, "/bin/bash");
+  CHECK(r.out == "profile call");
+  // A login shell that is not POSIX-compatible, or missing, falls back to /bin/sh.
+  request = launch("echo fallback");
+  CHECK(execute(home, request, "/usr/bin/fish").out == "fallback\n");
+  request = launch("echo fallback");
+  CHECK(execute(home, request, "/nonexistent/shell").out == "fallback\n");
 }
 
 TEST_CASE("bad input is refused when building") {
