@@ -126,6 +126,7 @@ struct RunState {
   std::uint64_t out_offset = 0, err_offset = 0;
   bool started = false;
   bool limit_hit = false;
+  bool stopping = false;  ///< Output that arrives while stopping is kept but not passed to callbacks.
 
   // A data frame: appended when it continues what arrived (an overlap is skipped; a gap is a
   // protocol error), cut at the output limit.
@@ -146,7 +147,7 @@ struct RunState {
     buffer.append(bytes);
     offset += bytes.size();
     const auto& callback = ev.stream == 'o' ? options->on_stdout : options->on_stderr;
-    if (callback && !bytes.empty()) callback(bytes);
+    if (callback && !bytes.empty() && !stopping) callback(bytes);
   }
 };
 
@@ -252,22 +253,43 @@ asio::awaitable<Outcome> run_request(Client::Impl& impl, RunState& st, const det
   co_return outcome;
 }
 
-asio::awaitable<Outcome> request_after(Client::Impl& impl, RunState& st, detail::ScriptRequest request,
+// One request's outcome or what it threw. Never thrown, so that `||` with a timer completes
+// as soon as the request ends, however it ends (`||` waits for the first *success*: a request
+// that threw would otherwise be raced to the deadline and reported as a timeout).
+struct Attempt {
+  Outcome outcome;
+  std::exception_ptr error;
+};
+
+asio::awaitable<Attempt> request_after(Client::Impl& impl, RunState& st, detail::ScriptRequest request,
                                        std::chrono::milliseconds delay) {
-  if (delay.count() > 0) co_await sleep_for(delay);
-  co_return co_await run_request(impl, st, request);
+  Attempt attempt;
+  try {
+    if (delay.count() > 0) co_await sleep_for(delay);
+    attempt.outcome = co_await run_request(impl, st, request);
+  } catch (...) {
+    attempt.error = std::current_exception();
+  }
+  co_return attempt;
 }
 
 // Runs one request after `delay`, the whole cut short at `deadline` (nullopt when the deadline
-// won: the request, if sent, is abandoned and its connection closed).
+// won: the request, if sent, is abandoned and its connection closed). Rethrows what the
+// request threw.
 asio::awaitable<std::optional<Outcome>> request_until(Client::Impl& impl, RunState& st, detail::ScriptRequest request,
                                                       std::optional<Clock::time_point> deadline,
                                                       std::chrono::milliseconds delay = {}) {
-  if (!deadline) co_return co_await request_after(impl, st, std::move(request), delay);
-  asio::steady_timer timer(impl.executor, *deadline);
-  auto result = co_await (request_after(impl, st, std::move(request), delay) || timer.async_wait(asio::use_awaitable));
-  if (result.index() == 0) co_return std::get<0>(std::move(result));
-  co_return std::nullopt;
+  Attempt attempt;
+  if (!deadline) {
+    attempt = co_await request_after(impl, st, std::move(request), delay);
+  } else {
+    asio::steady_timer timer(impl.executor, *deadline);
+    auto result = co_await (request_after(impl, st, std::move(request), delay) || timer.async_wait(asio::use_awaitable));
+    if (result.index() == 1) co_return std::nullopt;
+    attempt = std::get<0>(std::move(result));
+  }
+  if (attempt.error) std::rethrow_exception(attempt.error);
+  co_return std::move(attempt.outcome);
 }
 
 detail::ScriptRequest script_request(Client::Impl& impl, const RunState& st, detail::ScriptMode mode, int wait) {
@@ -571,6 +593,7 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions o
   // the cancellation state would switch cancellation off for the caller's whole coroutine chain.
   const bool previous = co_await asio::this_coro::throw_if_cancelled();
   co_await asio::this_coro::throw_if_cancelled(false);
+  st.stopping = true;  // a callback that threw must not be called again
   const Stop stop = co_await detail::shielded(stop_remote(*impl, st));
   co_await asio::this_coro::throw_if_cancelled(previous);
   // What the errors say about the command: only what the VM confirmed.
