@@ -48,8 +48,13 @@ class ClientHolder {
   ClientOptions options_;
 };
 
-/// Rethrows `error`, turning 401 / 403 / no-token client errors into ExeDevAccessError.
-[[noreturn]] void rethrow_access_mapped(std::exception_ptr error);
+/// Whether exe.dev refused a command by the token's tag scope (a 422, unlike the 403 of `cmds`).
+[[nodiscard]] bool is_scope_refusal(const APIError& error);
+
+/// Rethrows `error`, turning 401 / 403 / no-token client errors and tag-scope refusals into
+/// ExeDevAccessError (status 403 for both kinds of "may not run"), its message starting with
+/// `context` when given.
+[[noreturn]] void rethrow_access_mapped(std::exception_ptr error, const std::string& context = {});
 
 /// Whether a create/copy failure leaves it unknown whether the VM exists.
 [[nodiscard]] bool is_unknown_create_outcome(const std::exception_ptr& error);
