@@ -26,6 +26,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <atomic>
 #include <csignal>
 #include <fcntl.h>
@@ -380,10 +381,37 @@ asio::awaitable<void> Emulator::Impl::serve(tcp::socket socket) {
   co_await session(stream);
 }
 
+namespace {
+
+// How long a connection whose request body was left unread lingers after the answer: Go's
+// net/http (server.go, closeWriteAndWait and rstAvoidanceDelay) half-closes the connection and
+// waits 500 ms before closing it, so that closing with unread bytes does not reset the
+// connection before the client has read the answer.
+constexpr auto rst_avoidance_delay = std::chrono::milliseconds(500);
+
+// Half-closes the connection (the answer has been written) and discards what the client still
+// sends until it closes its side or rst_avoidance_delay passes.
+template <typename Stream>
+asio::awaitable<void> half_close_and_linger(Stream& stream) {
+  auto& lowest = beast::get_lowest_layer(stream);
+  boost::system::error_code ignored;
+  lowest.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  lowest.expires_after(rst_avoidance_delay);
+  std::array<char, 16 * 1024> discarded{};
+  while (true) {
+    const auto [ec, n] = co_await lowest.async_read_some(asio::buffer(discarded), use_tuple);
+    if (ec) break;
+  }
+  lowest.expires_never();
+}
+
+}  // namespace
+
 template <typename Stream>
 asio::awaitable<void> Emulator::Impl::session(Stream& stream) {
   beast::flat_buffer buffer;
   bool graceful = true;
+  bool body_unread = false;
   while (true) {
     http::request_parser<http::string_body> parser;
     parser.header_limit(64 * 1024);
@@ -418,10 +446,17 @@ asio::awaitable<void> Emulator::Impl::session(Stream& stream) {
       const Reply not_found = error_reply(404, "not found");
       keep = co_await write_reply(stream, not_found, request.version(), request.keep_alive() && !too_large);
     }
-    if (!keep) break;
+    if (!keep) {
+      // A refused request (413, or refused before a body the client never sent) whose body
+      // was not read to its end.
+      body_unread = !parser.is_done();
+      break;
+    }
   }
   if (!socket_of(stream).is_open()) co_return;
-  if constexpr (!std::is_same_v<Stream, beast::tcp_stream>) {
+  if (body_unread) {
+    co_await half_close_and_linger(stream);
+  } else if constexpr (!std::is_same_v<Stream, beast::tcp_stream>) {
     if (graceful) {
       beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(2));
       co_await stream.async_shutdown(use_tuple);
