@@ -50,6 +50,14 @@ void throw_cancelled(std::exception_ptr cause) {
   throw cancelled;
 }
 
+void raise_after_close(std::exception_ptr error, std::exception_ptr close_error) {
+  if (error && close_error && is_cancellation(error)) {
+    if (is_cancellation(close_error)) std::rethrow_exception(close_error);  // the close's error is nested already
+    throw_cancelled(close_error);
+  }
+  if (error) std::rethrow_exception(error);
+  if (close_error) std::rethrow_exception(close_error);
+}
 
 ClientHolder::ClientHolder(std::optional<Client> given, ClientOptions options)
     : given_(std::move(given)), options_(std::move(options)) {}

@@ -34,6 +34,11 @@ namespace exedev::detail {
 [[noreturn]] void throw_cancelled(std::exception_ptr cause);
 
 
+/// Raises what an operation followed by a close ends with: the operation's error, else the
+/// close's. When the operation was cancelled and the close failed, the cancellation is raised
+/// with the close's error nested (the seed's close contract). Returns when neither failed.
+void raise_after_close(std::exception_ptr error, std::exception_ptr close_error);
+
 /// A client given by the user (never closed) or made on first use (closed by close()).
 class ClientHolder {
  public:
