@@ -1,57 +1,17 @@
 // The lobby's commands beyond the sandbox's needs (resize, rename, stat, share, ssh-key list,
 // exe0-to-exe1) and the deny-by-default rule for tag-scoped keys, without sockets.
 #include "emulator/lobby.hpp"
+#include "lobby_fixture.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include <cstdlib>
-#include <filesystem>
-
 using namespace exedev::emulator;
-using Json = nlohmann::json;
+using namespace lobby_test;
 
 namespace {
 
 constexpr std::uint64_t gib = 1024ull * 1024 * 1024;
-
-struct Fixture {
-  std::filesystem::path dir = [] {
-    std::string pattern = (std::filesystem::temp_directory_path() / "emulator-extra-test-XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    return std::filesystem::path(pattern);
-  }();
-  std::unique_ptr<Lobby> lobby = std::make_unique<Lobby>(LobbyConfig{dir, {}, {}, {}});
-  std::string token = lobby->default_token();
-
-  ~Fixture() {
-    lobby->kill_all_processes();
-    std::filesystem::remove_all(dir);
-  }
-
-  Reply exec(const std::string& line, const std::string& as = {}) {
-    const std::string who = as.empty() ? token : as;
-    auto authorized = lobby->authorize("POST", "Bearer " + who);
-    if (auto* reply = std::get_if<Reply>(&authorized)) return *reply;
-    auto prepared = lobby->prepare(who, line);
-    if (auto* reply = std::get_if<Reply>(&prepared)) return *reply;
-    auto outcome = lobby->execute(std::get<Prepared>(prepared), Lobby::Clock::now());
-    REQUIRE(std::holds_alternative<Reply>(outcome));
-    return std::get<Reply>(outcome);
-  }
-  Json ok(const std::string& line, const std::string& as = {}) {
-    const Reply reply = exec(line, as);
-    INFO(line << " -> " << reply.status << " " << reply.body);
-    REQUIRE(reply.status == 200);
-    return Json::parse(reply.body);
-  }
-  std::string error(const std::string& line, unsigned status = 422, const std::string& as = {}) {
-    const Reply reply = exec(line, as);
-    INFO(line << " -> " << reply.body);
-    CHECK(reply.status == status);
-    return Json::parse(reply.body).at("error").get<std::string>();
-  }
-};
 
 }  // namespace
 
