@@ -280,8 +280,9 @@ class Client {
   Task<RunResult> run(std::string vm, std::string shell_line, RunOptions options = {});
 
   /// Removes the records of finished runs still on VMs (one request per VM), then closes idle
-  /// connections. The client stays usable; the next request reconnects. When a record could not
-  /// be removed, close() throws the first failure (ConnectionError, or the APIError subclass of
+  /// connections. The client stays usable; the next request reconnects. A VM exe.dev refuses
+  /// (422: deleted or paused) is skipped, its records dropped. When a record could not
+  /// be removed otherwise, close() throws the first failure (ConnectionError, or the APIError subclass of
   /// exe.dev's answer) after trying every VM and closing the idle connections; the records it
   /// could not remove stay listed, so calling close() again retries them. Cancellation: deferred
   /// until close() has finished (it is bounded by the request timeouts); close() itself does not

@@ -303,6 +303,14 @@ asio::awaitable<std::exception_ptr> remove_finished_records(std::shared_ptr<Clie
       const bool removed = std::none_of(ids.begin(), ids.end(), [&](const std::string& id) {
         return std::find(left.begin(), left.end(), id) != left.end();
       });
+      if (!removed && outcome.kind == Outcome::Kind::http_error && outcome.status == 422) {
+        // exe.dev refused the VM itself (deleted, or paused): nothing to retry. A deleted VM
+        // has no records left; a paused one keeps a few bytes until a later run removes them.
+        impl->log(LogLevel::info, fmt::format("exe.dev: the records of finished runs on VM \"{}\" were left: {}", vm,
+                                              detail::server_message(outcome.body, impl->secrets())));
+        impl->acks.erase(vm);
+        continue;
+      }
       if (!removed && outcome.kind == Outcome::Kind::http_error) {
         detail::throw_api_error(outcome.status, "ssh", outcome.body, impl->secrets());
       }
