@@ -83,7 +83,8 @@ struct VMStatus {
   friend bool operator==(const VMStatus&, const VMStatus&) = default;
 };
 
-/// One VM as `ls` (or `new`/`cp`) describes it. Fields the server left out stay empty.
+/// One VM as `ls` (or `new`/`cp`) describes it. Fields the server left out stay empty (`ls`
+/// leaves out `image` for the default image, exeuntu, and sends `shelley_url` only for it).
 /// `cp` answers in a legacy form (`name`, `state`, `ssh`) or like `new`; both are read.
 struct VMInfo {
   std::string name;
@@ -92,6 +93,8 @@ struct VMInfo {
   std::string comment;
   std::string image;
   std::string region;
+  std::string region_display;  ///< e.g. "Los Angeles, USA"
+  std::string shelley_url;
   std::string created_at;  ///< RFC 3339, as sent.
   std::string ssh_dest;
   std::string ssh_host;
@@ -129,6 +132,25 @@ struct CopyVMOptions {
   std::optional<std::string> disk;
   std::optional<std::string> egress;
   bool standalone = false;
+};
+
+/// `resize` flags; at least one must be set. Sizes as for `new` (e.g. "16G"; a plain number is
+/// GiB). The disk only grows (exe.dev refuses a smaller or equal size, and growth over 250 GiB at
+/// once). A memory or CPU change takes effect when the VM restarts.
+struct ResizeVMOptions {
+  std::optional<std::string> memory;
+  std::optional<unsigned> cpu;
+  std::optional<std::string> disk;  ///< The new total size.
+};
+
+/// What `resize` changed: before and after, for what was asked (memory and CPUs come together).
+struct ResizeResult {
+  std::optional<std::uint64_t> old_memory_bytes;
+  std::optional<std::uint64_t> new_memory_bytes;
+  std::optional<unsigned> old_cpus;
+  std::optional<unsigned> new_cpus;
+  std::optional<std::uint64_t> old_disk_bytes;
+  std::optional<std::uint64_t> new_disk_bytes;
 };
 
 struct RemoveResult {
@@ -229,6 +251,12 @@ class Client {
   Task<void> clear_comment(std::string name);
   /// `whoami`. Read-only: cancellation changes nothing.
   Task<WhoAmI> whoami();
+  /// `resize <vm>` (std::invalid_argument without any option; nothing is sent). exe.dev refuses
+  /// it to a tag-scoped token. Cancellation: the VM may or may not have been resized.
+  Task<ResizeResult> resize_vm(std::string name, ResizeVMOptions options);
+  /// `rename <vm> <new_name>`: the VM must be running. Renaming to the same name sends nothing.
+  /// Cancellation: the VM may or may not have been renamed (`ls` either name to know).
+  Task<void> rename_vm(std::string name, std::string new_name);
 
   /// Runs a shell line on a VM and returns its exit code and its stdout and stderr, separate
   /// and exact. The line runs in the VM user's login shell (`$SHELL -l`, as the ssh session sets
@@ -271,10 +299,14 @@ class Client {
   Task<RunResult> run(std::string vm, std::string shell_line, RunOptions options = {});
 
   /// Removes the records of finished runs still on VMs (one request per VM), then closes idle
-  /// connections. The client stays usable; the next request reconnects. Failures are logged,
-  /// not thrown. Cancellation: deferred until close() has finished (it is bounded by the request
-  /// timeouts); close() itself does not throw operation_aborted, and a cancellation that arrived
-  /// meanwhile stays recorded in the caller's cancellation state (its next co_await raises it).
+  /// connections. The client stays usable; the next request reconnects. A VM exe.dev refuses
+  /// (422: deleted or paused) is skipped, its records dropped. When a record could not
+  /// be removed otherwise, close() throws the first failure (ConnectionError, or the APIError subclass of
+  /// exe.dev's answer) after trying every VM and closing the idle connections; the records it
+  /// could not remove stay listed, so calling close() again retries them. Cancellation: deferred
+  /// until close() has finished (it is bounded by the request timeouts); close() itself does not
+  /// throw operation_aborted, and a cancellation that arrived meanwhile stays recorded in the
+  /// caller's cancellation state (its next co_await raises it).
   Task<void> close();
 
   struct Impl;  ///< Implementation detail (opaque).

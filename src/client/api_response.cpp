@@ -111,6 +111,8 @@ VMInfo vm_from(const json& o, const std::string& command) {
   vm.comment = str(o, {"comment"});
   vm.image = str(o, {"image"});
   vm.region = str(o, {"region"});
+  vm.region_display = str(o, {"region_display"});
+  vm.shelley_url = str(o, {"shelley_url"});
   vm.created_at = str(o, {"created_at"});
   vm.ssh_dest = str(o, {"ssh_dest", "ssh"});
   vm.ssh_host = str(o, {"ssh_host"});
@@ -223,6 +225,20 @@ WhoAmI parse_whoami_answer(std::string_view body) {
     who.region = str(o, {"region"});
     if (who.email.empty()) throw ProtocolError("exe.dev answered \"whoami\" without an email");
     return who;
+  });
+}
+
+ResizeResult parse_resize_answer(std::string_view body) {
+  const auto o = last_object(body, "resize");
+  return guarded("resize", [&] {
+    ResizeResult result;
+    result.old_memory_bytes = number<std::uint64_t>(o, "old_memory");
+    result.new_memory_bytes = number<std::uint64_t>(o, "new_memory");
+    result.old_cpus = number<unsigned>(o, "old_cpus");
+    result.new_cpus = number<unsigned>(o, "new_cpus");
+    result.old_disk_bytes = number<std::uint64_t>(o, "disk_old_bytes");
+    result.new_disk_bytes = number<std::uint64_t>(o, "disk_new_bytes");
+    return result;
   });
 }
 

@@ -33,5 +33,7 @@ void check_lobby_answer(unsigned status, const std::string& command, std::string
 [[nodiscard]] WhoAmI parse_whoami_answer(std::string_view body);
 /// For answers whose shape is not pinned down (pause, resume, restart, comment): one JSON object.
 void parse_object_answer(std::string_view body, const std::string& command);
+/// `resize`'s answer: the old and new sizes of what changed.
+[[nodiscard]] ResizeResult parse_resize_answer(std::string_view body);
 
 }  // namespace exedev::detail

@@ -332,11 +332,14 @@ asio::awaitable<Stop> stop_remote(Client::Impl& impl, RunState& st) {
   co_return Stop::unconfirmed;
 }
 
-// One request per VM that removes the records of finished runs. Failures are logged.
-asio::awaitable<void> remove_finished_records(std::shared_ptr<Client::Impl> impl) {
-  auto pending = std::move(impl->acks);
-  impl->acks.clear();
-  for (auto& [vm, ids] : pending) {
+// Removes the records of finished runs, one request per VM. Records a request did not remove
+// stay listed, so the next close() (or run on that VM) tries again. Returns the first failure.
+asio::awaitable<std::exception_ptr> remove_finished_records(std::shared_ptr<Client::Impl> impl) {
+  std::exception_ptr first_failure;
+  const auto pending = impl->acks;  // a copy: run_request unlists what a request removed
+  for (const auto& entry : pending) {
+    const std::string& vm = entry.first;
+    const std::vector<std::string>& ids = entry.second;
     if (ids.empty()) continue;
     RunState st;
     st.vm = vm;
@@ -347,12 +350,44 @@ asio::awaitable<void> remove_finished_records(std::shared_ptr<Client::Impl> impl
     request.id = ids.front();
     request.boundary = st.boundary;
     request.acks = ids;
+    std::exception_ptr failure;
     try {
-      (void)co_await run_request(*impl, st, request);
-    } catch (const std::exception& e) {
-      impl->log(LogLevel::warning, fmt::format("exe.dev: removing finished run records on VM \"{}\" failed: {}", vm, e.what()));
+      const auto outcome = co_await run_request(*impl, st, request);
+      const auto& left = impl->acks[vm];
+      const bool removed = std::none_of(ids.begin(), ids.end(), [&](const std::string& id) {
+        return std::find(left.begin(), left.end(), id) != left.end();
+      });
+      if (!removed && outcome.kind == Outcome::Kind::http_error && outcome.status == 422) {
+        // exe.dev refused the VM itself (deleted, or paused): nothing to retry. A deleted VM
+        // has no records left; a paused one keeps a few bytes until a later run removes them.
+        impl->log(LogLevel::info, fmt::format("exe.dev: the records of finished runs on VM \"{}\" were left: {}", vm,
+                                              detail::server_message(outcome.body, impl->secrets())));
+        impl->acks.erase(vm);
+        continue;
+      }
+      if (!removed && outcome.kind == Outcome::Kind::http_error) {
+        detail::throw_api_error(outcome.status, "ssh", outcome.body, impl->secrets());
+      }
+      if (!removed) {
+        throw ConnectionError(fmt::format("removing the records of finished runs on VM \"{}\": the request ended "
+                                          "before exe.dev answered",
+                                          vm),
+                              outcome.sent);
+      }
+    } catch (...) {
+      failure = std::current_exception();
     }
+    if (!failure) continue;
+    try {
+      std::rethrow_exception(failure);
+    } catch (const std::exception& e) {
+      impl->log(LogLevel::warning,
+                fmt::format("exe.dev: removing the records of finished runs on VM \"{}\" failed: {}", vm, e.what()));
+    }
+    if (!first_failure) first_failure = failure;
   }
+  std::erase_if(impl->acks, [](const auto& entry) { return entry.second.empty(); });
+  co_return first_failure;
 }
 
 }  // namespace
@@ -472,6 +507,19 @@ Task<WhoAmI> Client::whoami() {
   auto impl = impl_;
   const detail::LobbyLine line("whoami");
   co_return detail::parse_whoami_answer(co_await impl->call(line, no_secrets));
+}
+
+Task<ResizeResult> Client::resize_vm(std::string name, ResizeVMOptions options) {
+  auto impl = impl_;
+  const auto line = detail::resize_vm_line(name, options);
+  co_return detail::parse_resize_answer(co_await impl->call(line, no_secrets));
+}
+
+Task<void> Client::rename_vm(std::string name, std::string new_name) {
+  auto impl = impl_;
+  const auto line = detail::rename_vm_line(name, new_name);
+  if (name == new_name) co_return;  // exe.dev answers in text, not JSON, and changes nothing
+  detail::parse_object_answer(co_await impl->call(line, no_secrets), "rename");
 }
 
 Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions options) {
@@ -629,9 +677,10 @@ Task<void> Client::close() {
   // Removing finished runs' records is cleanup: it finishes before a cancellation is delivered.
   const bool previous = co_await asio::this_coro::throw_if_cancelled();
   co_await asio::this_coro::throw_if_cancelled(false);
-  co_await detail::shielded(remove_finished_records(impl_));
+  const auto failure = co_await detail::shielded(remove_finished_records(impl_));
   co_await asio::this_coro::throw_if_cancelled(previous);
   impl_->transport->close_idle();
+  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace exedev

@@ -184,6 +184,21 @@ LobbyLine vm_line(std::string command, std::string_view vm) {
   return line;
 }
 
+LobbyLine resize_vm_line(std::string_view vm, const ResizeVMOptions& o) {
+  if (!o.memory && !o.cpu && !o.disk) throw std::invalid_argument("resize: set at least one of memory, cpu or disk");
+  LobbyLine line("resize");
+  line.word(vm, "the VM name");
+  add_common_size_flags(line, o.cpu, o.memory, o.disk);
+  return line;
+}
+
+LobbyLine rename_vm_line(std::string_view vm, std::string_view new_name) {
+  LobbyLine line("rename");
+  line.word(vm, "the VM name");
+  line.word(new_name, "the new VM name");
+  return line;
+}
+
 LobbyLine tag_line(std::string_view vm, const std::vector<std::string>& tags, bool remove) {
   if (tags.empty()) throw std::invalid_argument("tag: at least one tag is needed");
   LobbyLine line("tag");

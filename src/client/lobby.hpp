@@ -54,6 +54,10 @@ void check_body_size(std::size_t size, std::string_view command);
 /// `pause`, `resume`, `restart`: one VM.
 [[nodiscard]] LobbyLine vm_line(std::string command, std::string_view vm);
 [[nodiscard]] LobbyLine tag_line(std::string_view vm, const std::vector<std::string>& tags, bool remove);
+/// `resize <vm> --memory= --cpu= --disk=` (std::invalid_argument when none is set).
+[[nodiscard]] LobbyLine resize_vm_line(std::string_view vm, const ResizeVMOptions& options);
+/// `rename <vm> <new name>`.
+[[nodiscard]] LobbyLine rename_vm_line(std::string_view vm, std::string_view new_name);
 /// `comment <vm> <text>`; an empty text clears the comment (sent as ' ', which the server trims).
 [[nodiscard]] LobbyLine comment_line(std::string_view vm, std::string_view text);
 

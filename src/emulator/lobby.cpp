@@ -1,4 +1,5 @@
 #include "emulator/lobby.hpp"
+#include "emulator/lobby_internal.hpp"
 
 #include "emulator/flags.hpp"
 #include "emulator/lexer.hpp"
@@ -19,35 +20,6 @@
 
 namespace exedev::emulator {
 
-using Json = nlohmann::ordered_json;
-using SysClock = std::chrono::system_clock;
-
-struct Lobby::Vm {
-  VMRecord record;  // record.status holds the stored status: running or paused
-  std::string id;
-  SysClock::time_point ready_at;
-  std::string boot_status;  // shown until ready_at: creating (new) or starting (cp, restart)
-  std::uint64_t generation = 0;
-};
-
-struct Lobby::Key {
-  std::string token;
-  TokenSpec spec;
-  bool all_commands = false;  // the emulator's own token
-  std::optional<std::string> vm_scope;
-  std::string fingerprint;
-  std::string public_key;
-};
-
-struct Lobby::Command {
-  std::string name;
-  Handler handler;
-  bool raw_args = false;  // ssh: no flag handling at all (addendum, correction 1)
-  std::vector<FlagSpec> flags;
-  std::string usage;
-  std::string description;
-};
-
 namespace {
 
 const std::vector<std::string> default_cmds = {"help", "ls", "new", "whoami", "ssh-key list", "share show",
@@ -55,6 +27,10 @@ const std::vector<std::string> default_cmds = {"help", "ls", "new", "whoami", "s
 constexpr const char* region = "lax";
 constexpr const char* region_display = "Los Angeles, USA";
 constexpr std::uint64_t gib = 1024ull * 1024 * 1024;
+
+}  // namespace
+
+// Helpers shared with the other files of the lobby's commands (lobby_internal.hpp).
 
 std::string dump(const Json& json) { return json.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
@@ -71,11 +47,15 @@ Reply json_reply(unsigned status, std::string body) {
 Reply ok(const Json& json) { return json_reply(200, dump(json)); }
 Reply fail(const std::string& message) { return error_reply(422, message); }
 
+namespace {
+
 // The egress flag is not documented by exe.dev; the emulator names it `--egress` (docs/emulator.md).
 std::optional<Reply> refuse_egress(const std::string& egress) {
   if (egress == "all" || egress == "integrations") return std::nullopt;
   return fail(fmt::format("invalid --egress \"{}\": must be all or integrations", egress));
 }
+
+}  // namespace
 
 std::mt19937_64& rng() {
   thread_local std::mt19937_64 engine{std::random_device{}()};
@@ -88,6 +68,8 @@ std::string random_chars(std::string_view alphabet, std::size_t count) {
   for (std::size_t i = 0; i < count; ++i) out += alphabet[pick(rng())];
   return out;
 }
+
+namespace {
 
 std::string new_token() { return "exe1." + random_chars("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 26); }
 std::string new_id() { return random_chars("0123456789abcdef", 16); }
@@ -112,6 +94,8 @@ std::string base64(const std::string& bytes) {
   return out;
 }
 
+}  // namespace
+
 std::string rfc3339(SysClock::time_point t) {
   const std::time_t secs = SysClock::to_time_t(t);
   std::tm tm{};
@@ -121,12 +105,18 @@ std::string rfc3339(SysClock::time_point t) {
   return buffer;
 }
 
+namespace {
+
 std::int64_t to_ms(SysClock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
 }
 SysClock::time_point from_ms(std::int64_t ms) { return SysClock::time_point(std::chrono::milliseconds(ms)); }
 
+}  // namespace
+
 std::string host_of(const std::string& vm) { return vm + ".exe.xyz"; }
+
+namespace {
 
 std::string join(const std::vector<std::string>& words, std::string_view separator) {
   std::string out;
@@ -137,9 +127,13 @@ std::string join(const std::vector<std::string>& words, std::string_view separat
   return out;
 }
 
+}  // namespace
+
 bool has_tag(const VMRecord& vm, const std::string& tag) {
   return std::find(vm.tags.begin(), vm.tags.end(), tag) != vm.tags.end();
 }
+
+namespace {
 
 Json new_details(const VMRecord& vm) {
   Json json;
@@ -229,7 +223,12 @@ const std::vector<Lobby::Command>& Lobby::command_table() {
        "ssh-key generate-api-key [--label=NAME] [--vm=VM] [--tag=TAG] [--cmds=A,B] [--exp=30d]",
        "create an API token"},
   };
-  return table;
+  static const std::vector<Command> all = [] {
+    auto commands = table;
+    for (auto& command : extra_commands()) commands.push_back(std::move(command));
+    return commands;
+  }();
+  return all;
 }
 
 const Lobby::Command* Lobby::resolve(const std::vector<std::string>& words, std::size_t& length) const {
@@ -317,6 +316,11 @@ void Lobby::load_from(const nlohmann::ordered_json& state) {
     vm.ready_at = from_ms(j.at("ready_at"));
     vm.boot_status = j.at("boot_status");
     vm.generation = j.at("generation");
+    vm.share = j.value("share", std::string("private"));
+    vm.proxy_port = j.value("proxy_port", 80u);
+    for (const Json& link : j.value("share_links", Json::array())) {
+      vm.share_links.push_back(ShareLink{link.at("token"), from_ms(link.at("created_at"))});
+    }
     vms_.emplace(vm.record.name, std::move(vm));
   }
   for (const Json& j : state.at("keys")) {
@@ -349,7 +353,10 @@ void Lobby::persist() const {
                             {"env", vm.record.env}, {"integrations", vm.record.integrations},
                             {"standalone", vm.record.standalone}, {"egress", vm.record.egress},
                             {"ready_at", to_ms(vm.ready_at)}, {"boot_status", vm.boot_status},
-                            {"generation", vm.generation}});
+                            {"generation", vm.generation}, {"share", vm.share}, {"proxy_port", vm.proxy_port}});
+    Json links = Json::array();
+    for (const ShareLink& link : vm.share_links) links.push_back({{"token", link.token}, {"created_at", to_ms(link.created_at)}});
+    state["vms"].back()["share_links"] = std::move(links);
   }
   state["keys"] = Json::array();
   for (const auto& [token, key] : keys_) {
@@ -451,6 +458,7 @@ std::variant<Reply, Prepared> Lobby::prepare(const std::string& token, std::stri
     std::string ignored;
     if (const auto flags = FlagSet(command->flags).parse(preparse_flags(prepared.arguments), ignored)) {
       if (command->name == "new") prepared.vm = flags->str("name");
+      else if (command->name == "exe0-to-exe1") prepared.vm = flags->str("vm");  // never the token
       else if (command->name != "ls" && !flags->positional.empty()) prepared.vm = flags->positional.front();
     }
   }
@@ -475,9 +483,8 @@ std::variant<Reply, SshPlan> Lobby::execute(const Prepared& request, Clock::time
   if (key_it == keys_.end()) return fail("SSH key was removed");
   std::size_t length = 0;
   const Command* command = resolve(request.words, length);
-  // Tag-scoped keys are deny-by-default (§1.3, §2.4): of the emulated commands, pause and
-  // resume are not marked AllowTagScoped.
-  if (key_it->second.spec.tag && (command->name == "pause" || command->name == "resume")) {
+  // Tag-scoped keys are deny-by-default (§1.3, §2.4).
+  if (key_it->second.spec.tag && !allowed_for_tag_scoped_keys(command->name)) {
     return fail("command not allowed by SSH key permissions");
   }
   auto result = (this->*(command->handler))(key_it->second, request);

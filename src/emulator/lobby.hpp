@@ -119,6 +119,9 @@ class Lobby {
   using Handler = std::variant<Reply, SshPlan> (Lobby::*)(const Key&, const Prepared&);
 
   static const std::vector<Command>& command_table();
+  /// The commands of vm_commands_extra.cpp (resize, rename, stat, share, ssh-key list,
+  /// exe0-to-exe1), appended to the table.
+  static std::vector<Command> extra_commands();
   static nlohmann::ordered_json command_help(const Command& command);
   std::optional<ParsedFlags> parse_command_flags(const Prepared& request, std::optional<Reply>& error) const;
   const Command* resolve(const std::vector<std::string>& words, std::size_t& length) const;
@@ -136,6 +139,20 @@ class Lobby {
   std::variant<Reply, SshPlan> cmd_whoami(const Key&, const Prepared&);
   std::variant<Reply, SshPlan> cmd_ssh(const Key&, const Prepared&);
   std::variant<Reply, SshPlan> cmd_generate_api_key(const Key&, const Prepared&);
+  // vm_commands_extra.cpp
+  std::variant<Reply, SshPlan> cmd_resize(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> cmd_rename(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> cmd_stat(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> cmd_share_show(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> cmd_share_set_public(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> cmd_share_set_private(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> cmd_share_add_link(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> cmd_ssh_key_list(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> cmd_exe0_to_exe1(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> share_visibility(const Key&, const Prepared&, const std::string& share);
+  /// The VM named by `share …`'s first argument, owned and in the key's tag scope; nullptr with
+  /// `error` set otherwise.
+  Vm* shared_vm(const Key& key, const std::string& name, std::optional<Reply>& error);
 
   Vm* find_visible(const Key& key, const std::string& name);
   /// For commands taking exactly one VM: the VM, or nullptr with `error` set (bad flags, the

@@ -50,6 +50,14 @@ void throw_cancelled(std::exception_ptr cause) {
   throw cancelled;
 }
 
+void raise_after_close(std::exception_ptr error, std::exception_ptr close_error) {
+  if (error && close_error && is_cancellation(error)) {
+    if (is_cancellation(close_error)) std::rethrow_exception(close_error);  // the close's error is nested already
+    throw_cancelled(close_error);
+  }
+  if (error) std::rethrow_exception(error);
+  if (close_error) std::rethrow_exception(close_error);
+}
 
 ClientHolder::ClientHolder(std::optional<Client> given, ClientOptions options)
     : given_(std::move(given)), options_(std::move(options)) {}
@@ -78,13 +86,25 @@ Task<void> ClientHolder::close() {
   if (error) std::rethrow_exception(error);
 }
 
-void rethrow_access_mapped(std::exception_ptr error) {
+bool is_scope_refusal(const APIError& error) {
+  // exe.dev's 422 texts when a tag-scoped key's deny-by-default rule refuses a command
+  // (exemenu/command_system.go) or its tag scope refuses a tag (execore/ssh_new_command.go,
+  // execore/ssh_tag_command.go), at the commit exedev-api.md §0 names.
+  return error.status() == 422 && (mentions(error.server_message(), "not allowed by SSH key permissions") ||
+                                   mentions(error.server_message(), "SSH key scoped to tag"));
+}
+
+void rethrow_access_mapped(std::exception_ptr error, const std::string& context) {
   try {
     std::rethrow_exception(error);
   } catch (const AuthenticationError& e) {
-    throw_nested(error, ExeDevAccessError(e.status() == 0 ? std::nullopt : std::optional<unsigned>(401), e.command()));
+    throw_nested(error,
+                 ExeDevAccessError(e.status() == 0 ? std::nullopt : std::optional<unsigned>(401), e.command(), context));
   } catch (const PermissionError& e) {
-    throw_nested(error, ExeDevAccessError(403, e.command()));
+    throw_nested(error, ExeDevAccessError(403, e.command(), context));
+  } catch (const CommandFailedError& e) {
+    if (!is_scope_refusal(e)) throw;
+    throw_nested(error, ExeDevAccessError(403, e.command(), context));
   }
 }
 

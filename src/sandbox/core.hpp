@@ -34,6 +34,11 @@ namespace exedev::detail {
 [[noreturn]] void throw_cancelled(std::exception_ptr cause);
 
 
+/// Raises what an operation followed by a close ends with: the operation's error, else the
+/// close's. When the operation was cancelled and the close failed, the cancellation is raised
+/// with the close's error nested (the seed's close contract). Returns when neither failed.
+void raise_after_close(std::exception_ptr error, std::exception_ptr close_error);
+
 /// A client given by the user (never closed) or made on first use (closed by close()).
 class ClientHolder {
  public:
@@ -48,8 +53,13 @@ class ClientHolder {
   ClientOptions options_;
 };
 
-/// Rethrows `error`, turning 401 / 403 / no-token client errors into ExeDevAccessError.
-[[noreturn]] void rethrow_access_mapped(std::exception_ptr error);
+/// Whether exe.dev refused a command by the token's tag scope (a 422, unlike the 403 of `cmds`).
+[[nodiscard]] bool is_scope_refusal(const APIError& error);
+
+/// Rethrows `error`, turning 401 / 403 / no-token client errors and tag-scope refusals into
+/// ExeDevAccessError (status 403 for both kinds of "may not run"), its message starting with
+/// `context` when given.
+[[noreturn]] void rethrow_access_mapped(std::exception_ptr error, const std::string& context = {});
 
 /// Whether a create/copy failure leaves it unknown whether the VM exists.
 [[nodiscard]] bool is_unknown_create_outcome(const std::exception_ptr& error);

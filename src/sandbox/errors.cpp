@@ -24,8 +24,10 @@ VMOutOfScopeError::VMOutOfScopeError(std::string vm_name, std::string scope_tag)
     : WorkspaceUnavailableError("VM \"" + vm_name + "\" lacks the scope tag \"" + scope_tag + "\""),
       vm_name_(std::move(vm_name)), scope_tag_(std::move(scope_tag)) {}
 
-ExeDevAccessError::ExeDevAccessError(std::optional<unsigned> status, const std::string& command)
-    : WorkspaceUnavailableError(access_message(status, command)), status_(status) {}
+ExeDevAccessError::ExeDevAccessError(std::optional<unsigned> status, const std::string& command,
+                                     const std::string& context)
+    : WorkspaceUnavailableError((context.empty() ? std::string() : context + ": ") + access_message(status, command)),
+      status_(status), command_(status ? command : std::string()) {}
 
 CommandOutcomeUnknownError::CommandOutcomeUnknownError(const std::string& vm_name, std::string stdout_text,
                                                        std::string stderr_text)

@@ -52,8 +52,7 @@ Task<void> Sandbox::with_run(std::optional<workspace::WorkspaceRef> ref, std::fu
     close_error = std::current_exception();
   }
   co_await asio::this_coro::throw_if_cancelled(previous);
-  if (body_error) std::rethrow_exception(body_error);
-  if (close_error) std::rethrow_exception(close_error);
+  detail::raise_after_close(body_error, close_error);
 }
 
 VMs Sandbox::vms() const {
@@ -80,8 +79,7 @@ Task<bool> Sandbox::destroy(workspace::WorkspaceRef ref) const {
     close_error = std::current_exception();
   }
   co_await asio::this_coro::throw_if_cancelled(previous);
-  if (error) std::rethrow_exception(error);
-  if (close_error) std::rethrow_exception(close_error);
+  detail::raise_after_close(error, close_error);
   co_return deleted;
 }
 

@@ -222,8 +222,16 @@ struct SandboxBackend::Impl {
     if (!check_error && !info) throw VMNotFoundError(name);
     if (refused) {
       if (info && may_resume && info->status.kind == VMStatus::Kind::paused) {
-        auto resuming = c.resume_vm(name);
-        co_await std::move(resuming);
+        std::exception_ptr resume_error;
+        try {
+          auto resuming = c.resume_vm(name);
+          co_await std::move(resuming);
+        } catch (...) {
+          resume_error = std::current_exception();
+        }
+        // A token that may not resume (a tag-scoped one, on exe.dev) can't run commands on a
+        // paused VM: say so rather than pass on the bare refusal.
+        if (resume_error) detail::rethrow_access_mapped(resume_error, "VM \"" + name + "\" is paused and can't be resumed for the command");
         auto ready = detail::wait_ready(c, name, readiness);
         co_await std::move(ready);
         co_return true;

@@ -43,7 +43,7 @@ namespace {
 
 // (Coroutines are created as named tasks before they are awaited: see src/sandbox/core.cpp.)
 
-// Runs one operation with access errors (401, 403, no token) turned into ExeDevAccessError,
+// Runs one operation with access errors (401, 403, a tag-scope refusal, no token) turned into ExeDevAccessError,
 // as the seed's error table has it. `holder` belongs to the VMs, which outlives the call.
 template <typename T, typename... Args>
 Task<T> access_mapped(detail::ClientHolder& holder, Settings settings, Task<T> (*operation)(Context, Args...),
@@ -154,10 +154,16 @@ Task<Client> VMs::client() { co_return co_await impl_->client.get(); }
 
 Task<VMState> VMs::provision(VMSpec spec) {
   detail::check_spec_scope(spec, impl_->settings.scope_tag);
-  auto client = co_await impl_->client.get();
-  auto provisioning = detail::provision(client, std::move(spec), impl_->settings.scope_tag, impl_->settings.readiness,
-                                        detail::ProvisionHooks{});
-  co_return co_await std::move(provisioning);
+  std::exception_ptr error;
+  try {
+    auto client = co_await impl_->client.get();
+    auto provisioning = detail::provision(client, std::move(spec), impl_->settings.scope_tag,
+                                          impl_->settings.readiness, detail::ProvisionHooks{});
+    co_return co_await std::move(provisioning);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  detail::rethrow_access_mapped(error);
 }
 
 Task<LookupResult> VMs::lookup(VMSpec spec) {

@@ -36,15 +36,23 @@ class VMOutOfScopeError : public workspace::WorkspaceUnavailableError {
 };
 
 /// exe.dev refused the credentials: status 401 (token rejected), 403 (the token may not run the
-/// command) or none (no token configured).
+/// command) or none (no token configured). "May not run" covers both of exe.dev's refusals: a
+/// command missing from the token's `cmds` (HTTP 403) and a command a tag-scoped token may not
+/// run, or a tag it may not use (HTTP 422 "command not allowed by SSH key permissions", "SSH key
+/// scoped to tag ..."); both report 403 here. The client's APIError, with the HTTP status exe.dev
+/// sent, is nested.
 class ExeDevAccessError : public workspace::WorkspaceUnavailableError {
  public:
-  /// `command` is the lobby command's name ("ssh", "new", ...), never its arguments.
-  ExeDevAccessError(std::optional<unsigned> status, const std::string& command);
+  /// `command` is the lobby command's name ("ssh", "new", ...), never its arguments. `context`,
+  /// when given, starts the message (e.g. why the command was needed).
+  ExeDevAccessError(std::optional<unsigned> status, const std::string& command, const std::string& context = {});
   [[nodiscard]] std::optional<unsigned> status() const noexcept { return status_; }
+  /// The command the token lacks (empty without a token).
+  [[nodiscard]] const std::string& command() const noexcept { return command_; }
 
  private:
   std::optional<unsigned> status_;
+  std::string command_;
 };
 
 /// A command's result can't be known and the VM still exists: the connection ended before the

@@ -63,7 +63,10 @@ class Sandbox {
   Task<void> finish_run(SandboxRun& run) const;
 
   /// open_run, then `body`, then finish_run however the body ends; rethrows the body's error
-  /// (a close error is then dropped in its favour), else the close's.
+  /// (a close error is then dropped in its favour, except that a cancelled body raises the
+  /// cancellation with the close's error nested), else the close's. A failed close keeps the
+  /// run's client: finish_run(run) again retries (with_run's run is gone; its backend's ref
+  /// still names the VM).
   Task<void> with_run(std::optional<workspace::WorkspaceRef> ref, std::function<Task<void>(SandboxRun&)> body,
                       bool fresh = false) const;
 

@@ -16,9 +16,10 @@
 // - Commands run in the VM user's login shell, starting in working_dir, with the VM's login
 //   environment, then the backend's env, then the call's env (later wins). An argv is quoted
 //   literally. A command refused because the VM is paused resumes the VM and runs once, after
-//   the resume; nothing else is retried.
+//   the resume; nothing else is retried. A token that may not resume (a tag-scoped token on
+//   exe.dev) gets ExeDevAccessError naming `resume` and saying the VM is paused.
 // - Errors: VMNotFoundError (VM gone, also during a command), VMOutOfScopeError,
-//   ExeDevAccessError (401, 403, no token), WorkspaceTimeoutError, WorkspaceOutputLimitError
+//   ExeDevAccessError (401, 403 or a tag-scope refusal, no token), WorkspaceTimeoutError, WorkspaceOutputLimitError
 //   (8 MiB of stdout+stderr), CommandOutcomeUnknownError (result unknown, the VM exists),
 //   ProvisionOutcomeUnknownError, VMInitializationError; other client errors propagate
 //   unchanged.

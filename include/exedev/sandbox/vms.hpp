@@ -64,9 +64,10 @@ struct VMsOptions {
   ReadinessOptions readiness{};
 };
 
-/// Every operation but provision() raises ExeDevAccessError for a rejected token (401), a
-/// command the token may not run (403) or no token; provision() lets a create's 4xx through as
-/// the client's APIError (see there).
+/// Every operation raises ExeDevAccessError for a rejected token (401), a command the token may
+/// not run (403: not in its `cmds`, or refused by its tag scope, e.g. `pause` and `resume` for a
+/// tag-scoped token on exe.dev) or no token, naming the command; provision() lets any other 4xx
+/// of a create through as the client's APIError (see there).
 class VMs {
  public:
   explicit VMs(std::optional<std::string> scope_tag = std::nullopt, std::optional<Client> client = std::nullopt);
@@ -83,7 +84,8 @@ class VMs {
   /// comment, and makes working_dir.
   /// - Result unknown (network error after sending, unreadable response, 5xx, 504):
   ///   ProvisionOutcomeUnknownError; nothing is retried. Recover with lookup(spec).
-  /// - A 4xx from create/copy propagates as the client's APIError (e.g. name in use).
+  /// - A 4xx from create/copy propagates as the client's APIError (e.g. name in use), except a
+  ///   refusal by the token's permissions or tag scope: ExeDevAccessError.
   /// - Getting the VM ready fails: VMInitializationError naming the VM, which is kept.
   /// - A copy's base is checked first: VMNotFoundError / VMOutOfScopeError.
   /// - A spec with copy_base_tags=false is refused with std::invalid_argument when this VMs has

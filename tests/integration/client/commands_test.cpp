@@ -260,3 +260,43 @@ TEST_CASE("a missing token is a clear AuthenticationError before anything is sen
     CHECK(f.emu.commands().empty());
   });
 }
+
+TEST_CASE("typed commands: resize and rename") {
+  Fixture f;
+  exedev::testing::run([&](boost::asio::any_io_executor ex) -> Task0 {
+    Client c(ex, f.options());
+    co_await make_vm(c, "grow-vm");
+    ResizeVMOptions grow;
+    grow.memory = "16G";
+    grow.cpu = 4;
+    grow.disk = "40";
+    const auto resized = co_await c.resize_vm("grow-vm", grow);
+    CHECK(resized.old_memory_bytes == std::optional<std::uint64_t>(8ull << 30));
+    CHECK(resized.new_memory_bytes == std::optional<std::uint64_t>(16ull << 30));
+    CHECK(resized.old_cpus == std::optional<unsigned>(2));
+    CHECK(resized.new_cpus == std::optional<unsigned>(4));
+    CHECK(resized.new_disk_bytes == std::optional<std::uint64_t>(40ull << 30));
+    const auto listed = co_await c.list_vms(strings("grow-vm"));
+    REQUIRE(listed.size() == 1);
+    CHECK(listed[0].allocated_cpus == std::optional<unsigned>(4));
+    CHECK(listed[0].disk_capacity_bytes == std::optional<std::uint64_t>(40ull << 30));
+    ResizeVMOptions shrink;
+    shrink.disk = "10";
+    const auto refused = co_await f.expect<CommandFailedError>(c.resize_vm("grow-vm", shrink));
+    CHECK(refused.server_message() == "--disk must be larger than current size (40 GB)");
+    const ResizeVMOptions nothing;
+    co_await f.expect<std::invalid_argument>(c.resize_vm("grow-vm", nothing));
+
+    co_await c.rename_vm("grow-vm", "grown-vm");
+    const auto renamed = co_await c.list_vms();
+    REQUIRE(renamed.size() == 1);
+    CHECK(renamed[0].name == "grown-vm");
+    const auto ran = co_await c.run("grown-vm", "echo still here");
+    CHECK(ran.stdout_bytes == "still here\n");
+    f.emu.clear_commands();
+    co_await c.rename_vm("grown-vm", "grown-vm");  // nothing to do, nothing sent
+    CHECK(f.emu.commands().empty());
+    const auto missing = co_await f.expect<CommandFailedError>(c.rename_vm("nosuch-vm", "other-vm"));
+    CHECK(missing.server_message() == "vm \"nosuch-vm\" not found");
+  });
+}

@@ -181,3 +181,28 @@ TEST_CASE("VMs raises ExeDevAccessError for 403, 401 and no token", "[integratio
   CHECK(f.emu().vms().size() == 1);  // nothing was paused or deleted
   CHECK(f.emu().vms()[0].status == "running");
 }
+
+TEST_CASE("inspect fills every field exe.dev's ls reports, the default image included", "[integration][live]") {
+  Fixture f;
+  if (f.skip()) return;
+  exedev::testing::run([&](Executor) -> Task<void> {
+    auto vms = f.vms();
+    const auto default_spec = f.spec({.name = f.vm_name("img")});
+    const auto made = co_await vms.provision(default_spec);
+    const auto state = co_await vms.inspect(made.ref);
+    CHECK(state.image == "exeuntu");  // `ls` leaves the default image out
+    CHECK_FALSE(state.region.empty());
+    CHECK_FALSE(state.region_display.empty());
+    CHECK_FALSE(state.ssh_host.empty());
+    CHECK_FALSE(state.shelley_url.empty());  // exeuntu only
+    CHECK_FALSE(state.egress);               // not reported by exe.dev
+    if (!live_mode()) {
+      const auto other_spec = f.spec({.name = f.vm_name("img"), .image = "ubuntu:24.04"});
+      const auto other = co_await vms.provision(other_spec);
+      const auto other_state = co_await vms.inspect(other.ref);
+      CHECK(other_state.image == "ubuntu:24.04");
+      CHECK(other_state.shelley_url.empty());
+    }
+    co_await vms.close();
+  }, limits(300s));
+}

@@ -1,5 +1,6 @@
 // The lobby without sockets: check order, every command's JSON, tokens and tag scope.
 #include "emulator/lobby.hpp"
+#include "lobby_fixture.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -9,66 +10,9 @@
 #include <fstream>
 
 using namespace exedev::emulator;
-using Json = nlohmann::json;
+using namespace lobby_test;
 using namespace std::chrono_literals;
 
-namespace {
-
-std::filesystem::path make_temp_dir() {
-  std::string pattern = (std::filesystem::temp_directory_path() / "emulator-lobby-test-XXXXXX").string();
-  REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-  return pattern;
-}
-
-struct Fixture {
-  std::filesystem::path dir = make_temp_dir();
-  std::unique_ptr<Lobby> lobby = std::make_unique<Lobby>(LobbyConfig{dir, {}, {}, {}});
-  std::string token = lobby->default_token();
-
-  ~Fixture() {
-    lobby->kill_all_processes();
-    std::filesystem::remove_all(dir);
-  }
-
-  std::variant<Reply, SshPlan> run(const std::string& line, const std::string& as = {}) {
-    const std::string who = as.empty() ? token : as;
-    auto authorized = lobby->authorize("POST", "Bearer " + who);
-    if (auto* reply = std::get_if<Reply>(&authorized)) return *reply;
-    auto prepared = lobby->prepare(who, line);
-    if (auto* reply = std::get_if<Reply>(&prepared)) return *reply;
-    return lobby->execute(std::get<Prepared>(prepared), Lobby::Clock::now());
-  }
-  Reply exec(const std::string& line, const std::string& as = {}) {
-    auto outcome = run(line, as);
-    REQUIRE(std::holds_alternative<Reply>(outcome));
-    return std::get<Reply>(outcome);
-  }
-  // The last JSON object of a 200 body (rm writes several).
-  Json ok(const std::string& line, const std::string& as = {}) {
-    const Reply reply = exec(line, as);
-    INFO(line << " -> " << reply.status << " " << reply.body);
-    REQUIRE(reply.status == 200);
-    REQUIRE(!reply.body.empty());
-    REQUIRE(reply.body.back() == '\n');
-    const auto trimmed = reply.body.substr(0, reply.body.size() - 1);
-    return Json::parse(trimmed.substr(trimmed.rfind('\n') == std::string::npos ? 0 : trimmed.rfind('\n') + 1));
-  }
-  std::string error(const std::string& line, unsigned status = 422, const std::string& as = {}) {
-    const Reply reply = exec(line, as);
-    INFO(line << " -> " << reply.body);
-    CHECK(reply.status == status);
-    return Json::parse(reply.body).at("error").get<std::string>();
-  }
-};
-
-std::string header(const Reply& reply, const std::string& name) {
-  for (const auto& [key, value] : reply.headers) {
-    if (key == name) return value;
-  }
-  return {};
-}
-
-}  // namespace
 
 TEST_CASE("lobby: check order and error statuses", "[lobby]") {
   Fixture f;

@@ -1,0 +1,76 @@
+#pragma once
+// The lobby's internals shared by the files that implement its commands (lobby.cpp and
+// vm_commands_extra.cpp): the VM, key and command records, and the reply helpers.
+
+#include "emulator/flags.hpp"
+#include "emulator/lobby.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace exedev::emulator {
+
+using Json = nlohmann::ordered_json;
+using SysClock = std::chrono::system_clock;
+
+/// A link made by `share add-link` (its token is what the URL carries).
+struct ShareLink {
+  std::string token;
+  SysClock::time_point created_at;
+};
+
+struct Lobby::Vm {
+  VMRecord record;  // record.status holds the stored status: running or paused
+  std::string id;
+  SysClock::time_point ready_at;
+  std::string boot_status;  // shown until ready_at: creating (new) or starting (cp, restart)
+  std::uint64_t generation = 0;
+  // The VM's HTTPS proxy route (exedb.DefaultRoute: port 80, private) and its share links.
+  std::string share = "private";
+  unsigned proxy_port = 80;
+  std::vector<ShareLink> share_links;
+};
+
+struct Lobby::Key {
+  std::string token;
+  TokenSpec spec;
+  bool all_commands = false;  // the emulator's own token
+  std::optional<std::string> vm_scope;
+  std::string fingerprint;
+  std::string public_key;
+};
+
+struct Lobby::Command {
+  std::string name;
+  Handler handler;
+  bool raw_args = false;  // ssh: no flag handling at all (addendum, correction 1)
+  std::vector<FlagSpec> flags;
+  std::string usage;
+  std::string description;
+};
+
+/// `json` as one line (invalid UTF-8 replaced).
+std::string dump(const Json& json);
+/// A lobby reply: the body trimmed and ended with one newline, the lobby's headers.
+Reply json_reply(unsigned status, std::string body);
+Reply ok(const Json& json);
+/// 422 {"error": message}.
+Reply fail(const std::string& message);
+std::mt19937_64& rng();
+std::string random_chars(std::string_view alphabet, std::size_t count);
+std::string rfc3339(SysClock::time_point t);
+/// `<vm>.exe.xyz`.
+std::string host_of(const std::string& vm);
+bool has_tag(const VMRecord& vm, const std::string& tag);
+
+/// Whether a tag-scoped key may run the command: exe.dev's commands marked AllowTagScoped.
+bool allowed_for_tag_scoped_keys(const std::string& command);
+
+}  // namespace exedev::emulator
