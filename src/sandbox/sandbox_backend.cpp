@@ -76,7 +76,7 @@ workspace::ShellFilesystemLimits exedev_shell_filesystem_limits(const workspace:
   }
   // A chunk costs one request byte per character (base64 needs no quoting), so the room left
   // by an empty chunk is the chunk size; align it to whole base64 quartets.
-  std::size_t chars = (limit - largest_chunk_request(0)) & ~std::size_t{3};
+  std::size_t chars = (limit - (largest_chunk_request(4) - 4)) & ~std::size_t{3};
   while (chars > 0 && largest_chunk_request(chars) > limit) chars -= 4;
   workspace::ShellFilesystemLimits limits;
   limits.write_chunk_chars = chars;
