@@ -55,7 +55,7 @@ struct Client::Impl {
   std::unique_ptr<detail::Transport> transport;
   std::map<std::string, std::vector<std::string>> acks;  ///< VM → finished run records to remove
   std::mt19937_64 jitter{std::random_device{}()};
-  detail::TokenBucket pacing{options.pacing.burst, options.pacing.per_second, Clock::now()};
+  std::optional<detail::TokenBucket> pacing;  ///< Made on first use, from the final options.
 
   void log(LogLevel level, std::string_view text) const {
     if (options.logger) options.logger(level, text);
@@ -69,7 +69,8 @@ struct Client::Impl {
   // Waits for a token of the pacing bucket (when pacing is on), then takes it.
   asio::awaitable<void> pace() {
     if (!options.pacing.enabled) co_return;
-    const auto delay = pacing.take(Clock::now());
+    if (!pacing) pacing.emplace(options.pacing.burst, options.pacing.per_second, Clock::now());
+    const auto delay = pacing->take(Clock::now());
     if (delay > Clock::duration::zero()) co_await sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(delay));
   }
 

@@ -39,7 +39,9 @@ TEST_CASE("every small file operation is one request through the facade", "[inte
   exedev::testing::run([&](Executor) -> Task<void> {
     auto backend = f.backend(std::nullopt, f.spec());
     ws::Workspace workspace(backend);
-    const auto wd = co_await workspace.working_dir();
+    // A directory of its own: the home directory also holds run()'s records.
+    const auto wd = co_await workspace.working_dir() + "/t";
+    co_await workspace.make_dir(wd);
     const auto requests = [&] { return f.emu().commands().size(); };
     const auto costs = [&](const char* what, std::size_t before) {
       INFO(what);
@@ -49,22 +51,27 @@ TEST_CASE("every small file operation is one request through the facade", "[inte
     co_await workspace.write_bytes(wd + "/small.txt", ws::Bytes(2048, 'x'));
     costs("write 2 KB", before);
     before = requests();
-    CHECK((co_await workspace.read_bytes(wd + "/small.txt")) == ws::Bytes(2048, 'x'));
+    const auto read_back = co_await workspace.read_bytes(wd + "/small.txt");
+    CHECK(read_back == ws::Bytes(2048, 'x'));
     costs("read 2 KB", before);
     before = requests();
-    CHECK((co_await workspace.stat(wd + "/small.txt")).size == 2048u);
+    const auto entry = co_await workspace.stat(wd + "/small.txt");
+    CHECK(entry.size == 2048u);
     costs("stat", before);
     before = requests();
-    CHECK((co_await workspace.list_dir(wd)).size() == 1);
+    const auto listed = co_await workspace.list_dir(wd);
+    CHECK(listed.size() == 1);
     costs("list_dir", before);
     before = requests();
     co_await workspace.make_dir(wd + "/sub/dir");
     costs("make_dir", before);
     before = requests();
-    CHECK((co_await workspace.realpath(wd + "/sub/../small.txt")) == wd + "/small.txt");
+    const auto resolved = co_await workspace.realpath(wd + "/sub/../small.txt");
+    CHECK(resolved == wd + "/small.txt");
     costs("realpath", before);
     before = requests();
-    CHECK(co_await workspace.exists(wd + "/small.txt"));
+    const bool present = co_await workspace.exists(wd + "/small.txt");
+    CHECK(present);
     costs("exists", before);
     before = requests();
     co_await workspace.remove(wd + "/small.txt");
@@ -81,7 +88,9 @@ TEST_CASE("a write chunk whose answer is cut is sent again and the file is exact
     transfer.write_window = 1;  // so that the cut request is a known block
     auto backend = f.backend(std::nullopt, f.spec(), {}, std::nullopt, transfer);
     ws::Workspace workspace(backend);
-    const auto wd = co_await workspace.working_dir();
+    // A directory of its own: the home directory also holds run()'s records.
+    const auto wd = co_await workspace.working_dir() + "/t";
+    co_await workspace.make_dir(wd);
     const auto data = random_bytes(300 * 1024);
     REQUIRE(requests_before_commit(*backend, data.size()) >= 4);
     exedev::emulator::Fault fault;
@@ -93,7 +102,8 @@ TEST_CASE("a write chunk whose answer is cut is sent again and the file is exact
     const auto before = f.count("ssh");
     co_await workspace.write_bytes(wd + "/big.bin", data);
     CHECK(f.count("ssh") - before == requests_before_commit(*backend, data.size()) + 2);  // + commit + resend
-    CHECK((co_await workspace.read_bytes(wd + "/big.bin")) == data);
+    const auto back = co_await workspace.read_bytes(wd + "/big.bin");
+    CHECK(back == data);
     co_await backend->close();
   }, limits(120s));
 }
@@ -104,13 +114,16 @@ TEST_CASE("a whole small write whose answer is cut is sent again", "[integration
   exedev::testing::run([&](Executor) -> Task<void> {
     auto backend = f.backend(std::nullopt, f.spec());
     ws::Workspace workspace(backend);
-    const auto wd = co_await workspace.working_dir();
+    // A directory of its own: the home directory also holds run()'s records.
+    const auto wd = co_await workspace.working_dir() + "/t";
+    co_await workspace.make_dir(wd);
     exedev::emulator::Fault fault;
     fault.kind = exedev::emulator::FaultKind::reset_after_run;
     fault.command = "ssh";
     f.emu().inject(fault);
     co_await workspace.write_bytes(wd + "/a.txt", ws::Bytes("hello"));
-    CHECK((co_await workspace.read_bytes(wd + "/a.txt")) == "hello");
+    const auto back = co_await workspace.read_bytes(wd + "/a.txt");
+    CHECK(back == "hello");
     co_await backend->close();
   }, limits(120s));
 }
@@ -124,7 +137,9 @@ TEST_CASE("a commit whose answer is lost leaves the old or the new file, never a
     transfer.write_window = 1;
     auto backend = f.backend(std::nullopt, f.spec(), {}, std::nullopt, transfer);
     ws::Workspace workspace(backend);
-    const auto wd = co_await workspace.working_dir();
+    // A directory of its own: the home directory also holds run()'s records.
+    const auto wd = co_await workspace.working_dir() + "/t";
+    co_await workspace.make_dir(wd);
     const auto old_data = random_bytes(200 * 1024);
     ws::Bytes new_data = old_data;
     std::reverse(new_data.begin(), new_data.end());
