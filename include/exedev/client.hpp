@@ -32,15 +32,26 @@ namespace exedev {
 template <typename T>
 using Task = boost::asio::awaitable<T>;
 
-/// Which requests are re-sent, and how long to wait in between. Only read-only commands
-/// (`ls`, `whoami`, `help`) are ever retried: on 429, 5xx and connection errors, with
-/// exponential backoff (initial_backoff doubling up to max_backoff, with jitter between half and
-/// all of it); a Retry-After header, when longer, wins. Nothing that changes state (new, cp, rm,
-/// ssh, tag, comment, pause, resume, restart) is ever re-sent once it may have reached the server.
+/// Which requests are re-sent, and how long to wait in between. Read-only commands (`ls`,
+/// `whoami`, `help`) are retried on 429, 5xx and connection errors; every other command (new,
+/// cp, rm, ssh, tag, …) only on 429, which exe.dev answers before the command runs
+/// (exedev-api.md §1.5), so nothing that changes state is ever re-sent once it may have run.
+/// Waits are exponential (initial_backoff doubling up to max_backoff, with jitter between half
+/// and all of it); a Retry-After header, when longer, wins. run()'s own requests follow its
+/// protocol instead (see run()).
 struct RetryPolicy {
   int max_retries = 3;  ///< 0 disables retries.
   std::chrono::milliseconds initial_backoff{500};
   std::chrono::milliseconds max_backoff{8000};
+};
+
+/// Client-side pacing: a token bucket every request takes a token from before it is sent, so
+/// bulk work waits locally instead of collecting 429s. The defaults are exe.dev's documented
+/// limit (60 requests of burst, then 1 per second per key; exedev-api.md §6). Off by default.
+struct PacingOptions {
+  bool enabled = false;
+  double burst = 60;
+  double per_second = 1;
 };
 
 enum class LogLevel { debug, info, warning, error };
@@ -69,6 +80,7 @@ struct ClientOptions {
   /// Largest lobby response body read into memory (ProtocolError beyond).
   std::size_t max_response_bytes = 8 * 1024 * 1024;
   RetryPolicy retry;
+  PacingOptions pacing;
   std::string user_agent = "exedev-cpp";
   Logger logger;
 };
@@ -194,6 +206,15 @@ struct RunOptions {
   std::function<void(std::string_view)> on_stderr;
 };
 
+/// Options of Client::run_script.
+struct ScriptOptions {
+  /// Positional parameters ($1, $2, …): each non-empty base64 text (A-Z a-z 0-9 + / =). They
+  /// travel once, as they are; the script travels base64-encoded.
+  std::vector<std::string> args;
+  /// Most stdout bytes read; a longer answer throws OutputLimitError (the script ran).
+  std::size_t max_output_bytes = 8 * 1024 * 1024;
+};
+
 /// A finished command: exact bytes, separate streams, the real exit code (128 + N when a
 /// signal N ended it).
 struct RunResult {
@@ -298,6 +319,19 @@ class Client {
   /// operation_aborted is thrown.
   Task<RunResult> run(std::string vm, std::string shell_line, RunOptions options = {});
 
+  /// Runs a short POSIX sh script on a VM in one request (started like run(), in the home
+  /// directory, stdin at EOF) and returns its exit code, stdout and the first 64 KiB of its
+  /// stderr. For bounded work (file operations) that finishes well within exe.dev's ~30 s
+  /// request limit: nothing is left on the VM and nothing is polled. Use run() for commands.
+  ///
+  /// A 429 is retried (RetryPolicy); nothing else is re-sent. Throws ConnectionError with
+  /// sent() false (the script did not run), APIError subclasses (refused before it ran),
+  /// OutcomeUnknownError (the answer was cut or the connection lost after sending: the script
+  /// may have run; a cut answer is never returned as a result), OutputLimitError,
+  /// ProtocolError (garbled frames), BadRequestError (413: the request is over 64 KiB; see
+  /// script_request_bytes). Cancellation: the request is abandoned; the script may still run
+  /// to its end on the VM.
+  Task<RunResult> run_script(std::string vm, std::string script, ScriptOptions options = {});
   /// Removes the records of finished runs still on VMs (one request per VM), then closes idle
   /// connections. The client stays usable; the next request reconnects. A VM exe.dev refuses
   /// (422: deleted or paused) is skipped, its records dropped. When a record could not
@@ -314,6 +348,12 @@ class Client {
  private:
   std::shared_ptr<Impl> impl_;
 };
+
+/// The size of the /exec request body run_script sends for this VM, script and arguments (so
+/// callers can fill a request to exe.dev's 64 KiB limit). Throws std::invalid_argument as
+/// run_script would.
+[[nodiscard]] std::size_t script_request_bytes(const std::string& vm, const std::string& script,
+                                               const std::vector<std::string>& args);
 
 /// Quotes a word for the lobby lexer (`'…'`, each `'` as `'\''`) so that it arrives exactly.
 /// Throws std::invalid_argument for a word that cannot arrive: empty (the lexer drops empty

@@ -5,6 +5,7 @@
 #include "client/lobby.hpp"
 #include "client/retry.hpp"
 #include "client/run_protocol.hpp"
+#include "client/script_exec.hpp"
 #include "client/settings.hpp"
 #include "client/transport.hpp"
 #include "common/coroutines.hpp"
@@ -58,6 +59,7 @@ struct Client::Impl {
   std::unique_ptr<detail::Transport> transport;
   std::map<std::string, std::vector<std::string>> acks;  ///< VM → finished run records to remove
   std::mt19937_64 jitter{std::random_device{}()};
+  std::optional<detail::TokenBucket> pacing;  ///< Made on first use, from the final options.
 
   void log(LogLevel level, std::string_view text) const {
     if (options.logger) options.logger(level, text);
@@ -68,24 +70,39 @@ struct Client::Impl {
     return extra;
   }
 
-  // One lobby request with the retry policy: only read-only commands are re-sent.
-  asio::awaitable<detail::HttpResponse> lobby(const std::string& line, const std::string& command) {
+  // Waits for a token of the pacing bucket (when pacing is on), then takes it.
+  asio::awaitable<void> pace() {
+    if (!options.pacing.enabled) co_return;
+    if (!pacing) pacing.emplace(options.pacing.burst, options.pacing.per_second, Clock::now());
+    const auto delay = pacing->take(Clock::now());
+    if (delay > Clock::duration::zero()) co_await sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(delay));
+  }
+
+  // One lobby request with the retry policy: read-only commands are re-sent on 429, 5xx and
+  // connection errors, every other command on 429 only (answered before anything runs, §1.5).
+  // `sink` takes a 200 answer's body as it arrives.
+  asio::awaitable<detail::HttpResponse> lobby(const std::string& line, const std::string& command,
+                                              detail::BodySink sink = {}) {
     const auto& token = detail::require_token(settings);
     detail::check_body_size(line.size(), command);
     const bool read_only = detail::is_read_only(command);
-    const int max_retries = read_only ? std::max(options.retry.max_retries, 0) : 0;
+    const int max_retries = std::max(options.retry.max_retries, 0);
     for (int attempt = 0;; ++attempt) {
       std::exception_ptr failure;
       detail::HttpResponse response;
       detail::PostOptions post;
       post.idempotent = read_only;
       post.timeout = options.request_timeout;
+      post.sink = sink;
+      co_await pace();
       try {
         response = co_await transport->post(line, token, post);
       } catch (const ConnectionError&) {
+        if (!read_only) throw;
         failure = std::current_exception();
       }
-      if (!failure && !(detail::is_retryable_status(response.status))) co_return response;
+      const bool retryable = read_only ? detail::is_retryable_status(response.status) : response.status == 429;
+      if (!failure && !retryable) co_return response;
       if (attempt >= max_retries) {
         if (failure) std::rethrow_exception(failure);
         co_return response;
@@ -221,6 +238,7 @@ asio::awaitable<Outcome> run_request(Client::Impl& impl, RunState& st, const det
     post.idempotent = idempotent;
     post.timeout = timeout;
     post.sink = sink;
+    co_await impl.pace();
     response = co_await impl.transport->post(line, token, post);
   } catch (const ConnectionError& e) {
     if (st.limit_hit) co_return limit_outcome();
@@ -671,6 +689,55 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions o
   throw OutputLimitError(fmt::format("run on VM \"{}\" wrote more than {} bytes of output; {}", st.vm,
                                      options.max_output_bytes, fate),
                          options.max_output_bytes, std::move(st.out), std::move(st.err));
+}
+
+// ---- run_script() -----------------------------------------------------------------------------
+
+Task<RunResult> Client::run_script(std::string vm, std::string script, ScriptOptions options) {
+  const auto boundary = detail::script_boundary();
+  const auto line = detail::script_lobby_line(vm, script, options.args, boundary);
+  std::string body;
+  bool over_limit = false;
+  // The frames add a few hundred bytes and the stderr block at most ~88 KiB.
+  const std::size_t max_body = options.max_output_bytes + 96 * 1024;
+  auto sink = [&](std::string_view bytes) {
+    if (body.size() + bytes.size() > max_body) {
+      over_limit = true;
+      return false;
+    }
+    body.append(bytes);
+    return true;
+  };
+  detail::HttpResponse response;
+  std::exception_ptr lost;
+  try {
+    response = co_await impl_->lobby(line, "ssh", sink);
+  } catch (const ConnectionError& e) {
+    if (!e.sent() || over_limit) throw;
+    lost = std::current_exception();
+  }
+  if (over_limit) {
+    throw OutputLimitError(fmt::format("run_script on VM \"{}\" wrote more than {} bytes", vm, options.max_output_bytes),
+                           options.max_output_bytes, std::move(body), {});
+  }
+  if (!lost && response.status != 200) {
+    detail::throw_api_error(response.status, "ssh", response.body, impl_->secrets());  // refused: it did not run
+  }
+  std::optional<detail::ScriptOutput> output;
+  if (!lost) output = detail::parse_script_output(body, boundary);
+  if (!output) {
+    throw OutcomeUnknownError(fmt::format("run_script on VM \"{}\": the answer was cut; the script may have run", vm),
+                              std::move(body), {});
+  }
+  if (output->stdout_bytes.size() > options.max_output_bytes) {
+    throw OutputLimitError(fmt::format("run_script on VM \"{}\" wrote more than {} bytes", vm, options.max_output_bytes),
+                           options.max_output_bytes, std::move(output->stdout_bytes), std::move(output->stderr_bytes));
+  }
+  co_return RunResult{output->exit_code, std::move(output->stdout_bytes), std::move(output->stderr_bytes)};
+}
+
+std::size_t script_request_bytes(const std::string& vm, const std::string& script, const std::vector<std::string>& args) {
+  return detail::script_lobby_line(vm, script, args, detail::script_boundary()).size();
 }
 
 Task<void> Client::close() {

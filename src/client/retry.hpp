@@ -26,4 +26,21 @@ namespace exedev::detail {
 [[nodiscard]] std::chrono::milliseconds backoff_delay(const RetryPolicy& policy, int attempt, double random01,
                                                       std::optional<std::chrono::milliseconds> retry_after);
 
+/// Client-side pacing (PacingOptions), sans-IO: a token bucket that starts full. A request that
+/// finds it empty reserves the next token, so concurrent callers queue in order.
+class TokenBucket {
+ public:
+  using Clock = std::chrono::steady_clock;
+  /// Throws std::invalid_argument unless burst >= 1 and per_second > 0.
+  TokenBucket(double burst, double per_second, Clock::time_point now);
+  /// Takes a token; returns how long to wait before sending (zero when one was there).
+  [[nodiscard]] Clock::duration take(Clock::time_point now);
+
+ private:
+  double burst_;
+  double per_second_;
+  double tokens_;
+  Clock::time_point last_;
+};
+
 }  // namespace exedev::detail

@@ -150,6 +150,7 @@ Reply control_request(Lobby& lobby, std::string_view action, std::string_view bo
       fault.count = input.value("count", std::size_t{1});
       fault.status = input.value("status", 500u);
       fault.after_bytes = input.value("after_bytes", std::size_t{0});
+      fault.skip = input.value("skip", std::size_t{0});
       fault.duration = milliseconds(input.value("duration_ms", 60000ll));
       lobby.inject(fault);
       return json_ok({{"ok", true}});

@@ -1004,6 +1004,10 @@ std::optional<Fault> Lobby::take_fault(const std::string& command, const std::st
   std::lock_guard lock(mutex_);
   for (auto it = faults_.begin(); it != faults_.end(); ++it) {
     if ((!it->command.empty() && it->command != command) || (!it->vm.empty() && it->vm != vm)) continue;
+    if (it->skip > 0) {
+      --it->skip;
+      return std::nullopt;
+    }
     Fault fault = *it;
     if (--it->count == 0) faults_.erase(it);
     return fault;

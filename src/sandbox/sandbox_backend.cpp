@@ -17,15 +17,19 @@ using workspace::WorkspaceRef;
 
 namespace {
 
-// What the request-size budget assumes about paths: the shell filesystem's first write chunk
-// carries the destination's parent and temp file paths (quoted); paths up to this many bytes
-// without single quotes fit. Longer ones are refused by the client (413, nothing sent).
+// What the request-size budget assumes about paths: file scripts carry paths (quoted, then
+// base64-encoded with the script) up to this many bytes; longer ones are refused by the client
+// (413, nothing sent).
 constexpr std::size_t kPathAllowance = 1024;
-// Records of finished runs the client may acknowledge in the same request.
+// Records of finished runs the client may acknowledge in the same run request.
 constexpr std::size_t kAckAllowance = 16;
-// Below this many base64 characters per chunk, the backend is refused at construction.
-constexpr std::size_t kMinimumChunkChars = 16 * 1024;
+// Commands need at least this much of a request once env and working_dir are in.
+constexpr std::size_t kMinimumCommandRoom = 16 * 1024;
 constexpr std::size_t kLongestVmName = 52;
+constexpr std::size_t kReferencePageBytes = 64 * 1024;
+constexpr std::size_t kMaximumReadPageBytes = 6 * 1024 * 1024;
+// Sends of an idempotent file script whose answer was lost.
+constexpr int kScriptAttempts = 3;
 
 std::size_t lobby_line_size(const std::string& shell_line, const workspace::Env& env,
                             const std::optional<std::string>& working_dir) {
@@ -42,33 +46,42 @@ std::size_t lobby_line_size(const std::string& shell_line, const workspace::Env&
   return ("ssh " + lobby_quote(vm) + " " + lobby_quote(detail::remote_command(detail::build_script(request)))).size();
 }
 
-// The shell filesystem's first write command for a chunk of `chars` base64 characters, with
-// paths at the allowance: the longest command it sends per chunk.
-std::string first_chunk_command(std::size_t chars) {
-  const std::string parent = "/" + std::string(kPathAllowance - 64, 'p');
-  const std::string temp = parent + "/.pydantic-ai-" + std::string(32, 'f') + ".tmp";
-  return workspace::detail::write_first_chunk_script(parent, temp, std::string(chars, 'A'));
+// The largest request a write chunk of `chars` base64 characters travels in: the whole-file
+// script or a block script, with paths at the allowance.
+std::size_t largest_chunk_request(std::size_t chars) {
+  const std::string vm(kLongestVmName, 'v');
+  const std::string path = "/" + std::string(kPathAllowance - 1, 'p');
+  const std::string name = ".exedev-" + std::string(32, 'f') + ".tmp";
+  std::vector<std::string> args;
+  args.push_back(std::string(chars, 'A'));
+  const auto whole = script_request_bytes(vm, workspace::detail::write_whole_script(path, name, ~std::uint64_t{0} >> 1), args);
+  const auto block = script_request_bytes(
+      vm, workspace::detail::write_block_script(path + "/" + name, chars / 4 * 3, ~std::size_t{0} >> 1), args);
+  return std::max(whole, block);
 }
 
 }  // namespace
 
 workspace::ShellFilesystemLimits exedev_shell_filesystem_limits(const workspace::Env& env,
-                                                                const std::optional<std::string>& working_dir) {
-  // Every byte of the shell line costs 4/3 byte in the lobby line (the client base64-encodes its
-  // script), so start from that estimate, then step down until the exact size fits.
+                                                                const std::optional<std::string>& working_dir,
+                                                                const FileTransferOptions& transfer) {
   const std::size_t limit = max_request_body_bytes - 1;
-  const std::size_t overhead = lobby_line_size(first_chunk_command(0), env, working_dir);
-  if (overhead >= limit) {
-    throw std::invalid_argument("env and working_dir leave no room in exe.dev's 64 KiB request for file transfers");
+  if (lobby_line_size("", env, working_dir) + kMinimumCommandRoom > limit) {
+    throw std::invalid_argument("env and working_dir are too large: they leave commands fewer than 16 KiB of exe.dev's "
+                                "64 KiB request");
   }
-  std::size_t chars = ((limit - overhead) * 3 / 4) & ~std::size_t{3};
-  while (chars > 0 && lobby_line_size(first_chunk_command(chars), env, working_dir) > limit) chars -= 4;
-  if (chars < kMinimumChunkChars) {
-    throw std::invalid_argument("env and working_dir are too large: they leave fewer than 16 KiB of exe.dev's 64 KiB "
-                                "request for file chunks");
+  if (transfer.write_window == 0) throw std::invalid_argument("the write window must be at least 1");
+  if (transfer.read_page_bytes == 0 || transfer.read_page_bytes > kMaximumReadPageBytes) {
+    throw std::invalid_argument("the read page must be between 1 byte and 6 MiB");
   }
+  // A chunk costs one request byte per character (base64 needs no quoting), so the room left
+  // by an empty chunk is the chunk size; align it to whole base64 quartets.
+  std::size_t chars = (limit - (largest_chunk_request(4) - 4)) & ~std::size_t{3};
+  while (chars > 0 && largest_chunk_request(chars) > limit) chars -= 4;
   workspace::ShellFilesystemLimits limits;
   limits.write_chunk_chars = chars;
+  limits.write_window = transfer.reference_mode ? 1 : transfer.write_window;
+  limits.read_page_bytes = transfer.reference_mode ? kReferencePageBytes : transfer.read_page_bytes;
   return limits;
 }
 
@@ -93,7 +106,7 @@ struct SandboxBackend::Impl {
   explicit Impl(SandboxBackendOptions& o)
       : attach(o.ref.has_value()), spec(std::move(o.spec)), scope_tag(std::move(o.scope_tag)),
         client(std::move(o.client), std::move(o.client_options)), env(std::move(o.env)), readiness(o.readiness),
-        limits(exedev_shell_filesystem_limits(env, spec.working_dir())) {
+        limits(exedev_shell_filesystem_limits(env, spec.working_dir(), o.transfer)) {
     detail::check_spec_scope(spec, scope_tag);
     if (o.ref) ref = vm_ref(VMTarget(*o.ref).name());
   }
@@ -253,6 +266,33 @@ struct SandboxBackend::Impl {
     }
   }
 
+  Task<CommandResult> run_script(std::string script, std::vector<std::string> args, bool idempotent) {
+    const std::string name = co_await ensure_ready();
+    auto c = co_await client.get();
+    ScriptOptions options;
+    options.args = std::move(args);
+    options.max_output_bytes = max_command_output_bytes;
+    int lost = 0;
+    for (bool may_resume = true;;) {
+      std::exception_ptr error;
+      try {
+        auto running = c.run_script(name, script, options);
+        auto result = co_await std::move(running);
+        co_return CommandResult{result.exit_code, workspace::utf8_replace_invalid(result.stdout_bytes),
+                                workspace::utf8_replace_invalid(result.stderr_bytes)};
+      } catch (const OutcomeUnknownError&) {
+        error = std::current_exception();
+        // Lost answers of a script that may run twice: send it again.
+        if (idempotent && ++lost < kScriptAttempts) continue;
+      } catch (...) {
+        error = std::current_exception();
+      }
+      auto handling = handle_run_error(c, name, error, may_resume);
+      if (!co_await std::move(handling)) std::rethrow_exception(error);
+      may_resume = false;
+    }
+  }
+
   Task<CommandResult> run(workspace::Command command, workspace::RunOptions options) {
     workspace::validate_timeout(options.timeout);
     if (!command.is_shell() && command.args().empty()) throw std::invalid_argument("argv must not be empty");
@@ -303,6 +343,17 @@ Task<CommandResult> SandboxBackend::run(workspace::Command command, workspace::R
   std::exception_ptr error;
   try {
     auto running = impl_->run(std::move(command), std::move(options));
+    co_return co_await std::move(running);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  detail::rethrow_access_mapped(error);
+}
+
+Task<CommandResult> SandboxBackend::run_script(std::string script, std::vector<std::string> args, bool idempotent) {
+  std::exception_ptr error;
+  try {
+    auto running = impl_->run_script(std::move(script), std::move(args), idempotent);
     co_return co_await std::move(running);
   } catch (...) {
     error = std::current_exception();

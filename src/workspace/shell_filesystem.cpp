@@ -11,7 +11,11 @@
 
 #include "workspace/shield.hpp"
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 namespace exedev::workspace::detail {
 
@@ -150,26 +154,67 @@ std::string tool_probe_script() {
                      tools);
 }
 
-std::string write_first_chunk_script(const std::string& parent, const std::string& temp, const std::string& chunk) {
-  const auto qp = shell_quote(parent);
-  return fmt::format("parent={0}; {1}test -w {0} || ! test -e {0} || exit 113; mkdir -p {0} && printf '%s' {2} > {3}",
-                     qp, check_parents_fragment(), shell_quote(chunk), shell_quote(temp));
+std::string write_prepare_fragment(const std::string& path, const std::string& temp_name) {
+  return realpath_fragment(path) + fmt::format(
+      "dest=$value; dir=${{dest%/*}}; [ -n \"$dir\" ] || dir=/\n"
+      "parent=$dir; {0}test -w \"$dir\" || ! test -e \"$dir\" || exit 113\n"
+      "mkdir -p \"$dir\" || exit 1\n"
+      "temp=\"$dir\"/{1}; decoded=\"$temp.decoded\"\n",
+      check_parents_fragment(), shell_quote(temp_name));
 }
 
-std::string write_append_script(const std::string& temp, const std::string& chunk) {
-  return fmt::format("printf '%s' {} >> {}", shell_quote(chunk), shell_quote(temp));
+std::string write_whole_script(const std::string& path, const std::string& temp_name, std::uint64_t size) {
+  std::string script = write_prepare_fragment(path, temp_name);
+  if (size == 0) {
+    script += ": > \"$temp\" || exit 1\n";
+  } else {
+    script += "printf '%s' \"$1\" | base64 -d > \"$temp\" || { rm -f \"$temp\"; exit 1; }\n";
+  }
+  return script + commit_script("\"$dest\"", "\"$temp\"", "\"$decoded\"", size);
 }
 
-std::string commit_script(const std::string& destination, const std::string& temp, const std::string& decoded) {
-  // cp first so that the decoded file, written into the copy, keeps the target's mode bits.
+std::string write_begin_script(const std::string& path, const std::string& temp_name) {
+  return write_prepare_fragment(path, temp_name) +
+         ": > \"$temp\" || exit 1\n"
+         "printf %s \"$dest\" | wc -c\n"
+         "printf %s \"$dest\" | base64";
+}
+
+std::string write_block_script(const std::string& temp, std::size_t block_bytes, std::size_t index) {
+  // No `iflag=fullblock`: short reads from the pipe are written as they come, one after the
+  // other, from offset index × block_bytes.
+  return fmt::format("test -f {0} || exit 102\nprintf '%s' \"$1\" | base64 -d | dd of={0} bs={1} seek={2} "
+                     "conv=notrunc 2>/dev/null",
+                     shell_quote(temp), block_bytes, index);
+}
+
+std::string commit_script(const std::string& destination_word, const std::string& temp_word,
+                          const std::string& decoded_word, std::uint64_t size) {
+  // cp first so that the data, written into the copy, keeps the target's mode bits.
   return fmt::format(
       "if test -d {0}; then status=121\n"
       "elif test -e {0} && ! test -f {0}; then status=122\n"
       "elif test -e {0} && ! test -w {0}; then status=113\n"
-      "else if test -f {0}; then cp {0} {2}; fi && base64 -d < {1} > {2} && mv -f {2} {0}; status=$?\n"
+      "elif ! size=$(wc -c < {1}) || [ $size -ne {3} ]; then status=105\n"
+      "else if test -f {0}; then cp {0} {2}; fi && cat {1} > {2} && mv -f {2} {0}; status=$?\n"
       "fi\n"
       "rm -f {1} {2}; exit $status",
-      shell_quote(destination), shell_quote(temp), shell_quote(decoded));
+      destination_word, temp_word, decoded_word, size);
+}
+
+std::string write_cleanup_script(const std::string& path, const std::string& temp_name) {
+  return realpath_fragment(path) +
+         fmt::format("dest=$value; dir=${{dest%/*}}; [ -n \"$dir\" ] || dir=/\nrm -f \"$dir\"/{0} \"$dir\"/{0}.decoded",
+                     shell_quote(temp_name));
+}
+
+std::string read_first_page_script(const std::string& path, std::size_t page_bytes) {
+  const auto q = shell_quote(path);
+  return fmt::format(
+      "if test -d {0}; then exit 121; elif test -f {0}; then test -r {0} || exit 113; "
+      "elif test -e {0}; then exit 122; else exit 102; fi\n"
+      "size=$(wc -c < {0}) || exit 1\nprintf '%s\\n' $size\n{1}",
+      q, read_chunk_script(q, page_bytes, 0));
 }
 
 std::string remove_files_script(const std::vector<std::string>& shell_words) {
@@ -198,13 +243,28 @@ std::string make_dir_script(const std::string& path) {
                      shell_quote(path), shell_quote(posix_dirname(path)), check_parents_fragment());
 }
 
-std::string remove_script(const std::string& path) {
-  return fmt::format("(test -e {0} || test -L {0}) && rm -rf {0}", shell_quote(path));
+std::string remove_script(const std::string& path, const std::string& root) {
+  // The target is the parent resolved through symlinks plus the last name, as written; it is
+  // refused when it is the root or one of its ancestors.
+  return realpath_fragment(posix_dirname(path)) + fmt::format(
+      "target=${{value%/}}/{1}; p=$target\n"
+      "while case $p in */) true;; *) false;; esac; do p=${{p%/}}; done\n"
+      "root={2}\n"
+      "if [ \"$root\" = \"$target\" ]; then exit 101; fi\n"
+      "case $root in \"$p\"/*) exit 101;; esac\n"
+      "if test -e {0} || test -L {0}; then rm -rf {0}; else exit 102; fi",
+      shell_quote(path), shell_quote(posix_basename(path)), shell_quote(root));
 }
 
 std::string exists_script(const std::string& path) { return "test -e " + shell_quote(path); }
 
 std::string realpath_script(const std::string& path) {
+  return realpath_fragment(path) +
+         "printf %s \"$value\" | wc -c\n"
+         "printf %s \"$value\" | base64";
+}
+
+std::string realpath_fragment(const std::string& path) {
   const auto first = path.find_first_not_of('/');
   const std::string rest = first == std::string::npos ? "" : path.substr(first);
   // The `x` sentinel keeps a link target's trailing newlines from $( ) stripping.
@@ -223,9 +283,7 @@ std::string realpath_script(const std::string& path) {
       "    resolved=$resolved/$part\n"
       "  fi\n"
       "done\n"
-      "value=${{resolved:-/}}\n"
-      "printf %s \"$value\" | wc -c\n"
-      "printf %s \"$value\" | base64",
+      "value=${{resolved:-/}}\n",
       shell_quote(rest), kRealpathMaxLinks);
 }
 
@@ -344,15 +402,24 @@ std::string random_hex() {
 // ---- ShellFilesystem ----
 
 ShellFilesystem::ShellFilesystem(std::shared_ptr<WorkspaceBackend> backend, SupportsCommands& commands)
-    : backend_(std::move(backend)), commands_(commands), limits_(commands.shell_filesystem_limits()) {
-  if (limits_.read_page_bytes == 0 || limits_.write_chunk_chars == 0) {
-    throw std::invalid_argument("shell filesystem page and chunk sizes must be positive");
+    : backend_(std::move(backend)), commands_(commands), scripts_(dynamic_cast<SupportsShellScripts*>(backend_.get())),
+      limits_(commands.shell_filesystem_limits()) {
+  if (limits_.read_page_bytes == 0 || limits_.write_chunk_chars < 4 || limits_.write_window == 0) {
+    throw std::invalid_argument("shell filesystem page, chunk and window sizes must be positive");
   }
 }
 
-Task<CommandResult> ShellFilesystem::sh(std::string script) {
+Task<CommandResult> ShellFilesystem::sh(std::string script, std::vector<std::string> args, bool idempotent) {
+  if (scripts_) co_return co_await scripts_->run_script(std::move(script), std::move(args), idempotent);
   // No timeout: a file operation's duration is the transport's business.
-  co_return co_await commands_.run(Command::shell(std::move(script)), RunOptions{});
+  std::string line;
+  if (!args.empty()) {
+    line = "set --";
+    for (const auto& arg : args) line += " " + shell_quote(arg);
+    line += "\n";
+  }
+  line += script;
+  co_return co_await commands_.run(Command::shell(std::move(line)), RunOptions{});
 }
 
 Task<void> ShellFilesystem::discard(std::string script) { co_await sh(std::move(script)); }
@@ -378,7 +445,7 @@ Task<void> ShellFilesystem::cleanup(std::string script) {
 }
 
 Task<FileEntry> ShellFilesystem::stat(std::string path) {
-  const auto result = co_await sh(stat_script(path));
+  const auto result = co_await sh(stat_script(path), {}, true);
   co_await check(result, path, true);
   const auto out = parse_stat_output(result.stdout_text, path);
   FileEntry entry;  // named: GCC 12 can lose an aggregate built in co_return
@@ -390,16 +457,15 @@ Task<FileEntry> ShellFilesystem::stat(std::string path) {
 }
 
 Task<std::string> ShellFilesystem::read_pages(std::string source_word, std::uint64_t size, std::string path,
-                                              const char* limit_what) {
+                                              const char* limit_what, std::string data, std::size_t first_index) {
   // `size` comes from the environment's output: it is trusted for nothing, not even a
   // reservation. A damaged one fails at the first page that holds fewer bytes than it promises.
-  std::string data;
   const std::uint64_t page = limits_.read_page_bytes;
-  for (std::uint64_t index = 0; data.size() < size; ++index) {
+  for (std::uint64_t index = first_index; data.size() < size; ++index) {
     const auto expected = static_cast<std::size_t>(std::min<std::uint64_t>(page, size - data.size()));
     CommandResult result;
     try {
-      result = co_await sh(read_chunk_script(source_word, page, index));
+      result = co_await sh(read_chunk_script(source_word, page, index), {}, true);
     } catch (const WorkspaceOutputLimitError&) {
       throw WorkspaceError(fmt::format("shell filesystem {} exceeded command output limit for '{}'", limit_what, path));
     }
@@ -413,17 +479,34 @@ Task<std::string> ShellFilesystem::read_pages(std::string source_word, std::uint
 }
 
 Task<Bytes> ShellFilesystem::read_bytes(std::string path) {
+  // One request holds the type checks, the size and the first page; a larger file continues
+  // with one request per page.
   std::optional<std::uint64_t> previous;
+  const std::size_t page = limits_.read_page_bytes;
   for (int attempt = 0; attempt < kReadAttempts; ++attempt) {
-    const auto entry = co_await stat(path);
-    if (entry.is_dir) throw path_error(std::errc::is_a_directory, path);
-    // The same size twice means the file did not change: the output itself was damaged.
-    if (previous == entry.size) break;
-    previous = entry.size;
+    CommandResult result;
+    try {
+      result = co_await sh(read_first_page_script(path, page), {}, true);
+    } catch (const WorkspaceOutputLimitError&) {
+      throw WorkspaceError(fmt::format("shell filesystem read exceeded command output limit for '{}'", path));
+    }
+    if (result.exit_code != 0) {
+      raise_for_private_status(result, path);
+      raise_operation_failed(result, path);
+    }
     bool damaged = false;
     std::string data;
+    std::uint64_t size = 0;
     try {
-      data = co_await read_pages(shell_quote(path), *entry.size, path, "read");
+      const auto newline = result.stdout_text.find('\n');
+      if (newline == std::string::npos) throw DamagedOutputError(path);
+      size = parse_size_line(result.stdout_text.substr(0, newline), path);
+      // The same size twice means the file did not change: the output itself was damaged.
+      if (previous == size) break;
+      previous = size;
+      data = decode_exact(result.stdout_text.substr(newline + 1),
+                          static_cast<std::size_t>(std::min<std::uint64_t>(page, size)), path);
+      if (data.size() < size) data = co_await read_pages(shell_quote(path), size, path, "read", std::move(data), 1);
     } catch (const DamagedOutputError&) {
       damaged = true;
     }
@@ -435,38 +518,68 @@ Task<Bytes> ShellFilesystem::read_bytes(std::string path) {
   throw DamagedOutputError(path);
 }
 
-Task<void> ShellFilesystem::write_bytes(std::string path, Bytes data) {
-  const auto destination = co_await realpath(path);
-  const auto parent = posix_dirname(destination);
-  const auto temp = posix_join(parent, ".exedev-" + random_hex() + ".tmp");
-  const auto decoded = temp + ".decoded";
-  const auto encoded = base64_encode(data);
+Task<void> ShellFilesystem::write_block(std::string temp, std::string block, std::size_t block_bytes,
+                                        std::size_t index, std::string destination) {
+  std::vector<std::string> args;
+  args.push_back(std::move(block));
+  const auto result = co_await sh(write_block_script(temp, block_bytes, index), std::move(args), true);
+  co_await check(result, destination, false);
+}
+
+Task<void> ShellFilesystem::write_chunked(std::string path, std::string temp_name, std::string encoded,
+                                          std::uint64_t size) {
+  const auto begun = co_await sh(write_begin_script(path, temp_name));
+  co_await check(begun, path, false);
+  const auto destination = parse_realpath_output(begun.stdout_text, path);
+  const auto temp = posix_join(posix_dirname(destination), temp_name);
   const std::size_t chunk = limits_.write_chunk_chars;
+  const std::size_t block_bytes = chunk / 4 * 3;
+  const std::size_t blocks = (encoded.size() + chunk - 1) / chunk;
+  const auto executor = co_await boost::asio::this_coro::executor;
+  for (std::size_t first = 0; first < blocks; first += limits_.write_window) {
+    const std::size_t last = std::min(blocks, first + limits_.write_window);
+    using Op = decltype(boost::asio::co_spawn(executor, write_block({}, {}, 0, 0, {}), boost::asio::deferred));
+    std::vector<Op> ops;
+    for (std::size_t index = first; index < last; ++index) {
+      auto writing = write_block(temp, encoded.substr(index * chunk, chunk), block_bytes, index, destination);
+      ops.push_back(boost::asio::co_spawn(executor, std::move(writing), boost::asio::deferred));
+    }
+    auto group = boost::asio::experimental::make_parallel_group(std::move(ops));
+    auto outcome = co_await group.async_wait(boost::asio::experimental::wait_for_one_error(), boost::asio::use_awaitable);
+    // The first failure in completion order: the others were cancelled because of it.
+    for (const auto index : std::get<0>(outcome)) {
+      if (const auto& error = std::get<1>(outcome)[index]) std::rethrow_exception(error);
+    }
+  }
+  const auto committed = co_await sh(commit_script(shell_quote(destination), shell_quote(temp),
+                                                   shell_quote(temp + ".decoded"), size));
+  if (committed.exit_code == kShortWrite) throw DamagedOutputError(destination);
+  co_await check(committed, destination, false);
+}
+
+Task<void> ShellFilesystem::write_bytes(std::string path, Bytes data) {
+  const auto temp_name = ".exedev-" + random_hex() + ".tmp";
+  const auto encoded = base64_encode(data);
   std::exception_ptr error;
   try {
-    for (std::size_t offset = 0; offset == 0 || offset < encoded.size(); offset += chunk) {
-      const auto piece = encoded.substr(offset, chunk);
-      // A plain statement, not `?:` inside co_await: GCC 12 mishandles such temporaries.
-      std::string script;
-      if (offset == 0) {
-        script = write_first_chunk_script(parent, temp, piece);
-      } else {
-        script = write_append_script(temp, piece);
-      }
-      const auto result = co_await sh(std::move(script));
-      co_await check(result, destination, false);
+    if (encoded.size() <= limits_.write_chunk_chars) {
+      // Temp file, data and rename in one request; sent again, it writes the same file.
+      std::vector<std::string> args;
+      if (!encoded.empty()) args.push_back(encoded);
+      const auto result = co_await sh(write_whole_script(path, temp_name, data.size()), std::move(args), true);
+      if (result.exit_code == kShortWrite) throw DamagedOutputError(path);
+      co_await check(result, path, false);
+    } else {
+      co_await write_chunked(path, temp_name, encoded, data.size());
     }
-    const auto result = co_await sh(commit_script(destination, temp, decoded));
-    co_await check(result, destination, false);
   } catch (...) {
     error = std::current_exception();
   }
   if (error) {
-    const std::vector<std::string> leftovers{shell_quote(temp), shell_quote(decoded)};
     // Asio refuses any co_await in a cancelled coroutine; the cleanup must still run.
     const bool previous = co_await boost::asio::this_coro::throw_if_cancelled();
     co_await boost::asio::this_coro::throw_if_cancelled(false);
-    co_await cleanup(remove_files_script(leftovers));
+    co_await cleanup(write_cleanup_script(path, temp_name));
     co_await boost::asio::this_coro::throw_if_cancelled(previous);
     std::rethrow_exception(error);
   }
@@ -499,7 +612,7 @@ Task<std::vector<FileEntry>> ShellFilesystem::list_dir(std::string path) {
   if (!out.paged) co_return parse_listing_records(out.records, path);
   std::string records;
   try {
-    records = co_await read_pages(word, out.size, path, "listing");
+    records = co_await read_pages(word, out.size, path, "listing", {}, 0);
   } catch (...) {
     error = std::current_exception();
   }
@@ -521,19 +634,13 @@ Task<void> ShellFilesystem::make_dir(std::string path) {
 
 Task<void> ShellFilesystem::remove(std::string path) {
   const auto root = co_await backend_->working_dir();
-  const auto target = posix_join(co_await realpath(posix_dirname(path)), posix_basename(path));
-  std::string prefix = target;
-  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
-  prefix += '/';
-  if (root == target || root.rfind(prefix, 0) == 0) {
-    throw std::invalid_argument("cannot remove the workspace root or its ancestor");
-  }
-  const auto result = co_await sh(remove_script(path));
-  co_await check(result, path, true);
+  const auto result = co_await sh(remove_script(path, root));
+  if (result.exit_code == kRefusedRoot) throw std::invalid_argument("cannot remove the workspace root or its ancestor");
+  co_await check(result, path, false);
 }
 
 Task<bool> ShellFilesystem::exists(std::string path) {
-  const auto result = co_await sh(exists_script(path));
+  const auto result = co_await sh(exists_script(path), {}, true);
   if (result.exit_code == 0) co_return true;
   if (result.exit_code == 1) co_return false;
   // A broken transport (ssh's 255, a missing `test`'s 127) must never read as "absent".
@@ -545,7 +652,7 @@ Task<bool> ShellFilesystem::exists(std::string path) {
 }
 
 Task<std::string> ShellFilesystem::realpath(std::string path) {
-  const auto result = co_await sh(realpath_script(path));
+  const auto result = co_await sh(realpath_script(path), {}, true);
   if (result.exit_code != 0) {
     raise_for_private_status(result, path);
     raise_operation_failed(result, path);

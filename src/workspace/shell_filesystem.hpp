@@ -25,6 +25,8 @@ enum ShellStatus : int {
   kNotADirectory = 120,
   kIsADirectory = 121,
   kNotARegularFile = 122,
+  kShortWrite = 105,     ///< EIO: the temp file does not hold the bytes sent.
+  kRefusedRoot = 101,    ///< remove of the working directory or an ancestor.
 };
 
 /// The tools the scripts need, in the order the missing-tools message names them.
@@ -61,18 +63,37 @@ class DamagedOutputError : public WorkspaceError {
 [[nodiscard]] std::string read_chunk_script(const std::string& source_word, std::size_t page_bytes,
                                             std::size_t index);
 [[nodiscard]] std::string tool_probe_script();
-[[nodiscard]] std::string write_first_chunk_script(const std::string& parent, const std::string& temp,
-                                                   const std::string& chunk);
-[[nodiscard]] std::string write_append_script(const std::string& temp, const std::string& chunk);
-[[nodiscard]] std::string commit_script(const std::string& destination, const std::string& temp,
-                                        const std::string& decoded);
+/// Sets `value` to the path's realpath (see realpath_script); exits 1 when a link is unreadable.
+[[nodiscard]] std::string realpath_fragment(const std::string& path);
+/// Resolves `path` through symlinks into `dest`, checks and creates its parent `dir` and names
+/// the temp files `temp` and `decoded` (in `dir`, from `temp_name`).
+[[nodiscard]] std::string write_prepare_fragment(const std::string& path, const std::string& temp_name);
+/// A whole write in one script: the data is $1 (base64; absent when `size` is 0).
+[[nodiscard]] std::string write_whole_script(const std::string& path, const std::string& temp_name,
+                                             std::uint64_t size);
+/// The first request of a chunked write: prepares an empty temp file and prints the resolved
+/// destination (as realpath_script prints its value).
+[[nodiscard]] std::string write_begin_script(const std::string& path, const std::string& temp_name);
+/// Writes the block in $1 (base64) at offset index × block_bytes of `temp`: the same block sent
+/// twice writes the same bytes at the same place.
+[[nodiscard]] std::string write_block_script(const std::string& temp, std::size_t block_bytes, std::size_t index);
+/// Checks that the temp file (raw bytes) holds `size` bytes, then moves it over the destination
+/// (keeping its mode bits). The three are shell words.
+[[nodiscard]] std::string commit_script(const std::string& destination_word, const std::string& temp_word,
+                                        const std::string& decoded_word, std::uint64_t size);
+/// Removes a chunked or whole write's temp files, found again from `path`.
+[[nodiscard]] std::string write_cleanup_script(const std::string& path, const std::string& temp_name);
+/// Type checks, then the size line and the first page (base64) of a regular file.
+[[nodiscard]] std::string read_first_page_script(const std::string& path, std::size_t page_bytes);
 [[nodiscard]] std::string remove_files_script(const std::vector<std::string>& shell_words);
 /// The shell word naming the listing temp file `name` in the environment's $TMPDIR.
 [[nodiscard]] std::string listing_temp_word(const std::string& name);
 [[nodiscard]] std::string list_script(const std::string& path, const std::string& temp_word,
                                       std::size_t inline_bytes);
 [[nodiscard]] std::string make_dir_script(const std::string& path);
-[[nodiscard]] std::string remove_script(const std::string& path);
+/// Refuses (kRefusedRoot) the working directory `root` and its ancestors, after resolving the
+/// path's parent through symlinks; a missing path exits kNotFound.
+[[nodiscard]] std::string remove_script(const std::string& path, const std::string& root);
 [[nodiscard]] std::string exists_script(const std::string& path);
 [[nodiscard]] std::string realpath_script(const std::string& path);
 
@@ -126,15 +147,21 @@ class ShellFilesystem final : public SupportsFilesystem, public SupportsRealpath
   Task<std::string> realpath(std::string path) override;
 
  private:
-  Task<CommandResult> sh(std::string script);
+  /// Runs a script (through SupportsShellScripts when the backend has it) with base64 `args`.
+  Task<CommandResult> sh(std::string script, std::vector<std::string> args = {}, bool idempotent = false);
   Task<void> discard(std::string script);
   Task<void> check(const CommandResult& result, const std::string& path, bool missing);
+  /// Pages from `first_index` on, appended to `data` until it holds `size` bytes.
   Task<std::string> read_pages(std::string source_word, std::uint64_t size, std::string path,
-                               const char* limit_what);
+                               const char* limit_what, std::string data, std::size_t first_index);
+  Task<void> write_chunked(std::string path, std::string temp_name, std::string encoded, std::uint64_t size);
+  Task<void> write_block(std::string temp, std::string block, std::size_t block_bytes, std::size_t index,
+                         std::string destination);
   Task<void> cleanup(std::string script);
 
   std::shared_ptr<WorkspaceBackend> backend_;
   SupportsCommands& commands_;
+  SupportsShellScripts* scripts_ = nullptr;
   ShellFilesystemLimits limits_;
 };
 

@@ -122,6 +122,9 @@ struct Fault {
   std::string command{};         ///< canonical command name ("ssh", "ls", …); empty = any.
   std::string vm{};              ///< VM name the request targets; empty = any.
   std::size_t count = 1;
+  /// Matching requests let through untouched before the fault applies (to hit, say, the third
+  /// request of an operation).
+  std::size_t skip = 0;
   unsigned status = 500;         ///< http_status
   std::size_t after_bytes = 0;   ///< truncate_stream
   std::chrono::milliseconds duration = std::chrono::seconds(60);  ///< stall

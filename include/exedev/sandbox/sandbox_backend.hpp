@@ -29,6 +29,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <exedev/client.hpp>
 #include <exedev/sandbox/errors.hpp>
@@ -44,6 +45,19 @@ inline constexpr std::size_t max_request_body_bytes = 64 * 1024;
 /// The most stdout + stderr a command may write before it is stopped.
 inline constexpr std::size_t max_command_output_bytes = 8 * 1024 * 1024;
 
+/// How SandboxBackend moves files through the shell-derived filesystem. Each file operation is
+/// one bounded exe.dev request (Client::run_script); larger files take more (docs/sandbox.md).
+/// Defaults chosen by bench B3 (docs/performance.md).
+struct FileTransferOptions {
+  /// Write chunks in flight at once (each fills a request body; 1 = sequential).
+  std::size_t write_window = 4;
+  /// File bytes read per request; base64 of a page must stay under the 8 MiB output cap, so at
+  /// most 6 MiB.
+  std::size_t read_page_bytes = 4 * 1024 * 1024;
+  /// The seed's reference design, for comparisons: sequential writes, 64 KiB read pages.
+  bool reference_mode = false;
+};
+
 struct SandboxBackendOptions {
   /// Attach to this VM; without it, the first operation provisions one from `spec`.
   std::optional<workspace::WorkspaceRef> ref{};
@@ -56,15 +70,20 @@ struct SandboxBackendOptions {
   /// Layered over the VM's login environment, under each call's env.
   workspace::Env env{};
   ReadinessOptions readiness{};
+  FileTransferOptions transfer{};
 };
 
-/// The shell-filesystem sizes that keep every lobby line under max_request_body_bytes for a
-/// backend with this env and working_dir. Throws std::invalid_argument when they leave too
-/// little room for file chunks (at least 16 KiB).
+/// The shell-filesystem sizes for `transfer`: write chunks that fill exe.dev's request body
+/// (file scripts carry neither env nor working_dir). Throws std::invalid_argument when env and
+/// working_dir leave commands less than 16 KiB of a request, or for a read page over 6 MiB or
+/// a zero window.
 [[nodiscard]] workspace::ShellFilesystemLimits exedev_shell_filesystem_limits(const workspace::Env& env,
-                                                                              const std::optional<std::string>& working_dir);
+                                                                              const std::optional<std::string>& working_dir,
+                                                                              const FileTransferOptions& transfer = {});
 
-class SandboxBackend final : public workspace::WorkspaceBackend, public workspace::SupportsCommands {
+class SandboxBackend final : public workspace::WorkspaceBackend,
+                             public workspace::SupportsCommands,
+                             public workspace::SupportsShellScripts {
  public:
   /// No I/O. Throws std::invalid_argument for a ref of another provider or an invalid VM name,
   /// a spec with copy_base_tags=false under a scope tag, an invalid scope tag, or an env too
@@ -86,6 +105,11 @@ class SandboxBackend final : public workspace::WorkspaceBackend, public workspac
   workspace::Task<workspace::CommandResult> run(workspace::Command command, workspace::RunOptions options) override;
 
   [[nodiscard]] workspace::ShellFilesystemLimits shell_filesystem_limits() const override;
+
+  /// One bounded request (Client::run_script); an idempotent script whose answer was lost is
+  /// sent again (up to 3 times). Errors and cancellation as run().
+  workspace::Task<workspace::CommandResult> run_script(std::string script, std::vector<std::string> args,
+                                                      bool idempotent) override;
 
   /// The client in use (made on first use when none was given).
   workspace::Task<Client> client();

@@ -51,6 +51,9 @@ struct ShellFilesystemLimits {
   std::size_t read_page_bytes = 64 * 1024;         ///< Bytes read per command.
   std::size_t write_chunk_chars = 64 * 1024;       ///< Base64 characters written per command.
   std::size_t listing_inline_bytes = 64 * 1024;    ///< Listings larger than this are paged.
+  /// Write chunks in flight at once (each is written at its own offset, so order and resends
+  /// do not matter).
+  std::size_t write_window = 1;
 };
 
 /// Optional command execution. Without it, Workspace::run throws WorkspaceUsageError.
@@ -65,6 +68,19 @@ class SupportsCommands {
 
   /// The page sizes the shell-derived filesystem uses on this backend.
   [[nodiscard]] virtual ShellFilesystemLimits shell_filesystem_limits() const { return {}; }
+};
+
+/// Optional, beside SupportsCommands: a cheaper channel for the shell-derived filesystem's own
+/// scripts, which are short and bounded and take their data as arguments. (SandboxBackend: one
+/// exe.dev request each, the data carried once.) Without it the scripts go through run().
+class SupportsShellScripts {
+ public:
+  virtual ~SupportsShellScripts() = default;
+  /// Runs `script` under POSIX sh with positional parameters `args` (each non-empty base64
+  /// text), stdin at EOF, and returns its exit code, stdout and stderr. `idempotent`: running
+  /// the script twice leaves the same state as once, so an answer that was lost may be
+  /// resent. An answer that was cut is never returned as a result. Errors as run().
+  virtual Task<CommandResult> run_script(std::string script, std::vector<std::string> args, bool idempotent) = 0;
 };
 
 /// Optional native file access; without it, Workspace uses the shell. Paths are absolute POSIX

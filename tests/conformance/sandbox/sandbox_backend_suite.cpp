@@ -4,8 +4,11 @@
 #include <exedev/exedev.hpp>
 #include <exedev/testing/conformance.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <stdexcept>
+#include <string>
 
 namespace {
 
@@ -20,12 +23,32 @@ exedev::emulator::Emulator& emulator() {
 
 exedev::ClientOptions client_options() { return exedev::emulator::client_options(emulator()); }
 
+// The file-transfer configuration under test, from EXEDEV_CONFORMANCE_TRANSFER (one CTest entry
+// each): default, window1, pacing or reference.
+void configure_transfer(exedev::SandboxBackendOptions& o) {
+  const char* value = std::getenv("EXEDEV_CONFORMANCE_TRANSFER");
+  const std::string mode = value ? value : "default";
+  if (mode == "window1") {
+    o.transfer.write_window = 1;
+  } else if (mode == "reference") {
+    o.transfer.reference_mode = true;
+  } else if (mode == "pacing") {
+    // The pacing path with a bucket the suite does not wait on for long.
+    o.client_options.pacing.enabled = true;
+    o.client_options.pacing.burst = 60;
+    o.client_options.pacing.per_second = 200;
+  } else if (mode != "default") {
+    throw std::invalid_argument("EXEDEV_CONFORMANCE_TRANSFER must be default, window1, pacing or reference");
+  }
+}
+
 exedev::SandboxBackendOptions options(std::optional<exedev::workspace::WorkspaceRef> ref) {
   exedev::SandboxBackendOptions o;
   o.ref = std::move(ref);
   o.spec = exedev::VMSpec({.working_dir = "workspace"});
   o.scope_tag = kScope;
   o.client_options = client_options();
+  configure_transfer(o);
   o.readiness.poll_interval = 100ms;
   return o;
 }

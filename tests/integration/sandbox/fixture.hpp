@@ -184,7 +184,8 @@ class Fixture {
 
   std::shared_ptr<exedev::SandboxBackend> backend(std::optional<exedev::workspace::WorkspaceRef> ref,
                                                   exedev::VMSpec spec, exedev::workspace::Env env = {},
-                                                  std::optional<exedev::Client> client = std::nullopt) const {
+                                                  std::optional<exedev::Client> client = std::nullopt,
+                                                  exedev::FileTransferOptions transfer = {}) const {
     exedev::SandboxBackendOptions o;
     o.ref = std::move(ref);
     o.spec = std::move(spec);
@@ -193,6 +194,7 @@ class Fixture {
     o.client_options = client_options();
     o.env = std::move(env);
     o.readiness = readiness();
+    o.transfer = transfer;
     return std::make_shared<exedev::SandboxBackend>(std::move(o));
   }
 

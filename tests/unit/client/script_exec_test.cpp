@@ -1,0 +1,73 @@
+// Client::run_script's one-request protocol (sans-IO): the request it builds, how it is sized,
+// and how its framed answer is read. The wrapper itself runs under a real /bin/sh in the
+// integration tests (tests/integration/sandbox).
+#include <catch2/catch.hpp>
+
+#include <exedev/client.hpp>
+#include <exedev/errors.hpp>
+
+#include "client/script_exec.hpp"
+#include "client/retry.hpp"
+
+namespace d = exedev::detail;
+
+TEST_CASE("run_script: arguments travel once, as they are") {
+  const std::string data(4096, 'Q');
+  const auto line = d::script_lobby_line("box", "printf '%s' \"$1\" | base64 -d", {data + "=="}, "#B#");
+  CHECK(line.starts_with("ssh 'box' '"));
+  CHECK(line.ends_with(" " + data + "=='"));
+  // Each argument adds its own length plus a space, nothing more.
+  const std::string script = "echo hi";
+  CHECK(exedev::script_request_bytes("box", script, {data}) == exedev::script_request_bytes("box", script, {}) + 1 + data.size());
+  CHECK_THROWS_AS(d::script_remote_command(script, {"a b"}, "#B#"), std::invalid_argument);
+  CHECK_THROWS_AS(d::script_remote_command(script, {""}, "#B#"), std::invalid_argument);
+  CHECK_THROWS_AS(d::script_remote_command(std::string("a\0b", 3), {}, "#B#"), std::invalid_argument);
+}
+
+TEST_CASE("run_script: a complete answer gives exact stdout, the status and stderr") {
+  const std::string b = "#B1#";
+  const std::string out = "line\n\nno newline";
+  const auto body = "login banner\n" + b + " b\n" + out + "\n" + b + " x 7\nZXJy\n" + b + " .\n";
+  const auto parsed = d::parse_script_output(body, b);
+  REQUIRE(parsed);
+  CHECK(parsed->stdout_bytes == out);
+  CHECK(parsed->exit_code == 7);
+  CHECK(parsed->stderr_bytes == "err");
+  const auto empty = d::parse_script_output(b + " b\n\n" + b + " x 0\n" + b + " .\n", b);
+  REQUIRE(empty);
+  CHECK(empty->stdout_bytes.empty());
+  CHECK(empty->stderr_bytes.empty());
+}
+
+TEST_CASE("run_script: a cut answer is never a result") {
+  const std::string b = "#B2#";
+  const auto whole = b + " b\nAAAA\n" + b + " x 0\n" + b + " .\n";
+  for (std::size_t cut = 0; cut < whole.size(); ++cut) {
+    INFO("cut at " << cut);
+    std::optional<d::ScriptOutput> parsed;
+    try {
+      parsed = d::parse_script_output(whole.substr(0, cut), b);
+    } catch (const exedev::ProtocolError&) {
+    }
+    CHECK_FALSE(parsed);
+  }
+  CHECK_THROWS_AS(d::parse_script_output(b + " b\nx\n" + b + " x 0\n%%%\n" + b + " .\n", b), exedev::ProtocolError);
+  CHECK_THROWS_AS(d::parse_script_output(b + " b\nx\n" + b + " x seven\n" + b + " .\n", b), exedev::ProtocolError);
+}
+
+TEST_CASE("pacing: a full bucket, then one token per interval, reserved in order") {
+  using namespace std::chrono_literals;
+  const auto t0 = d::TokenBucket::Clock::time_point{} + 1h;
+  d::TokenBucket bucket(3, 2, t0);
+  CHECK(bucket.take(t0) == 0s);
+  CHECK(bucket.take(t0) == 0s);
+  CHECK(bucket.take(t0) == 0s);
+  CHECK(bucket.take(t0) == 500ms);   // the next token, half a second away
+  CHECK(bucket.take(t0) == 1000ms);  // queued behind it
+  CHECK(bucket.take(t0 + 10s) == 0s);  // refilled, capped at the burst
+  CHECK(bucket.take(t0 + 10s) == 0s);
+  CHECK(bucket.take(t0 + 10s) == 0s);
+  CHECK(bucket.take(t0 + 10s) > 0s);
+  CHECK_THROWS_AS(d::TokenBucket(0.5, 1, t0), std::invalid_argument);
+  CHECK_THROWS_AS(d::TokenBucket(60, 0, t0), std::invalid_argument);
+}
