@@ -529,7 +529,7 @@ TEST_CASE("shell filesystem: remove refuses the root through a symlinked parent"
   CHECK_FALSE(std::filesystem::exists(f.dir / "self_link"));
 }
 
-TEST_CASE("shell filesystem: permission errors", "[unit][workspace]") {
+TEST_CASE("shell filesystem: permission errors", "[unit][workspace][permissions]") {
   if (exedev::test::running_as_root()) {
     WARN("skipped: running as root, which bypasses file permissions (the reference skips it too)");
     return;
