@@ -66,5 +66,6 @@ function(exedev_test name)
   else()
     add_test(NAME ${name} COMMAND ${name} --durations no)
   endif()
-  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+                       FIXTURES_REQUIRED exedev_test_output)
 endfunction()
