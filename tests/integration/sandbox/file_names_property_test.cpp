@@ -92,12 +92,12 @@ TEST_CASE("property: 10,000 random names and contents on LocalBackend", "[integr
 }
 
 // Each case costs about eight /exec requests here (a process each on the emulator), so the
-// SandboxBackend run takes 1,000 cases by default (EXEDEV_PROPERTY_CASES sets another count).
+// SandboxBackend run takes 500 cases by default (EXEDEV_PROPERTY_CASES sets another count).
 TEST_CASE("property: random names and contents on SandboxBackend", "[integration][property]") {
   Fixture f;
   if (f.skip("many requests")) return;
   const char* count = std::getenv("EXEDEV_PROPERTY_CASES");
-  const auto cases = random_cases(20261204, count ? std::stoul(count) : 1000);
+  const auto cases = random_cases(20261204, count ? std::stoul(count) : 500);
   exedev::testing::run([&](Executor) -> Task<void> {
     auto backend = f.backend(std::nullopt, f.spec());
     ws::Workspace w(backend);
