@@ -42,9 +42,12 @@ function(exedev_library target)
 endfunction()
 
 # A Catch2 test executable registered in CTest with labels.
-# Usage: exedev_test(<name> LABELS unit [integration ...] SOURCES ... LINK ...)
+# Usage: exedev_test(<name> LABELS unit [integration ...] SOURCES ... LINK ... [PERMISSIONS])
+# PERMISSIONS: the binary has [permissions] test cases, which depend on file permissions root
+# bypasses. They run in their own entry, <name>_unprivileged, as an unprivileged user (see
+# tests/run_unprivileged.sh), and the main entry leaves them out.
 function(exedev_test name)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "LABELS;SOURCES;LINK" ${ARGN})
+  cmake_parse_arguments(ARG "PERMISSIONS" "TIMEOUT" "LABELS;SOURCES;LINK" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LINK} Catch2::Catch2WithMain)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
@@ -54,6 +57,15 @@ function(exedev_test name)
     set(ARG_TIMEOUT 600)
   endif()
   # One CTest entry per executable keeps the Catch2 output (and its summary) in one place.
-  add_test(NAME ${name} COMMAND ${name} --durations no)
-  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+  if(ARG_PERMISSIONS)
+    add_test(NAME ${name} COMMAND ${name} --durations no "~[permissions]")
+    add_test(NAME ${name}_unprivileged
+             COMMAND ${PROJECT_SOURCE_DIR}/tests/run_unprivileged.sh $<TARGET_FILE:${name}> --durations no "[permissions]")
+    set_tests_properties(${name}_unprivileged PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+                         SKIP_REGULAR_EXPRESSION "skipped[: ]")
+  else()
+    add_test(NAME ${name} COMMAND ${name} --durations no)
+  endif()
+  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+                       FIXTURES_REQUIRED exedev_test_output)
 endfunction()

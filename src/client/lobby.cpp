@@ -62,8 +62,9 @@ LobbyLine::LobbyLine(std::string command) : command_(std::move(command)) {}
 
 LobbyLine& LobbyLine::word(std::string_view value, std::string_view what) {
   if (value.empty()) throw std::invalid_argument(fmt::format("{} must not be empty ({})", what, command_));
-  if (value.front() == '-') dash_word_ = true;
+  // Quoted first: a refused word leaves the line as it was.
   words_.push_back(lobby_quote(value));
+  if (value.front() == '-') dash_word_ = true;
   return *this;
 }
 

@@ -432,9 +432,10 @@ asio::awaitable<HttpResponse> Transport::post(const std::string& body, const std
 }
 
 HttpResponse parse_http_response(std::string_view raw, const BodySink& sink) {
+  const TransportConfig limits;  // the client's defaults
   Parser parser;
-  configure(parser, 64 * 1024);
-  Collector collector(sink, 8 * 1024 * 1024);
+  configure(parser, limits.max_header_bytes);
+  Collector collector(sink, limits.max_body_bytes);
   std::array<char, read_chunk> chunk;
   bool header_seen = false;
   while (!parser.is_done()) {

@@ -785,7 +785,7 @@ Emulator::Emulator(Options options) : impl_(std::make_unique<Impl>()) {
                                                          : std::string("/bin/sh");
   impl.lobby = std::make_unique<Lobby>(LobbyConfig{impl.state_dir, options.token, options.tokens, options.modes});
   if (!options.plain_http) {
-    impl.tls = make_tls_material();
+    impl.tls = make_tls_material(options.expired_certificate);
     impl.ssl_context = std::make_unique<ssl::context>(ssl::context::tls_server);
     impl.ssl_context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
                                   ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);

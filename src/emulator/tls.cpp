@@ -45,7 +45,13 @@ void add_extension(X509* cert, X509* issuer, int nid, const char* value) {
   if (!ext || X509_add_ext(cert, ext.get(), -1) != 1) fail("certificate extension");
 }
 
-Cert make_cert(EVP_PKEY* key, const char* common_name, X509* issuer, EVP_PKEY* issuer_key) {
+// Validity in seconds from now.
+struct Validity {
+  long not_before = -3600;
+  long not_after = 60L * 60 * 24 * 825;
+};
+
+Cert make_cert(EVP_PKEY* key, const char* common_name, X509* issuer, EVP_PKEY* issuer_key, Validity validity) {
   Cert cert(X509_new());
   if (!cert) fail("X509_new");
   X509_set_version(cert.get(), 2);
@@ -55,8 +61,8 @@ Cert make_cert(EVP_PKEY* key, const char* common_name, X509* issuer, EVP_PKEY* i
   BIGNUM* bn = BN_bin2bn(serial, sizeof serial, nullptr);
   BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(cert.get()));
   BN_free(bn);
-  X509_gmtime_adj(X509_getm_notBefore(cert.get()), -3600);
-  X509_gmtime_adj(X509_getm_notAfter(cert.get()), 60L * 60 * 24 * 825);
+  X509_gmtime_adj(X509_getm_notBefore(cert.get()), validity.not_before);
+  X509_gmtime_adj(X509_getm_notAfter(cert.get()), validity.not_after);
   X509_set_pubkey(cert.get(), key);
   X509_NAME* name = X509_get_subject_name(cert.get());
   X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("exedev emulator"), -1, -1, 0);
@@ -96,11 +102,13 @@ std::string to_pem(EVP_PKEY* key) {
 
 }  // namespace
 
-TlsMaterial make_tls_material() {
+TlsMaterial make_tls_material(bool expired_server_certificate) {
   const Key ca_key = make_key();
-  const Cert ca = make_cert(ca_key.get(), "exedev emulator CA", nullptr, nullptr);
+  const Cert ca = make_cert(ca_key.get(), "exedev emulator CA", nullptr, nullptr, Validity{});
   const Key server_key = make_key();
-  const Cert server = make_cert(server_key.get(), "localhost", ca.get(), ca_key.get());
+  const Validity expired{-2L * 60 * 60 * 24, -60L * 60 * 24};  // ended a day ago
+  const Cert server = make_cert(server_key.get(), "localhost", ca.get(), ca_key.get(),
+                                expired_server_certificate ? expired : Validity{});
   return {to_pem(ca.get()), to_pem(server.get()), to_pem(server_key.get())};
 }
 

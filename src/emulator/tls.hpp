@@ -12,6 +12,8 @@ struct TlsMaterial {
 };
 
 /// Throws std::runtime_error with OpenSSL's reason on failure.
-TlsMaterial make_tls_material();
+/// `expired_server_certificate`: the server certificate's validity ended a day ago (for tests
+/// of the client's refusal).
+TlsMaterial make_tls_material(bool expired_server_certificate = false);
 
 }  // namespace exedev::emulator

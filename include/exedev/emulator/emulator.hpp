@@ -138,6 +138,8 @@ struct Options {
   std::string host = "127.0.0.1";  ///< a loopback address only ("127.x.y.z", "::1", "localhost").
   std::uint16_t port = 0;          ///< 0 = pick a free port.
   bool plain_http = false;         ///< debugging only: no TLS.
+  /// Tests only: serve a certificate (signed by the emulator's CA) whose validity ended a day ago.
+  bool expired_certificate = false;
   /// Secret of the control endpoint `POST /_emulator/…` (header X-Emulator-Control);
   /// empty = a random one (control_secret()).
   std::string control_secret;

@@ -29,19 +29,19 @@ TEST_CASE("a connection the server closed while idle is replaced without an erro
     Client c(ex, f.options());
     co_await c.list_vms();
     CHECK(f.emu.connections_accepted() == 1);
-    f.emu.restart();  // closes every connection; the client's idle one is now dead
-    co_await sleep_for(200ms);
+    // restart() returns once every server socket is closed; on loopback the FIN has then
+    // reached the client's idle connection, which is now dead.
+    f.emu.restart();
+    CHECK(f.emu.open_connections() == 0);
     f.emu.clear_commands();
     // A state-changing command goes out on a fresh connection, exactly once.
     const auto vm = co_await make_vm(c, "after-restart");
     CHECK(vm.name == "after-restart");
     CHECK(f.count("new") == 1);
     f.emu.restart();
-    co_await sleep_for(200ms);
     const auto awaited0 = co_await c.run("after-restart", "echo ok");
     CHECK(awaited0.stdout_bytes == "ok\n");
     f.emu.restart();
-    co_await sleep_for(200ms);
     const auto awaited1 = co_await c.list_vms();
     CHECK(awaited1.size() == 1);
   });
@@ -61,6 +61,7 @@ TEST_CASE("the connection limit holds parallel requests back") {
 
 TEST_CASE("TLS: an untrusted CA and a wrong host name are refused") {
   Fixture f;
+  Fixture stranger;  // its CA, made for the purpose, signed nothing f serves
   exedev::testing::run([&](boost::asio::any_io_executor ex) -> Task0 {
     auto untrusted = f.options();
     untrusted.ca_file.reset();
@@ -68,6 +69,12 @@ TEST_CASE("TLS: an untrusted CA and a wrong host name are refused") {
     const auto e1 = co_await f.expect<ConnectionError>(c1.list_vms());
     CHECK_FALSE(e1.sent());
     CHECK(std::string(e1.what()).find("TLS") != std::string::npos);
+    auto other_ca = f.options();
+    other_ca.ca_file = stranger.options().ca_file;
+    Client c0(ex, other_ca);
+    const auto e0 = co_await f.expect<ConnectionError>(c0.list_vms());
+    CHECK_FALSE(e0.sent());
+    CHECK(std::string(e0.what()).find("TLS") != std::string::npos);
     CHECK(f.emu.commands().empty());
   });
   emulator::Options other;
@@ -84,6 +91,19 @@ TEST_CASE("TLS: an untrusted CA and a wrong host name are refused") {
     Client c3(ex, named);
     const auto awaited2 = co_await c3.list_vms();
     CHECK(awaited2.empty());
+  });
+}
+
+TEST_CASE("TLS: an expired certificate is refused before anything is sent") {
+  emulator::Options expired;
+  expired.expired_certificate = true;
+  Fixture f(expired);
+  exedev::testing::run([&](boost::asio::any_io_executor ex) -> Task0 {
+    Client c(ex, f.options());
+    const auto e = co_await f.expect<ConnectionError>(c.list_vms());
+    CHECK_FALSE(e.sent());
+    CHECK(std::string(e.what()).find("TLS") != std::string::npos);
+    CHECK(f.emu.commands().empty());
   });
 }
 

@@ -179,15 +179,17 @@ TEST_CASE("a VM deleted during a command fails it with VMNotFoundError", "[integ
     auto backend = f.backend(std::nullopt, f.spec());
     co_await backend->working_dir();
     const auto name = backend->ref()->id;
+    // The command marks that it runs; the remover waits for the mark, then deletes the VM.
+    const std::string mark = "\"$HOME/.command-running\"";
     auto remover = [&]() -> Task<void> {
-      co_await sleep_for(1500ms);
       auto c = f.client(ex);
+      while ((co_await c.run(name, "test -e " + mark)).exit_code != 0) co_await sleep_for(20ms);
       co_await c.remove_vms(one(name));
       co_await c.close();
     };
     RunOptions options;
     options.timeout = exedev::workspace::Seconds(60);
-    const auto outcome = co_await (capture(sh(*backend, "sleep 30", options)) && remover());
+    const auto outcome = co_await (capture(sh(*backend, "touch " + mark + "; sleep 30", options)) && remover());
     const auto error = expect_error<exedev::VMNotFoundError>(outcome);
     CHECK(error.vm_name() == name);
     co_await backend->close();

@@ -5,10 +5,14 @@
 
 #include <catch2/catch.hpp>
 
+#include <poll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <thread>
+#include <utility>
 
 using namespace exedev::detail;
 using Kind = FrameEvent::Kind;
@@ -85,6 +89,34 @@ bool process_alive(int pid) {
   const std::string stat(buf, n);
   const auto close = stat.rfind(')');
   return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
+}
+
+// A process watched through a pidfd: readable once the process has exited (zombie or reaped).
+struct Watched {
+  int pid = 0;
+  int fd = -1;
+  explicit Watched(int p) : pid(p), fd(static_cast<int>(syscall(SYS_pidfd_open, p, 0))) {}
+  Watched(Watched&& o) noexcept : pid(o.pid), fd(std::exchange(o.fd, -1)) {}
+  ~Watched() {
+    if (fd >= 0) close(fd);
+  }
+  bool wait_exit(std::chrono::milliseconds limit) const {
+    if (fd < 0) return true;  // already gone when it was listed
+    pollfd p{fd, POLLIN, 0};
+    return poll(&p, 1, static_cast<int>(limit.count())) == 1;
+  }
+};
+
+// Every process of a process group, watched.
+std::vector<Watched> group_members(int pgid) {
+  std::vector<Watched> members;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const auto name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const int pid = std::stoi(name);
+    if (getpgid(pid) == pgid) members.emplace_back(pid);
+  }
+  return members;
 }
 
 }  // namespace
@@ -199,7 +231,9 @@ TEST_CASE("probe: an id that never launched gets a tombstone, so a late launch c
   CHECK(probe.last()->kind == Kind::lost);
   const auto late = execute(home, request);
   CHECK(late.last()->kind == Kind::not_created);
-  std::this_thread::sleep_for(200ms);
+  // The refused launch wrote no command for a runner to start, and ran nothing itself.
+  CHECK_FALSE(fs::exists(home.runs() / request.id / "cmd"));
+  CHECK_FALSE(fs::exists(home.runs() / request.id / "run"));
   CHECK_FALSE(fs::exists(home.dir / "ran.txt"));
   // Following an unknown id reports it lost without creating anything.
   auto other = launch("true");
@@ -223,13 +257,15 @@ TEST_CASE("stop: the process group is killed, the exit reported, the record remo
   }
   const int pgid = std::stoi(pgid_text);
   CHECK(process_alive(pgid));
+  const auto members = group_members(pgid);
+  CHECK(members.size() >= 2);  // the command's shell and its background sleep
   const auto stopped = execute(home, next(request, ScriptMode::stop, r, 5));
   REQUIRE(stopped.last());
   CHECK(stopped.last()->kind == Kind::exit);
   CHECK(stopped.last()->flag == 'c');
   CHECK(stopped.last()->exit_code >= 128);
   CHECK_FALSE(fs::exists(home.runs() / request.id));
-  std::this_thread::sleep_for(300ms);
+  for (const auto& member : members) CHECK(member.wait_exit(30s));
   CHECK_FALSE(process_alive(pgid));
   // Nothing left in the group but zombies (this sandbox's init does not reap orphans).
   CHECK(system(("ps -o stat= -g " + std::to_string(pgid) + " | grep -qv '^Z'").c_str()) != 0);
@@ -274,13 +310,11 @@ TEST_CASE("a command that ends at once leaves no watchdog behind") {
     REQUIRE(r.last());
     CHECK(r.last()->kind == Kind::exit);
   }
-  // The runner kills its watchdog before it records the exit; give the kills time to land.
-  bool gone = false;
-  for (int i = 0; i < 100 && !gone; ++i) {
-    gone = processes_running(watchdog_sleep).empty();
-    if (!gone) std::this_thread::sleep_for(50ms);
-  }
-  CHECK(gone);
+  // The runner signals its watchdog before it records the exit; wait for each signalled one to
+  // be gone (its pidfd turns readable), bounded.
+  std::vector<Watched> watchdogs;
+  for (const int pid : processes_running(watchdog_sleep)) watchdogs.emplace_back(pid);
+  for (const auto& watchdog : watchdogs) CHECK(watchdog.wait_exit(10s));
 }
 
 TEST_CASE("the command runs in the session's login shell, sh syntax when that is not POSIX") {

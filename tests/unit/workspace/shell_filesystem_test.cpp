@@ -481,8 +481,13 @@ TEST_CASE("shell filesystem: a failed or cancelled write cleans up its temp file
                             done = true;
                             error = e;
                           }));
-    boost::asio::steady_timer timer(ex, std::chrono::milliseconds(100));
-    co_await timer.async_wait(boost::asio::use_awaitable);
+    // Cancel once the first chunk has landed in the write's temporary file.
+    boost::asio::steady_timer timer(ex);
+    while (!done && !leftovers_in(f.dir.path())) {
+      timer.expires_after(std::chrono::milliseconds(5));
+      co_await timer.async_wait(boost::asio::use_awaitable);
+    }
+    REQUIRE_FALSE(done);
     cancel.emit(boost::asio::cancellation_type::terminal);
     while (!done) {
       timer.expires_after(std::chrono::milliseconds(20));
@@ -524,7 +529,7 @@ TEST_CASE("shell filesystem: remove refuses the root through a symlinked parent"
   CHECK_FALSE(std::filesystem::exists(f.dir / "self_link"));
 }
 
-TEST_CASE("shell filesystem: permission errors", "[unit][workspace]") {
+TEST_CASE("shell filesystem: permission errors", "[unit][workspace][permissions]") {
   if (exedev::test::running_as_root()) {
     WARN("skipped: running as root, which bypasses file permissions (the reference skips it too)");
     return;

@@ -1,0 +1,46 @@
+// The shell filesystem's output parsers on any stdout: a result or DamagedOutputError, never
+// a partial result from damaged output, another exception or a crash.
+#include "fuzz.hpp"
+
+#include "workspace/shell_filesystem.hpp"
+
+#include <string>
+
+using exedev::fuzz::require;
+using namespace exedev::workspace::detail;
+
+namespace {
+
+template <typename F>
+void parse(F f) {
+  try {
+    f();
+  } catch (const DamagedOutputError&) {
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string text(exedev::fuzz::bytes(data, size));
+  const std::string path = "/w/file";
+  parse([&] { (void)parse_stat_output(text, path); });
+  parse([&] { (void)parse_size_line(text, path); });
+  parse([&] {
+    const auto expected = size % 97;
+    require(decode_exact(text, expected, path).size() == expected, "decode_exact returns exactly the bytes expected");
+  });
+  parse([&] {
+    const auto listing = parse_listing_output(text, path);
+    if (!listing.paged) (void)parse_listing_records(listing.records, path);
+  });
+  parse([&] {
+    const auto entries = parse_listing_records(text, path);
+    for (std::size_t i = 1; i < entries.size(); ++i) {
+      require(entries[i - 1].path <= entries[i].path, "listing records come sorted by path");
+    }
+  });
+  parse([&] { (void)parse_realpath_output(text, path); });
+  parse([&] { (void)parse_missing_tools(text); });
+  return 0;
+}
