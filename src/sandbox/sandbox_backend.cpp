@@ -28,8 +28,6 @@ constexpr std::size_t kMinimumCommandRoom = 16 * 1024;
 constexpr std::size_t kLongestVmName = 52;
 constexpr std::size_t kReferencePageBytes = 64 * 1024;
 constexpr std::size_t kMaximumReadPageBytes = 6 * 1024 * 1024;
-// Sends of an idempotent file script whose answer was lost.
-constexpr int kScriptAttempts = 3;
 
 std::size_t lobby_line_size(const std::string& shell_line, const workspace::Env& env,
                             const std::optional<std::string>& working_dir) {
@@ -272,24 +270,19 @@ struct SandboxBackend::Impl {
     ScriptOptions options;
     options.args = std::move(args);
     options.max_output_bytes = max_command_output_bytes;
-    int lost = 0;
-    for (bool may_resume = true;;) {
+    options.idempotent = idempotent;  // the client re-sends it when an answer is lost
+    for (bool may_resume = true;; may_resume = false) {
       std::exception_ptr error;
       try {
         auto running = c.run_script(name, script, options);
         auto result = co_await std::move(running);
         co_return CommandResult{result.exit_code, workspace::utf8_replace_invalid(result.stdout_bytes),
                                 workspace::utf8_replace_invalid(result.stderr_bytes)};
-      } catch (const OutcomeUnknownError&) {
-        error = std::current_exception();
-        // Lost answers of a script that may run twice: send it again.
-        if (idempotent && ++lost < kScriptAttempts) continue;
       } catch (...) {
         error = std::current_exception();
       }
       auto handling = handle_run_error(c, name, error, may_resume);
       if (!co_await std::move(handling)) std::rethrow_exception(error);
-      may_resume = false;
     }
   }
 

@@ -591,6 +591,8 @@ Task<std::vector<FileEntry>> ShellFilesystem::list_dir(std::string path) {
   CommandResult result;
   ListingOutput out;
   try {
+    // Not sent twice: a first run still going when its answer was lost would remove the temp
+    // file under the second.
     result = co_await sh(list_script(path, word, limits_.listing_inline_bytes));
     if (result.exit_code == 0) out = parse_listing_output(result.stdout_text, path);
   } catch (...) {
@@ -628,7 +630,7 @@ Task<std::vector<FileEntry>> ShellFilesystem::list_dir(std::string path) {
 }
 
 Task<void> ShellFilesystem::make_dir(std::string path) {
-  const auto result = co_await sh(make_dir_script(path));
+  const auto result = co_await sh(make_dir_script(path), {}, true);  // mkdir -p
   co_await check(result, path, false);
 }
 

@@ -1,6 +1,6 @@
 // Client::run_script's one-request protocol (sans-IO): the request it builds, how it is sized,
-// and how its framed answer is read. The wrapper itself runs under a real /bin/sh in the
-// integration tests (tests/integration/sandbox).
+// and how its framed answer is read. One case runs the wrapper under the local /bin/sh; the
+// integration tests (tests/integration/sandbox) run it through the emulator.
 #include <catch2/catch.hpp>
 
 #include <exedev/client.hpp>
@@ -8,6 +8,8 @@
 
 #include "client/script_exec.hpp"
 #include "client/retry.hpp"
+
+#include <cstdio>
 
 namespace d = exedev::detail;
 
@@ -22,6 +24,22 @@ TEST_CASE("run_script: arguments travel once, as they are") {
   CHECK_THROWS_AS(d::script_remote_command(script, {"a b"}, "#B#"), std::invalid_argument);
   CHECK_THROWS_AS(d::script_remote_command(script, {""}, "#B#"), std::invalid_argument);
   CHECK_THROWS_AS(d::script_remote_command(std::string("a\0b", 3), {}, "#B#"), std::invalid_argument);
+}
+
+TEST_CASE("run_script: arguments that look like sh options reach the script as they are") {
+  // Base64 text may start with '+' (or '/'): the wrapper must not let sh read it as an option.
+  const std::string boundary = "#B0#";
+  const auto command = d::script_remote_command("printf '%s|%s|%s' \"$1\" \"$2\" \"$#\"", {"+Pz=", "/ab+"}, boundary);
+  FILE* shell = popen(command.c_str(), "r");
+  REQUIRE(shell);
+  std::string body;
+  char buffer[4096];
+  for (std::size_t n; (n = fread(buffer, 1, sizeof buffer, shell)) > 0;) body.append(buffer, n);
+  REQUIRE(pclose(shell) == 0);
+  const auto parsed = d::parse_script_output(body, boundary);
+  REQUIRE(parsed);
+  CHECK(parsed->stdout_bytes == "+Pz=|/ab+|2");
+  CHECK(parsed->exit_code == 0);
 }
 
 TEST_CASE("run_script: a complete answer gives exact stdout, the status and stderr") {
