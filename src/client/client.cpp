@@ -722,8 +722,12 @@ Task<RunResult> Client::run_script(std::string vm, std::string script, ScriptOpt
     try {
       response = co_await impl_->lobby(line, "ssh", sink);
     } catch (const ConnectionError& e) {
-      // Nothing sent: nothing ran, so any script may be sent again.
-      if (over_limit || (e.sent() && !options.idempotent) || attempt >= max_retries) throw;
+      // Nothing sent: nothing ran, so any script may be sent again. Past the output limit the
+      // request was abandoned on purpose (reported below).
+      if (!over_limit && ((e.sent() && !options.idempotent) || attempt >= max_retries)) throw;
+      lost = std::current_exception();
+    } catch (const ProtocolError&) {
+      if (!options.idempotent || attempt >= max_retries) throw;  // unreadable: it may have run
       lost = std::current_exception();
     }
     if (over_limit) {
@@ -735,8 +739,11 @@ Task<RunResult> Client::run_script(std::string vm, std::string script, ScriptOpt
     // A 5xx or a cut answer: the script may have run. Only an idempotent one is sent again.
     const bool unknown = !lost && (response.status == 200 ? !output : detail::is_retryable_status(response.status));
     if ((lost || (unknown && options.idempotent)) && attempt < max_retries) {
-      co_await impl_->wait_before_retry("ssh", lost ? "lost its connection" : "ended without its answer", attempt,
-                                        std::nullopt);
+      // (A named string: GCC 12 destroys a temporary inside a co_await expression twice.)
+      const std::string why = lost ? std::string("lost its connection or its answer was unreadable")
+                              : response.status == 200 ? std::string("answer was cut")
+                                                       : fmt::format("got HTTP {}", response.status);
+      co_await impl_->wait_before_retry("ssh", why, attempt, std::nullopt);
       continue;
     }
     if (response.status != 200) {
