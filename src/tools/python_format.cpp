@@ -136,4 +136,10 @@ std::string python_float(double value) {
   return sign + integral + "." + fraction;
 }
 
+std::string python_g(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", value);
+  return buffer;
+}
+
 }  // namespace exedev::tools::detail

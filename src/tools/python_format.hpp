@@ -18,4 +18,7 @@ namespace exedev::tools::detail {
 /// fractional digit for exponents -4..15 ("30.0", "0.5"), else scientific ("1e-05", "1e+16").
 [[nodiscard]] std::string python_float(double value);
 
+/// Python's format(value, 'g') (C's %g): six significant digits, no trailing zeros ("270").
+[[nodiscard]] std::string python_g(double value);
+
 }  // namespace exedev::tools::detail

@@ -87,7 +87,7 @@ void validate(const ShellOptions& o) {
   }
   if (persistent && timeout > detail::kMaxForegroundWait.count()) {
     throw std::invalid_argument("default_timeout must be greater than zero and at most " +
-                                python_float(detail::kMaxForegroundWait.count()) + " seconds for the shell tool.");
+                                detail::python_g(detail::kMaxForegroundWait.count()) + " seconds for the shell tool.");
   }
 }
 
@@ -138,11 +138,12 @@ struct Shell::State {
     co_return posix_join(posix_join(directory, "run-state"), sha256_hex(run_id));
   }
 
-  Task<std::string> cwd_for(ToolCallContext context);
-  Task<void> apply_captured_cwd(ToolCallContext context, std::string capture);
+  Task<std::string> cwd_for(std::string run_id);
+  Task<void> apply_captured_cwd(std::string run_id, std::string capture);
   Task<void> remove_capture(std::string capture);
-  Task<std::string> run_command(std::string command, std::optional<double> timeout_seconds, ToolCallContext context);
-  Task<std::string> start_command(std::string command, ToolCallContext context);
+  Task<std::string> run_command(std::string command, std::optional<double> timeout_seconds, std::string run_id,
+                                std::function<void(std::string_view)> on_output);
+  Task<std::string> start_command(std::string command, std::string run_id, std::string tool_call_id);
   Task<std::optional<Job>> find_job(std::string command_id);
   Task<std::pair<std::string, std::string>> output_tails(Job job);
   Task<std::string> check_command(std::string command_id);
@@ -222,11 +223,11 @@ Task<ToolResult> Shell::call(std::string name, std::string arguments, ToolCallCo
       auto command = args.required_string("command");
       const auto timeout = args.optional_number("timeout_seconds");
       args.finish();
-      text = co_await state->run_command(std::move(command), timeout, std::move(context));
+      text = co_await state->run_command(std::move(command), timeout, context.run_id, context.on_output);
     } else if (name == "start_command") {
       auto command = args.required_string("command");
       args.finish();
-      text = co_await state->start_command(std::move(command), std::move(context));
+      text = co_await state->start_command(std::move(command), context.run_id, context.tool_call_id);
     } else if (name == "check_command") {
       auto id = args.required_string("command_id");
       args.finish();
@@ -248,7 +249,7 @@ Task<ToolResult> Shell::call(std::string name, std::string arguments, ToolCallCo
       request.env = state->command_env().value_or(ws::Env{});
       request.foreground = mode == "foreground";
       request.timeout = timeout.value_or(state->options.default_timeout.count());
-      text = co_await detail::run_persistent(state->workspace, std::move(request), std::move(context));
+      text = co_await detail::run_persistent(state->workspace, std::move(request), context.on_output);
     }
   } catch (...) {
     error = std::current_exception();
@@ -281,11 +282,11 @@ Task<void> Shell::clear_run_cwd(std::string run_id) {
 
 // ---- run_command ----
 
-Task<std::string> Shell::State::cwd_for(ToolCallContext context) {
+Task<std::string> Shell::State::cwd_for(std::string run_id) {
   std::optional<std::string> state_path;
   std::optional<std::string> recorded;
-  if (options.persist_cwd && !context.run_id.empty()) {
-    state_path = co_await cwd_state_path(context.run_id);
+  if (options.persist_cwd && !run_id.empty()) {
+    state_path = co_await cwd_state_path(run_id);
     std::exception_ptr error;
     std::string bytes;
     try {
@@ -295,7 +296,7 @@ Task<std::string> Shell::State::cwd_for(ToolCallContext context) {
     }
     if (error) {
       if (!has_errc(error, std::errc::no_such_file_or_directory)) std::rethrow_exception(error);
-      if (cwd && cwd_run_id == context.run_id) {
+      if (cwd && cwd_run_id == run_id) {
         // This Shell saw a saved directory for this run: a missing record now is lost state.
         cwd.reset();
         throw ModelRetry("The saved working directory was lost; now in the workspace working directory.");
@@ -330,7 +331,7 @@ Task<std::string> Shell::State::cwd_for(ToolCallContext context) {
   co_return *recorded;
 }
 
-Task<void> Shell::State::apply_captured_cwd(ToolCallContext context, std::string capture) {
+Task<void> Shell::State::apply_captured_cwd(std::string run_id, std::string capture) {
   // The command already succeeded: a capture that is not text, not absolute or not a
   // directory is bookkeeping to drop, not a failure to report.
   try {
@@ -340,12 +341,12 @@ Task<void> Shell::State::apply_captured_cwd(ToolCallContext context, std::string
     if (recorded.empty() || recorded.front() != '/') co_return;
     if (!(co_await workspace->stat(recorded)).is_dir) co_return;
     auto normalized = ws::normpath(recorded);
-    if (!context.run_id.empty()) {
-      const auto state_path = co_await cwd_state_path(context.run_id);
+    if (!run_id.empty()) {
+      const auto state_path = co_await cwd_state_path(run_id);
       co_await workspace->make_dir(ws::detail::posix_dirname(state_path));
       // Parallel calls of one run each start in their own directory; the last to finish wins.
       co_await workspace->write_bytes(state_path, normalized);
-      cwd_run_id = context.run_id;
+      cwd_run_id = run_id;
     }
     cwd = std::move(normalized);
   } catch (const std::filesystem::filesystem_error&) {
@@ -362,7 +363,7 @@ Task<void> Shell::State::remove_capture(std::string capture) {
 }
 
 Task<std::string> Shell::State::run_command(std::string command, std::optional<double> timeout_seconds,
-                                            ToolCallContext context) {
+                                            std::string run_id, std::function<void(std::string_view)> on_output) {
   check(command);
   const double timeout = timeout_seconds.value_or(options.default_timeout.count());
   if (!std::isfinite(timeout) || timeout <= 0) {
@@ -378,14 +379,14 @@ Task<std::string> Shell::State::run_command(std::string command, std::optional<d
   std::string output;
   std::exception_ptr error;
   try {
-    const auto directory = co_await cwd_for(context);
+    const auto directory = co_await cwd_for(run_id);
     detail::Utf8Stream out_stream;
     detail::Utf8Stream err_stream;
     ws::RunOptions run_options;
     run_options.env = command_env().value_or(ws::Env{});
     run_options.timeout = ws::Seconds(timeout);
-    if (context.on_output) {
-      const auto& emit = context.on_output;
+    if (on_output) {
+      const auto& emit = on_output;
       run_options.on_stdout = [&emit, &out_stream](std::string_view chunk) {
         if (auto text = out_stream.feed(chunk); !text.empty()) emit(text);
       };
@@ -401,9 +402,9 @@ Task<std::string> Shell::State::run_command(std::string command, std::optional<d
     } catch (const ws::WorkspaceTimeoutError& e) {
       timed_out = e;
     }
-    if (context.on_output) {
+    if (on_output) {
       for (auto* stream : {&out_stream, &err_stream}) {
-        if (auto rest = stream->finish(); !rest.empty()) context.on_output(rest);
+        if (auto rest = stream->finish(); !rest.empty()) on_output(rest);
       }
     }
     if (timed_out) {
@@ -411,7 +412,7 @@ Task<std::string> Shell::State::run_command(std::string command, std::optional<d
                                 "[Command timed out after " + python_float(timeout) + "s]");
     } else {
       output = detail::labelled(result->stdout_text, result->stderr_text, "(no output)");
-      if (capture && result->exit_code == 0) co_await apply_captured_cwd(context, *capture);
+      if (capture && result->exit_code == 0) co_await apply_captured_cwd(run_id, *capture);
       if (result->exit_code != 0) {
         output += "\n[exit code: " + std::to_string(result->exit_code) + "]" +
                   detail::file_limit_status(result->exit_code, options.max_file_bytes);
@@ -436,18 +437,18 @@ Task<std::string> Shell::State::run_command(std::string command, std::optional<d
 
 // ---- background jobs ----
 
-Task<std::string> Shell::State::start_command(std::string command, ToolCallContext context) {
+Task<std::string> Shell::State::start_command(std::string command, std::string run_id, std::string tool_call_id) {
   check(command);
   // A durable retry of one tool call reuses its job; separate calls get separate jobs.
   std::optional<std::string> job_id;
-  if (!context.run_id.empty() && !context.tool_call_id.empty()) {
-    job_id = sha256_hex(context.run_id + ":" + context.tool_call_id).substr(0, 32);
+  if (!run_id.empty() && !tool_call_id.empty()) {
+    job_id = sha256_hex(run_id + ":" + tool_call_id).substr(0, 32);
   }
   detail::LaunchRequest request;
   const auto directory = co_await base();
   request.directory = posix_join(directory, job_id.value_or(ws::detail::random_hex()));
   request.exclusive = job_id.has_value();
-  request.cwd = co_await cwd_for(context);
+  request.cwd = co_await cwd_for(run_id);
   request.combined = false;
   request.command = command;
   request.file_limit = options.max_file_bytes;

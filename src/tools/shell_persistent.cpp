@@ -29,7 +29,10 @@ class LiveOutput {
   }
 
   Task<void> drain() {
-    while (co_await emit()) {
+    // (Not `while (co_await emit()) {}`: GCC 12 compiles that empty loop into a trap.)
+    for (;;) {
+      const bool more = co_await emit();
+      if (!more) co_return;
     }
   }
 
@@ -109,9 +112,9 @@ std::string persistent_tool_description() {
 }
 
 Task<std::string> run_persistent(std::shared_ptr<ws::Workspace> workspace, PersistentRequest request,
-                                 ToolCallContext context) {
+                                 std::function<void(std::string_view)> on_output) {
   if (!(request.timeout > 0 && request.timeout <= kMaxForegroundWait.count())) {
-    throw ModelRetry("timeout must be greater than zero and at most " + python_float(kMaxForegroundWait.count()) +
+    throw ModelRetry("timeout must be greater than zero and at most " + python_g(kMaxForegroundWait.count()) +
                      " seconds.");
   }
   LaunchRequest launch;
@@ -123,7 +126,7 @@ Task<std::string> run_persistent(std::shared_ptr<ws::Workspace> workspace, Persi
   std::string result;
   std::exception_ptr error;
   try {
-    result = co_await follow(job, request.foreground, request.timeout, context.on_output);
+    result = co_await follow(job, request.foreground, request.timeout, std::move(on_output));
   } catch (...) {
     error = std::current_exception();
   }

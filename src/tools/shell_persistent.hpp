@@ -34,10 +34,10 @@ struct PersistentRequest {
 };
 
 /// Launches the job and returns its handles (after the log's tail in foreground). Live
-/// output: the first kOutputTailBytes of the log, in order, through context.on_output.
+/// output: the first kOutputTailBytes of the log, in order, through on_output.
 /// Cancellation or failure after the launch stops the job and removes its directory
 /// (shielded, bounded by kControlTimeout); handed-back logs are never removed.
 Task<std::string> run_persistent(std::shared_ptr<workspace::Workspace> workspace, PersistentRequest request,
-                                 ToolCallContext context);
+                                 std::function<void(std::string_view)> on_output);
 
 }  // namespace exedev::tools::detail

@@ -39,6 +39,8 @@ TEST_CASE("python_float writes floats as Python's repr does", "[unit][tools]") {
   CHECK(python_float(270.0) == "270.0");
   CHECK(python_float(1.5e300) == "1.5e+300");
   CHECK(python_float(-2.0) == "-2.0");
+  CHECK(python_g(270.0) == "270");
+  CHECK(python_g(0.5) == "0.5");
 }
 
 TEST_CASE("shlex_split splits as Python's shlex.split does", "[unit][tools]") {
