@@ -1,13 +1,18 @@
 #include <exedev/tools/shell.hpp>
 
 #include "common/coroutines.hpp"
-#include "tools/python_format.hpp"
+#include "tools/arguments.hpp"
+#include "tools/content_hash.hpp"
+#include "tools/outcome.hpp"
+#include "tools/output.hpp"
+#include "tools/schema.hpp"
 #include "tools/shell_jobs.hpp"
 #include "tools/shell_persistent.hpp"
 #include "tools/shell_policy.hpp"
 #include "tools/shell_scripts.hpp"
-#include "tools/support.hpp"
+#include "tools/text.hpp"
 #include "tools/utf8_stream.hpp"
+#include "tools/workspace_access.hpp"
 #include "workspace/shell_filesystem.hpp"
 
 #include <algorithm>
@@ -24,8 +29,12 @@ namespace exedev::tools {
 
 namespace ws = exedev::workspace;
 using detail::Job;
+using detail::JsonType;
+using detail::ModelRetry;
+using detail::Parameter;
 using detail::python_float;
 using detail::python_repr;
+using detail::ToolSpec;
 using ws::detail::posix_join;
 
 namespace {
@@ -91,10 +100,61 @@ void validate(const ShellOptions& o) {
   }
 }
 
-std::string description(const std::string& summary, const std::optional<std::string>& returns) {
-  if (!returns) return summary;
-  return "<summary>" + summary + "</summary>\n<returns>\n<type>str</type>\n<description>" + *returns +
-         "</description>\n</returns>";
+Parameter text_parameter(std::string name, std::string description) {
+  Parameter parameter;
+  parameter.name = std::move(name);
+  parameter.description = std::move(description);
+  return parameter;
+}
+
+Parameter optional_seconds(std::string name, std::string description) {
+  Parameter parameter;
+  parameter.name = std::move(name);
+  parameter.type = JsonType::number;
+  parameter.description = std::move(description);
+  parameter.default_json = "null";
+  parameter.nullable = true;
+  return parameter;
+}
+
+/// Each tool as the reference's docstrings and signatures describe it.
+ToolSpec spec_of(const std::string& name) {
+  using detail::tool_description;
+  ToolSpec spec;
+  spec.name = name;
+  auto& ps = spec.parameters;
+  if (name == "run_command") {
+    spec.description = tool_description("Execute a shell command and return its output.",
+                                        "Labeled stdout/stderr output with exit code on non-zero exit.");
+    ps.push_back(text_parameter("command", "The shell command to run."));
+    // The reference's docstring says 30 whatever default_timeout is.
+    ps.push_back(optional_seconds("timeout_seconds", "Maximum seconds to wait (default: 30)."));
+  } else if (name == "start_command") {
+    spec.description = tool_description(
+        "Start a long-running command in the background (e.g. a server or watcher).\n\n"
+        "The command keeps running, after this run too, until it exits or\n"
+        "`stop_command(command_id)` stops it; call `stop_command` when done to\n"
+        "also remove its output files.",
+        "A message containing the unique command ID for later check/stop calls.");
+    ps.push_back(text_parameter("command", "The shell command to run in the background."));
+  } else if (name == "check_command") {
+    spec.description = tool_description("Check the status and recent output of a background command.",
+                                        "Status and recent output of the background command.");
+    ps.push_back(text_parameter("command_id", "The ID returned by start_command."));
+  } else if (name == "stop_command") {
+    spec.description = tool_description("Stop a background command and return its final output.",
+                                        "Final output and exit status of the stopped command.");
+    ps.push_back(text_parameter("command_id", "The ID returned by start_command."));
+  } else {
+    spec.description = detail::persistent_tool_description();
+    ps.push_back(text_parameter("command", "The shell command to run."));
+    auto mode = text_parameter("mode", "`foreground` to wait, `background` to return at once.");
+    mode.choices = {"foreground", "background"};
+    mode.default_json = "\"foreground\"";
+    ps.push_back(std::move(mode));
+    ps.push_back(optional_seconds("timeout", "Seconds to wait in foreground mode (default: the configured timeout)."));
+  }
+  return spec;
 }
 
 bool has_errc(const std::exception_ptr& error, std::errc code) {
@@ -105,6 +165,29 @@ bool has_errc(const std::exception_ptr& error, std::errc code) {
   } catch (...) {
     return false;
   }
+}
+
+/// The reference's `recoverable`: what the model can act on becomes a retry. A refused
+/// permission (a read-only refusal included) says so; a vanished working directory is named.
+Task<std::string> recoverable(Task<std::string> tool) {
+  std::exception_ptr error;
+  try {
+    co_return co_await std::move(tool);
+  } catch (const ws::WorkspaceReadOnlyError& e) {
+    throw ModelRetry(e.what());
+  } catch (const std::filesystem::filesystem_error&) {
+    error = std::current_exception();
+  }
+  if (has_errc(error, std::errc::permission_denied)) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      throw ModelRetry(e.what());
+    }
+  }
+  if (has_errc(error, std::errc::no_such_file_or_directory)) throw ModelRetry("The working directory no longer exists.");
+  if (has_errc(error, std::errc::not_a_directory)) throw ModelRetry("The working directory is no longer a directory.");
+  std::rethrow_exception(error);
 }
 
 }  // namespace
@@ -128,14 +211,14 @@ struct Shell::State {
   }
 
   Task<std::string> base() {
-    if (!jobs_base) jobs_base = co_await metadata_dir(workspace, detail::kJobsDirName);
+    if (!jobs_base) jobs_base = co_await detail::metadata_dir(workspace, detail::kJobsDirName);
     co_return *jobs_base;
   }
 
   Task<std::string> cwd_state_path(std::string run_id) {
     // A run id may hold path separators: its hash names the file.
     const auto directory = co_await base();
-    co_return posix_join(posix_join(directory, "run-state"), sha256_hex(run_id));
+    co_return posix_join(posix_join(directory, "run-state"), detail::sha256_hex(run_id));
   }
 
   Task<std::string> cwd_for(std::string run_id);
@@ -148,6 +231,7 @@ struct Shell::State {
   Task<std::pair<std::string, std::string>> output_tails(Job job);
   Task<std::string> check_command(std::string command_id);
   Task<std::string> stop_command(std::string command_id);
+  Task<std::string> dispatch(std::string name, std::string arguments, ToolCallContext context);
 };
 
 Shell::Shell(std::shared_ptr<ws::Workspace> workspace, ShellOptions options) : state_(std::make_shared<State>()) {
@@ -168,105 +252,51 @@ std::string Shell::id() const { return state_->options.id; }
 
 Task<std::vector<ToolDefinition>> Shell::tools() {
   auto state = state_;
-  auto& workspace = *state->workspace;
-  if (!workspace.attached()) require_workspace(workspace, "ShellToolset");
+  detail::require_workspace(*state->workspace, "ShellToolset");
   std::vector<ToolDefinition> definitions;
-  if (!supports_commands(workspace)) co_return definitions;
-  const auto& chosen = state->options.tools;
+  if (!detail::supports_commands(*state->workspace)) co_return definitions;
   for (const auto& name : all_tool_names()) {
-    if (!contains(chosen, name)) continue;
-    ToolDefinition tool;
-    tool.name = name;
-    SchemaBuilder schema;
-    if (name == "run_command") {
-      tool.description = description("Execute a shell command and return its output.",
-                                     "Labeled stdout/stderr output with exit code on non-zero exit.");
-      schema.required_string("command", "The shell command to run.");
-      schema.optional_number("timeout_seconds", "Maximum seconds to wait (default: 30).");
-    } else if (name == "start_command") {
-      tool.description = description(
-          "Start a long-running command in the background (e.g. a server or watcher).\n\n"
-          "The command keeps running, after this run too, until it exits or\n"
-          "`stop_command(command_id)` stops it; call `stop_command` when done to\n"
-          "also remove its output files.",
-          "A message containing the unique command ID for later check/stop calls.");
-      schema.required_string("command", "The shell command to run in the background.");
-    } else if (name == "check_command") {
-      tool.description = description("Check the status and recent output of a background command.",
-                                     "Status and recent output of the background command.");
-      schema.required_string("command_id", "The ID returned by start_command.");
-    } else if (name == "stop_command") {
-      tool.description = description("Stop a background command and return its final output.",
-                                     "Final output and exit status of the stopped command.");
-      schema.required_string("command_id", "The ID returned by start_command.");
-    } else {
-      tool.description = detail::persistent_tool_description();
-      schema.required_string("command", "The shell command to run.");
-      schema.optional_enum("mode", "`foreground` to wait, `background` to return at once.",
-                           std::vector<std::string>{"foreground", "background"}, "foreground");
-      schema.optional_number("timeout", "Seconds to wait in foreground mode (default: the configured timeout).");
-    }
-    tool.parameters_schema = schema.json();
-    definitions.push_back(std::move(tool));
+    if (contains(state->options.tools, name)) definitions.push_back(detail::definition_of(spec_of(name)));
   }
   co_return definitions;
 }
 
 Task<ToolResult> Shell::call(std::string name, std::string arguments, ToolCallContext context) {
+  detail::require_workspace(*state_->workspace, "ShellToolset");
+  // Keeps the state alive across the awaits even if the tool set is destroyed meanwhile.
   auto state = state_;
-  std::string text;
-  std::exception_ptr error;
-  try {
-    if (!contains(state->options.tools, name)) throw ModelRetry(unknown_tool_message(name, state->options.tools));
-    Arguments args(arguments);
-    if (name == "run_command") {
-      auto command = args.required_string("command");
-      const auto timeout = args.optional_number("timeout_seconds");
-      args.finish();
-      text = co_await state->run_command(std::move(command), timeout, context.run_id, context.on_output);
-    } else if (name == "start_command") {
-      auto command = args.required_string("command");
-      args.finish();
-      text = co_await state->start_command(std::move(command), context.run_id, context.tool_call_id);
-    } else if (name == "check_command") {
-      auto id = args.required_string("command_id");
-      args.finish();
-      text = co_await state->check_command(std::move(id));
-    } else if (name == "stop_command") {
-      auto id = args.required_string("command_id");
-      args.finish();
-      text = co_await state->stop_command(std::move(id));
-    } else {
-      auto command = args.required_string("command");
-      auto mode = args.optional_enum("mode", std::vector<std::string>{"foreground", "background"}, "foreground");
-      const auto timeout = args.optional_number("timeout");
-      args.finish();
-      state->check(command);
-      detail::PersistentRequest request;
-      request.command = std::move(command);
-      request.base = co_await state->base();
-      request.cwd = co_await state->workspace->working_dir();
-      request.env = state->command_env().value_or(ws::Env{});
-      request.foreground = mode == "foreground";
-      request.timeout = timeout.value_or(state->options.default_timeout.count());
-      text = co_await detail::run_persistent(state->workspace, std::move(request), context.on_output);
-    }
-  } catch (...) {
-    error = std::current_exception();
-  }
-  if (error) {
-    // The reference's `recoverable`: what the model can act on is a retry.
-    if (has_errc(error, std::errc::no_such_file_or_directory)) {
-      co_return retry_result("The working directory no longer exists.");
-    }
-    if (has_errc(error, std::errc::not_a_directory)) {
-      co_return retry_result("The working directory is no longer a directory.");
-    }
-    co_return tool_error_result(error);
-  }
-  ToolResult result;
-  result.text = truncate_tail(text, state->options.max_output_chars);
+  auto result = co_await detail::to_tool_result(state->dispatch(std::move(name), std::move(arguments), std::move(context)));
+  // Every result keeps its tail: each tool puts its status, ID and exit lines last.
+  if (result.outcome == ToolOutcome::success) result.text = detail::truncate_tail(result.text, state->options.max_output_chars);
   co_return result;
+}
+
+Task<std::string> Shell::State::dispatch(std::string name, std::string arguments, ToolCallContext context) {
+  std::vector<std::string> offered;
+  for (const auto& tool : all_tool_names()) {
+    if (contains(options.tools, tool)) offered.push_back(tool);
+  }
+  if (!contains(offered, name)) throw ModelRetry(detail::unknown_tool_message(name, offered));
+  const detail::Arguments args(spec_of(name), arguments);
+  if (name == "run_command") {
+    co_return co_await recoverable(
+        run_command(args.text("command"), args.optional_number("timeout_seconds"), context.run_id, context.on_output));
+  }
+  if (name == "start_command") {
+    co_return co_await recoverable(start_command(args.text("command"), context.run_id, context.tool_call_id));
+  }
+  if (name == "check_command") co_return co_await recoverable(check_command(args.text("command_id")));
+  if (name == "stop_command") co_return co_await recoverable(stop_command(args.text("command_id")));
+  auto command = args.text("command");
+  check(command);
+  detail::PersistentRequest request;
+  request.command = std::move(command);
+  request.base = co_await base();
+  request.cwd = co_await workspace->working_dir();
+  request.env = command_env().value_or(ws::Env{});
+  request.foreground = args.text("mode") == "foreground";
+  request.timeout = args.optional_number("timeout").value_or(options.default_timeout.count());
+  co_return co_await recoverable(detail::run_persistent(workspace, std::move(request), context.on_output));
 }
 
 Task<void> Shell::clear_run_cwd(std::string run_id) {
@@ -442,7 +472,7 @@ Task<std::string> Shell::State::start_command(std::string command, std::string r
   // A durable retry of one tool call reuses its job; separate calls get separate jobs.
   std::optional<std::string> job_id;
   if (!run_id.empty() && !tool_call_id.empty()) {
-    job_id = sha256_hex(run_id + ":" + tool_call_id).substr(0, 32);
+    job_id = detail::sha256_hex(run_id + ":" + tool_call_id).substr(0, 32);
   }
   detail::LaunchRequest request;
   const auto directory = co_await base();

@@ -1,8 +1,8 @@
 #include "tools/shell_jobs.hpp"
 
 #include "common/coroutines.hpp"
-#include "tools/python_format.hpp"
-#include "tools/support.hpp"
+#include "tools/outcome.hpp"
+#include "tools/text.hpp"
 #include "workspace/shell_filesystem.hpp"
 #include "workspace/shield.hpp"
 

@@ -1,9 +1,9 @@
 #include "tools/shell_persistent.hpp"
 
 #include "common/coroutines.hpp"
-#include "tools/python_format.hpp"
+#include "tools/outcome.hpp"
+#include "tools/text.hpp"
 #include "tools/shell_jobs.hpp"
-#include "tools/support.hpp"
 #include "tools/utf8_stream.hpp"
 #include "workspace/shell_filesystem.hpp"
 

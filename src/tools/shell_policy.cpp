@@ -1,8 +1,7 @@
 #include "tools/shell_policy.hpp"
 
-#include "tools/python_format.hpp"
-
-#include <fnmatch.h>
+#include "tools/paths.hpp"
+#include "tools/text.hpp"
 
 #include <algorithm>
 
@@ -115,19 +114,11 @@ std::optional<std::string> command_refusal(const CommandPolicy& policy, std::str
   return std::nullopt;
 }
 
-bool fnmatchcase(std::string_view name, std::string_view pattern) {
-  // No FNM_PATHNAME / FNM_PERIOD: `*` spans `/` and a leading dot, as in Python; FNM_NOESCAPE:
-  // Python gives a backslash no meaning.
-  const std::string n(name);
-  const std::string p(pattern);
-  return ::fnmatch(p.c_str(), n.c_str(), FNM_NOESCAPE) == 0;
-}
-
 workspace::Env filter_env(const workspace::Env& env, const std::vector<std::string>& denied_patterns) {
   workspace::Env kept;
   for (const auto& [name, value] : env) {
     const bool denied = std::any_of(denied_patterns.begin(), denied_patterns.end(),
-                                    [&](const std::string& pattern) { return fnmatchcase(name, pattern); });
+                                    [&](const std::string& pattern) { return fnmatch_python(name, pattern); });
     if (!denied) kept.emplace(name, value);
   }
   return kept;

@@ -35,11 +35,7 @@ struct CommandPolicy {
 /// (a command shlex cannot split passes).
 [[nodiscard]] std::optional<std::string> command_refusal(const CommandPolicy& policy, std::string_view command);
 
-/// Python's fnmatch.fnmatchcase: `*` matches anything (also `/`), `?` one character, `[...]`
-/// and `[!...]` sets; no escapes. Used for environment variable names.
-[[nodiscard]] bool fnmatchcase(std::string_view name, std::string_view pattern);
-
-/// `env` minus the names that match any of `denied_patterns`.
+/// `env` minus the names that match any of `denied_patterns` (fnmatch.fnmatchcase).
 [[nodiscard]] workspace::Env filter_env(const workspace::Env& env, const std::vector<std::string>& denied_patterns);
 
 }  // namespace exedev::tools::detail

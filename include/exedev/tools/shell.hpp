@@ -80,7 +80,7 @@ struct ShellOptions {
 
 /// The Shell tool set over one workspace. Offers no tools when the workspace cannot run
 /// commands (read-only, or a backend without commands); tools() of a workspace that is not
-/// attached throws WorkspaceUsageError saying how to attach one.
+/// attached throws UserError (exedev/tools/errors.hpp) saying how to attach one; so does call().
 ///
 /// With persist_cwd, use one Shell per agent run (the directory of calls without a run id is
 /// kept in this object). Cancellation of call(): a foreground command is stopped (the
