@@ -45,7 +45,17 @@ class Bench {
     }
   }
 
+  [[nodiscard]] const std::string& kind() const { return kind_; }
+
   bool skip() { return fixture_ && fixture_->skip("the emulator's VM directories on this machine"); }
+
+  /// Runs the test body on a fresh io_context, then closes the sandbox backends' clients.
+  void run(const std::function<Task<void>()>& body) {
+    exedev::testing::run([&](Executor) -> Task<void> {
+      co_await body();
+      co_await close();
+    }, limits());
+  }
 
   /// The workspace over the first backend (a sandbox one provisions its VM on first use).
   std::shared_ptr<ws::Workspace> first() {

@@ -8,11 +8,10 @@
 using namespace shell_test;
 
 TEST_CASE("run_command delivers output while the command runs", "[integration][tools][live-output]") {
-  const auto kind = BACKENDS;
-  INFO("backend: " << kind);
-  Bench bench(kind);
+  Bench bench(BACKENDS);
+  INFO("backend: " << bench.kind());
   if (bench.skip()) return;
-  exedev::testing::run([&](Executor) -> Task<void> {
+  bench.run([&]() -> Task<void> {
     auto workspace = bench.first();
     const auto wd = co_await workspace->working_dir();
     tools::Shell shell(workspace);
@@ -30,7 +29,6 @@ TEST_CASE("run_command delivers output while the command runs", "[integration][t
     arguments["timeout_seconds"] = 30;
     CHECK_TEXT(co_await call_in(shell, "run_command", args(arguments), context), "[stdout]\nready\nfinished\n");
     CHECK(seen == "ready\nfinished\n");
-    co_await bench.close();
-  }, limits());
+  });
 }
 

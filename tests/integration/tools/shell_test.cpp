@@ -7,11 +7,10 @@
 using namespace shell_test;
 
 TEST_CASE("run_command labels output, reports exit codes and timeouts", "[integration][tools]") {
-  const auto kind = BACKENDS;
-  INFO("backend: " << kind);
-  Bench bench(kind);
+  Bench bench(BACKENDS);
+  INFO("backend: " << bench.kind());
   if (bench.skip()) return;
-  exedev::testing::run([&](Executor) -> Task<void> {
+  bench.run([&]() -> Task<void> {
     auto workspace = bench.first();
     tools::Shell shell(workspace);
     const auto wd = co_await workspace->working_dir();
@@ -38,16 +37,14 @@ TEST_CASE("run_command labels output, reports exit codes and timeouts", "[integr
     short_default.default_timeout = ws::Seconds(1.0);
     tools::Shell quick(workspace, short_default);
     CHECK_TEXT(co_await run(quick, "exec sleep 30"), "[Command timed out after 1.0s]");
-    co_await bench.close();
-  }, limits());
+  });
 }
 
 TEST_CASE("run_command refuses what the command policy denies, before running it", "[integration][tools]") {
-  const auto kind = BACKENDS;
-  INFO("backend: " << kind);
-  Bench bench(kind);
+  Bench bench(BACKENDS);
+  INFO("backend: " << bench.kind());
   if (bench.skip()) return;
-  exedev::testing::run([&](Executor) -> Task<void> {
+  bench.run([&]() -> Task<void> {
     auto workspace = bench.first();
     tools::ShellOptions options;
     options.denied_operators = {">"};
@@ -71,16 +68,14 @@ TEST_CASE("run_command refuses what the command policy denies, before running it
     interactive.denied_commands = std::vector<std::string>{};
     tools::Shell lenient(workspace, interactive);
     CHECK_TEXT(co_await run(lenient, "man 2>/dev/null; echo ran"), "[stdout]\nran\n");
-    co_await bench.close();
-  }, limits());
+  });
 }
 
 TEST_CASE("results keep their tail under max_output_chars; max_file_bytes limits files", "[integration][tools]") {
-  const auto kind = BACKENDS;
-  INFO("backend: " << kind);
-  Bench bench(kind);
+  Bench bench(BACKENDS);
+  INFO("backend: " << bench.kind());
   if (bench.skip()) return;
-  exedev::testing::run([&](Executor) -> Task<void> {
+  bench.run([&]() -> Task<void> {
     auto workspace = bench.first();
     tools::ShellOptions options;
     options.max_output_chars = 100;
@@ -106,16 +101,14 @@ TEST_CASE("results keep their tail under max_output_chars; max_file_bytes limits
     CHECK_TEXT(co_await run(files, "exit 2"),
                "(no output)\n[exit code: 2]\n[Command failed with max_file_bytes=1000; file writes may have reached the "
                "per-file limit.]");
-    co_await bench.close();
-  }, limits());
+  });
 }
 
 TEST_CASE("env is passed without the denied names; persist_cwd follows cd", "[integration][tools]") {
-  const auto kind = BACKENDS;
-  INFO("backend: " << kind);
-  Bench bench(kind);
+  Bench bench(BACKENDS);
+  INFO("backend: " << bench.kind());
   if (bench.skip()) return;
-  exedev::testing::run([&](Executor) -> Task<void> {
+  bench.run([&]() -> Task<void> {
     auto workspace = bench.first();
     const auto wd = co_await workspace->working_dir();
     tools::ShellOptions with_env;
@@ -146,16 +139,14 @@ TEST_CASE("env is passed without the denied names; persist_cwd follows cd", "[in
     const auto leftovers = co_await run(env_shell, "ls -A .pydantic-ai-harness/shell .pydantic-ai-harness/shell/run-state");
     CHECK(leftovers.find("cwd-") == std::string::npos);
     CHECK_TEXT(co_await workspace->read_text(".pydantic-ai-harness/.gitignore"), "*\n");
-    co_await bench.close();
-  }, limits());
+  });
 }
 
 TEST_CASE("a background job started through one backend is checked and stopped through another", "[integration][tools]") {
-  const auto kind = BACKENDS;
-  INFO("backend: " << kind);
-  Bench bench(kind);
+  Bench bench(BACKENDS);
+  INFO("backend: " << bench.kind());
   if (bench.skip()) return;
-  exedev::testing::run([&](Executor) -> Task<void> {
+  bench.run([&]() -> Task<void> {
     auto workspace = bench.first();
     tools::Shell starter(workspace);
     const auto started = co_await call(starter, "start_command",
@@ -185,16 +176,14 @@ TEST_CASE("a background job started through one backend is checked and stopped t
     CHECK_TEXT(co_await check_until(checker, quiet_id, "finished"), "(no output yet)\n[status: finished]\n[exit code: 0]");
     CHECK_TEXT(co_await call(checker, "stop_command", id_args(quiet_id)), "(no output)\n[stopped]\n[exit code: 0]");
     CHECK_TEXT(co_await call(starter, "stop_command", id_args(finished_id)), "[stdout]\ndone\n\n[stopped]\n[exit code: 7]");
-    co_await bench.close();
-  }, limits());
+  });
 }
 
 TEST_CASE("a job's id derives from the run and tool call ids; a retried start attaches to it", "[integration][tools]") {
-  const auto kind = BACKENDS;
-  INFO("backend: " << kind);
-  Bench bench(kind);
+  Bench bench(BACKENDS);
+  INFO("backend: " << bench.kind());
   if (bench.skip()) return;
-  exedev::testing::run([&](Executor) -> Task<void> {
+  bench.run([&]() -> Task<void> {
     auto workspace = bench.first();
     tools::Shell shell(workspace);
     tools::ToolCallContext context;
@@ -209,16 +198,14 @@ TEST_CASE("a job's id derives from the run and tool call ids; a retried start at
     CHECK_TEXT(co_await call_in(retried, "start_command", command_args("sleep 300"), context), first);
     CHECK_TEXT(co_await workspace->read_text(".pydantic-ai-harness/shell/" + expected + "/handle"), handle);
     CHECK_TEXT(co_await call(retried, "stop_command", id_args(expected)), "(no output)\n[stopped]\n[exit code: 143]");
-    co_await bench.close();
-  }, limits());
+  });
 }
 
 TEST_CASE("the persistent shell tool returns output and handles", "[integration][tools]") {
-  const auto kind = BACKENDS;
-  INFO("backend: " << kind);
-  Bench bench(kind);
+  Bench bench(BACKENDS);
+  INFO("backend: " << bench.kind());
   if (bench.skip()) return;
-  exedev::testing::run([&](Executor) -> Task<void> {
+  bench.run([&]() -> Task<void> {
     auto workspace = bench.first();
     const auto wd = co_await workspace->working_dir();
     tools::ShellOptions options;
@@ -255,16 +242,14 @@ TEST_CASE("the persistent shell tool returns output and handles", "[integration]
     CHECK_TEXT(co_await call(shell, "shell", args(too_long), ToolOutcome::retry), "timeout must be greater than zero and at most 270 seconds.");
     const auto unknown = co_await call(shell, "run_command", command_args("true"), ToolOutcome::retry);
     CHECK(unknown.rfind("Unknown tool name: 'run_command'.", 0) == 0);
-    co_await bench.close();
-  }, limits());
+  });
 }
 
 TEST_CASE("tools() offers the configured tools only where commands can run", "[integration][tools]") {
-  const auto kind = BACKENDS;
-  INFO("backend: " << kind);
-  Bench bench(kind);
+  Bench bench(BACKENDS);
+  INFO("backend: " << bench.kind());
   if (bench.skip()) return;
-  exedev::testing::run([&](Executor) -> Task<void> {
+  bench.run([&]() -> Task<void> {
     auto workspace = bench.first();
     tools::Shell shell(workspace);
     const auto definitions = co_await shell.tools();
@@ -284,8 +269,7 @@ TEST_CASE("tools() offers the configured tools only where commands can run", "[i
     CO_CHECK((co_await read_only.tools()).empty());
     CHECK_TEXT(co_await call(shell, "run_command", "{\"command\": 1}", ToolOutcome::retry), "Invalid arguments for tool 'run_command':\n- command: Input should be a valid string\nFix the errors and try again.");
     CHECK_TEXT(co_await call(shell, "run_command", "not json", ToolOutcome::retry), "Invalid arguments for tool 'run_command': the arguments are not valid JSON. Send a JSON object.");
-    co_await bench.close();
-  }, limits());
+  });
 }
 
 TEST_CASE("Shell validates its options and needs an attached workspace", "[unit][tools]") {
