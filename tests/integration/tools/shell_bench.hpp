@@ -49,14 +49,6 @@ class Bench {
 
   bool skip() { return fixture_ && fixture_->skip("the emulator's VM directories on this machine"); }
 
-  /// Runs the test body on a fresh io_context, then closes the sandbox backends' clients.
-  void run(const std::function<Task<void>()>& body) {
-    exedev::testing::run([&](Executor) -> Task<void> {
-      co_await body();
-      co_await close();
-    }, limits());
-  }
-
   /// The workspace over the first backend (a sandbox one provisions its VM on first use).
   std::shared_ptr<ws::Workspace> first() {
     if (!first_) first_ = std::make_shared<ws::Workspace>(make_backend(std::nullopt));
@@ -90,6 +82,18 @@ class Bench {
   std::shared_ptr<ws::Workspace> first_;
   std::vector<std::shared_ptr<exedev::SandboxBackend>> sandboxes_;
 };
+
+/// Runs `body` on each backend (the test case runs once per generated kind), on a fresh
+/// io_context, then closes the sandbox backends' clients; returns at once where the bench skips.
+inline void on_each_backend(const std::function<Task<void>(Bench&)>& body) {
+  Bench bench(GENERATE(as<std::string>{}, "local", "sandbox"));
+  INFO("backend: " << bench.kind());
+  if (bench.skip()) return;
+  exedev::testing::run([&](Executor) -> Task<void> {
+    co_await body(bench);
+    co_await bench.close();
+  }, limits());
+}
 
 std::string args(const nlohmann::json& json) { return json.dump(); }
 
@@ -165,7 +169,5 @@ Task<bool> process_alive(ws::Workspace& workspace, std::string pid) {
     const auto checked_value_ = (value); \
     CHECK(checked_value_ == (expected)); \
   } while (false)
-
-#define BACKENDS GENERATE(as<std::string>{}, "local", "sandbox")
 
 }  // namespace shell_test

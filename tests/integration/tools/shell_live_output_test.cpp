@@ -8,10 +8,7 @@
 using namespace shell_test;
 
 TEST_CASE("run_command delivers output while the command runs", "[integration][tools][live-output]") {
-  Bench bench(BACKENDS);
-  INFO("backend: " << bench.kind());
-  if (bench.skip()) return;
-  bench.run([&]() -> Task<void> {
+  on_each_backend([&](Bench& bench) -> Task<void> {
     auto workspace = bench.first();
     const auto wd = co_await workspace->working_dir();
     tools::Shell shell(workspace);

@@ -7,10 +7,7 @@
 using namespace shell_test;
 
 TEST_CASE("run_command labels output, reports exit codes and timeouts", "[integration][tools]") {
-  Bench bench(BACKENDS);
-  INFO("backend: " << bench.kind());
-  if (bench.skip()) return;
-  bench.run([&]() -> Task<void> {
+  on_each_backend([&](Bench& bench) -> Task<void> {
     auto workspace = bench.first();
     tools::Shell shell(workspace);
     const auto wd = co_await workspace->working_dir();
@@ -41,10 +38,7 @@ TEST_CASE("run_command labels output, reports exit codes and timeouts", "[integr
 }
 
 TEST_CASE("run_command refuses what the command policy denies, before running it", "[integration][tools]") {
-  Bench bench(BACKENDS);
-  INFO("backend: " << bench.kind());
-  if (bench.skip()) return;
-  bench.run([&]() -> Task<void> {
+  on_each_backend([&](Bench& bench) -> Task<void> {
     auto workspace = bench.first();
     tools::ShellOptions options;
     options.denied_operators = {">"};
@@ -72,10 +66,7 @@ TEST_CASE("run_command refuses what the command policy denies, before running it
 }
 
 TEST_CASE("results keep their tail under max_output_chars; max_file_bytes limits files", "[integration][tools]") {
-  Bench bench(BACKENDS);
-  INFO("backend: " << bench.kind());
-  if (bench.skip()) return;
-  bench.run([&]() -> Task<void> {
+  on_each_backend([&](Bench& bench) -> Task<void> {
     auto workspace = bench.first();
     tools::ShellOptions options;
     options.max_output_chars = 100;
@@ -105,10 +96,7 @@ TEST_CASE("results keep their tail under max_output_chars; max_file_bytes limits
 }
 
 TEST_CASE("env is passed without the denied names; persist_cwd follows cd", "[integration][tools]") {
-  Bench bench(BACKENDS);
-  INFO("backend: " << bench.kind());
-  if (bench.skip()) return;
-  bench.run([&]() -> Task<void> {
+  on_each_backend([&](Bench& bench) -> Task<void> {
     auto workspace = bench.first();
     const auto wd = co_await workspace->working_dir();
     tools::ShellOptions with_env;
@@ -143,10 +131,7 @@ TEST_CASE("env is passed without the denied names; persist_cwd follows cd", "[in
 }
 
 TEST_CASE("a background job started through one backend is checked and stopped through another", "[integration][tools]") {
-  Bench bench(BACKENDS);
-  INFO("backend: " << bench.kind());
-  if (bench.skip()) return;
-  bench.run([&]() -> Task<void> {
+  on_each_backend([&](Bench& bench) -> Task<void> {
     auto workspace = bench.first();
     tools::Shell starter(workspace);
     const auto started = co_await call(starter, "start_command",
@@ -180,10 +165,7 @@ TEST_CASE("a background job started through one backend is checked and stopped t
 }
 
 TEST_CASE("a job's id derives from the run and tool call ids; a retried start attaches to it", "[integration][tools]") {
-  Bench bench(BACKENDS);
-  INFO("backend: " << bench.kind());
-  if (bench.skip()) return;
-  bench.run([&]() -> Task<void> {
+  on_each_backend([&](Bench& bench) -> Task<void> {
     auto workspace = bench.first();
     tools::Shell shell(workspace);
     tools::ToolCallContext context;
@@ -202,10 +184,7 @@ TEST_CASE("a job's id derives from the run and tool call ids; a retried start at
 }
 
 TEST_CASE("the persistent shell tool returns output and handles", "[integration][tools]") {
-  Bench bench(BACKENDS);
-  INFO("backend: " << bench.kind());
-  if (bench.skip()) return;
-  bench.run([&]() -> Task<void> {
+  on_each_backend([&](Bench& bench) -> Task<void> {
     auto workspace = bench.first();
     const auto wd = co_await workspace->working_dir();
     tools::ShellOptions options;
@@ -246,10 +225,7 @@ TEST_CASE("the persistent shell tool returns output and handles", "[integration]
 }
 
 TEST_CASE("tools() offers the configured tools only where commands can run", "[integration][tools]") {
-  Bench bench(BACKENDS);
-  INFO("backend: " << bench.kind());
-  if (bench.skip()) return;
-  bench.run([&]() -> Task<void> {
+  on_each_backend([&](Bench& bench) -> Task<void> {
     auto workspace = bench.first();
     tools::Shell shell(workspace);
     const auto definitions = co_await shell.tools();
