@@ -25,7 +25,9 @@ namespace {
 using detail::JsonType;
 using detail::ModelRetry;
 using detail::Parameter;
+using detail::text_parameter;
 using detail::ToolSpec;
+using detail::typed_parameter;
 
 const std::vector<std::string> default_tools = {"read_file",   "write_file", "edit_file",        "list_directory",
                                                 "search_files", "find_files", "create_directory", "file_info"};
@@ -41,23 +43,6 @@ const std::vector<std::string> read_only_tools = {"read_file",  "list_directory"
 // Room kept for the longest notice read_file appends after the numbered lines.
 constexpr std::size_t notice_chars = 200;
 constexpr std::chrono::seconds readlink_timeout{10};
-
-Parameter text_parameter(std::string name, std::string description, std::optional<std::string> default_json = {},
-                         bool nullable = false) {
-  Parameter p;
-  p.name = std::move(name);
-  p.description = std::move(description);
-  p.default_json = std::move(default_json);
-  p.nullable = nullable;
-  return p;
-}
-
-Parameter typed_parameter(std::string name, JsonType type, std::string description,
-                          std::optional<std::string> default_json = {}, bool nullable = false) {
-  auto p = text_parameter(std::move(name), std::move(description), std::move(default_json), nullable);
-  p.type = type;
-  return p;
-}
 
 ToolSpec spec_of(const std::string& name, bool hashes) {
   using detail::tool_description;

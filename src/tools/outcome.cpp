@@ -3,6 +3,7 @@
 #include "tools/text.hpp"
 
 #include <exception>
+#include <filesystem>
 #include <utility>
 
 namespace exedev::tools::detail {
@@ -25,6 +26,16 @@ void raise_tool_failure(const workspace::WorkspaceError& error) {
   const std::string message = error.what();
   if (!message.empty()) throw ToolFailed(message);
   throw ToolFailed("The workspace operation failed (" + type_name(error) + ").");
+}
+
+bool has_errc(const std::exception_ptr& error, std::errc code) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::filesystem::filesystem_error& e) {
+    return e.code() == code;
+  } catch (...) {
+    return false;
+  }
 }
 
 std::string unknown_tool_message(const std::string& name, const std::vector<std::string>& offered) {

@@ -28,12 +28,14 @@
 namespace exedev::tools {
 
 namespace ws = exedev::workspace;
+using detail::has_errc;
 using detail::Job;
 using detail::JsonType;
 using detail::ModelRetry;
 using detail::Parameter;
 using detail::python_float;
 using detail::python_repr;
+using detail::text_parameter;
 using detail::ToolSpec;
 using ws::detail::posix_join;
 
@@ -100,21 +102,8 @@ void validate(const ShellOptions& o) {
   }
 }
 
-Parameter text_parameter(std::string name, std::string description) {
-  Parameter parameter;
-  parameter.name = std::move(name);
-  parameter.description = std::move(description);
-  return parameter;
-}
-
 Parameter optional_seconds(std::string name, std::string description) {
-  Parameter parameter;
-  parameter.name = std::move(name);
-  parameter.type = JsonType::number;
-  parameter.description = std::move(description);
-  parameter.default_json = "null";
-  parameter.nullable = true;
-  return parameter;
+  return detail::typed_parameter(std::move(name), JsonType::number, std::move(description), "null", true);
 }
 
 /// Each tool as the reference's docstrings and signatures describe it.
@@ -155,16 +144,6 @@ ToolSpec spec_of(const std::string& name) {
     ps.push_back(optional_seconds("timeout", "Seconds to wait in foreground mode (default: the configured timeout)."));
   }
   return spec;
-}
-
-bool has_errc(const std::exception_ptr& error, std::errc code) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::filesystem::filesystem_error& e) {
-    return e.code() == code;
-  } catch (...) {
-    return false;
-  }
 }
 
 /// The reference's `recoverable`: what the model can act on becomes a retry. A refused

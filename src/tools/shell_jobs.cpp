@@ -23,16 +23,6 @@ using ws::detail::strip;
 
 namespace {
 
-bool is_not_found(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::filesystem::filesystem_error& e) {
-    return e.code() == std::errc::no_such_file_or_directory;
-  } catch (...) {
-    return false;
-  }
-}
-
 ws::RunOptions control_options(ws::Env env = {}) {
   ws::RunOptions options;
   options.env = std::move(env);
@@ -130,7 +120,7 @@ Task<std::optional<std::string>> Job::status_text() {
     error = std::current_exception();
   }
   if (error) {
-    if (is_not_found(error)) co_return std::nullopt;
+    if (has_errc(error, std::errc::no_such_file_or_directory)) co_return std::nullopt;
     std::rethrow_exception(error);
   }
   auto text = ws::utf8_replace_invalid(bytes);
