@@ -45,7 +45,8 @@ asio::awaitable<void> round_trip(ws::Workspace& workspace, const char* label) {
 // The file tools over a workspace: a model's read_file call sees the file with its header.
 asio::awaitable<void> file_tool(std::shared_ptr<ws::Workspace> workspace) {
   exedev::tools::FileSystem files(std::move(workspace));
-  const auto result = co_await files.call("read_file", R"({"path": "consumer/hello.txt"})", {});
+  exedev::tools::ToolCallContext context;  // a named variable: GCC 12 and braced lists, see README
+  const auto result = co_await files.call("read_file", R"({"path": "consumer/hello.txt"})", std::move(context));
   expect(result.outcome == exedev::tools::ToolOutcome::success && result.text.find("     1\thello\n") != std::string::npos,
          "FileSystem read_file");
 }
