@@ -1,12 +1,13 @@
 // Uses the package the way a user does: public headers only, linked through exedev:: targets.
 // It touches every installed library: the coroutine runner (exedev::testing), a local
 // workspace (exedev::workspace), and a VM workspace (exedev::exedev) on the in-process
-// emulator (exedev::emulator) over real TLS. It also finds the emulator program through the
+// emulator (exedev::emulator) over real TLS, and the file tools (exedev::tools). It also finds the emulator program through the
 // package (EXEDEV_EMULATOR_PROGRAM, from the exedev::exedev-emulator target).
 #include <exedev/emulator/client_options.hpp>
 #include <exedev/emulator/emulator.hpp>
 #include <exedev/exedev.hpp>
 #include <exedev/testing/run.hpp>
+#include <exedev/tools/file_system.hpp>
 #include <exedev/workspace/local_backend.hpp>
 
 #include <boost/asio/awaitable.hpp>
@@ -42,6 +43,15 @@ asio::awaitable<void> round_trip(ws::Workspace& workspace, const char* label) {
   expect(result.exit_code == 0 && result.stdout_text == "hello\n", label);
 }
 
+// The file tools over a workspace: a model's read_file call sees the file with its header.
+asio::awaitable<void> file_tool(std::shared_ptr<ws::Workspace> workspace) {
+  exedev::tools::FileSystem files(std::move(workspace));
+  exedev::tools::ToolCallContext context;  // a named variable: GCC 12 and braced lists, see README
+  const auto result = co_await files.call("read_file", R"({"path": "consumer/hello.txt"})", std::move(context));
+  expect(result.outcome == exedev::tools::ToolOutcome::success && result.text.find("     1\thello\n") != std::string::npos,
+         "FileSystem read_file");
+}
+
 }  // namespace
 
 int main() try {
@@ -56,6 +66,7 @@ int main() try {
   exedev::testing::run([&](asio::any_io_executor) -> asio::awaitable<void> {
     ws::Workspace local(std::make_shared<ws::LocalBackend>(directory));
     co_await round_trip(local, "local workspace round trip");
+    co_await file_tool(std::make_shared<ws::Workspace>(std::make_shared<ws::LocalBackend>(directory)));
     ws::Workspace vm(sandbox);
     co_await round_trip(vm, "VM workspace round trip");
     co_await sandbox->close();

@@ -1,0 +1,632 @@
+#include <exedev/tools/file_system.hpp>
+
+#include "tools/arguments.hpp"
+#include "tools/content_hash.hpp"
+#include "tools/file_system_impl.hpp"
+#include "tools/outcome.hpp"
+#include "tools/paths.hpp"
+#include "tools/schema.hpp"
+#include "tools/text.hpp"
+#include "tools/workspace_access.hpp"
+
+#include <exedev/tools/errors.hpp>
+#include <exedev/workspace/errors.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+
+namespace exedev::tools {
+
+namespace {
+
+using detail::JsonType;
+using detail::ModelRetry;
+using detail::Parameter;
+using detail::ToolSpec;
+
+const std::vector<std::string> default_tools = {"read_file",   "write_file", "edit_file",        "list_directory",
+                                                "search_files", "find_files", "create_directory", "file_info"};
+const std::vector<std::string> all_tools = [] {
+  auto names = default_tools;
+  names.emplace_back("list_files");
+  names.emplace_back("grep");
+  return names;
+}();
+const std::vector<std::string> read_only_tools = {"read_file",  "list_directory", "search_files", "find_files",
+                                                  "file_info",  "list_files",     "grep"};
+
+// Room kept for the longest notice read_file appends after the numbered lines.
+constexpr std::size_t notice_chars = 200;
+constexpr std::chrono::seconds readlink_timeout{10};
+
+Parameter text_parameter(std::string name, std::string description, std::optional<std::string> default_json = {},
+                         bool nullable = false) {
+  Parameter p;
+  p.name = std::move(name);
+  p.description = std::move(description);
+  p.default_json = std::move(default_json);
+  p.nullable = nullable;
+  return p;
+}
+
+Parameter typed_parameter(std::string name, JsonType type, std::string description,
+                          std::optional<std::string> default_json = {}, bool nullable = false) {
+  auto p = text_parameter(std::move(name), std::move(description), std::move(default_json), nullable);
+  p.type = type;
+  return p;
+}
+
+ToolSpec spec_of(const std::string& name, bool hashes) {
+  using detail::tool_description;
+  ToolSpec spec;
+  spec.name = name;
+  auto& ps = spec.parameters;
+  const auto expected_hash = text_parameter(
+      "expected_hash", "", "null", true);
+  if (name == "read_file") {
+    spec.description = tool_description("Read a text file with line numbers.",
+                                        "File content with line numbers, plus metadata header.");
+    ps.push_back(text_parameter("path", "File path relative to the working directory."));
+    ps.push_back(typed_parameter("offset", JsonType::integer, "Zero-based line offset to start reading from.", "0"));
+    ps.push_back(typed_parameter("limit", JsonType::integer, "Maximum number of lines to return (default: 2000).",
+                                 "null", true));
+  } else if (name == "write_file") {
+    spec.description = hashes ? tool_description("Create or overwrite a file with conflict detection.",
+                                                  "Confirmation message with new hash.")
+                              : "Create a file or replace its whole content.";
+    ps.push_back(text_parameter("path", "File path relative to the working directory."));
+    ps.push_back(text_parameter("content", "The text content to write."));
+    if (hashes) {
+      auto p = expected_hash;
+      p.description = "If provided, the write is rejected when the file exists and its current hash doesn't match "
+                      "(optimistic concurrency).";
+      ps.push_back(p);
+    }
+  } else if (name == "edit_file") {
+    const std::string summary =
+        std::string(hashes ? "Edit a file by exact string replacement with conflict detection."
+                           : "Edit a file by exact string replacement.") +
+        "\n\nPass one `old_text`/`new_text` pair, or several as `replacements`. Each old_text must appear exactly once "
+        "in the file as edited by the previous replacements; include surrounding context lines to ensure uniqueness. "
+        "The file is only written once every replacement has matched.";
+    spec.description = hashes ? tool_description(summary, "Summary with new hash for subsequent operations.") : summary;
+    ps.push_back(text_parameter("path", "File path relative to the working directory."));
+    ps.push_back(text_parameter("old_text", "The exact text to find (must appear exactly once).", "null", true));
+    ps.push_back(text_parameter("new_text", "The replacement text.", "null", true));
+    auto replacements = typed_parameter("replacements", JsonType::object_array,
+                                        "Replacements to apply in order, instead of a single pair.", "null", true);
+    replacements.item_fields.push_back(text_parameter("old_text", ""));
+    replacements.item_fields.push_back(text_parameter("new_text", ""));
+    ps.push_back(replacements);
+    if (hashes) {
+      auto p = expected_hash;
+      p.description = "If provided, rejects the edit when the file's current hash doesn't match (optimistic "
+                      "concurrency).";
+      ps.push_back(p);
+    }
+  } else if (name == "list_directory") {
+    spec.description = tool_description("List the contents of a directory.",
+                                        "Paths relative to the working directory, with type indicators and sizes.");
+    ps.push_back(text_parameter("path", "Directory path relative to the working directory.", "\".\""));
+  } else if (name == "search_files") {
+    spec.description = tool_description(
+        "Search file contents using a regular expression.",
+        "Matching lines formatted as file:line_number:text, with paths relative to the working directory.");
+    ps.push_back(text_parameter("pattern", "Regex pattern to search for."));
+    ps.push_back(text_parameter("path", "Directory to search in, relative to the working directory.", "\".\""));
+    ps.push_back(text_parameter("include_glob",
+                                "If provided, match this glob against root-relative paths (e.g. '*.py').", "null",
+                                true));
+  } else if (name == "find_files") {
+    spec.description = tool_description(
+        "Find files by glob pattern (name matching, not content search).",
+        "Newline-separated list of matching file paths relative to the working directory.");
+    ps.push_back(text_parameter(
+        "pattern", "Glob pattern to match, relative to `path` (e.g. '*.py', '**/*.json'). Absolute patterns are rejected."));
+    ps.push_back(text_parameter("path", "Directory to search in, relative to the working directory.", "\".\""));
+  } else if (name == "create_directory") {
+    spec.description = tool_description("Create a directory and any missing parents.", "Confirmation message.");
+    ps.push_back(text_parameter("path", "Directory path relative to the working directory."));
+  } else if (name == "file_info") {
+    spec.description = tool_description("Get metadata about a file or directory.",
+                                        "Formatted metadata including size, type, and permissions.");
+    ps.push_back(text_parameter("path", "File or directory path relative to the working directory."));
+  } else if (name == "list_files") {
+    spec.description = tool_description(
+        "List files under a directory, recursively, sorted by path, respecting ignore files and skipping hidden files.",
+        "One file path per line, relative to the working directory.");
+    ps.push_back(text_parameter("path", "Directory to list, relative to the working directory.", "\".\""));
+    ps.push_back(text_parameter("glob", "If provided, only list files matching this glob (e.g. '*.py' or 'src/**').",
+                                "null", true));
+  } else if (name == "grep") {
+    spec.description = tool_description(
+        "Search file contents with ripgrep, respecting ignore files and skipping hidden files.",
+        "Matches as `file:line:text`; context lines as `file-line-text`. Paths are relative to the working directory.");
+    ps.push_back(text_parameter("pattern", "Regular expression (ripgrep syntax), or exact text when `literal` is set."));
+    ps.push_back(text_parameter("path", "Directory or file to search, relative to the working directory.", "\".\""));
+    ps.push_back(text_parameter("glob", "If provided, only search files matching this glob (e.g. '*.py').", "null", true));
+    ps.push_back(text_parameter("file_type", "If provided, only search this ripgrep file type (e.g. 'py', 'rust').",
+                                "null", true));
+    ps.push_back(typed_parameter("ignore_case", JsonType::boolean, "Match case-insensitively.", "false"));
+    ps.push_back(typed_parameter("literal", JsonType::boolean,
+                                 "Treat `pattern` as exact text rather than a regular expression.", "false"));
+    ps.push_back(typed_parameter("context", JsonType::integer, "Lines of context to show around each match (0 to 20).",
+                                 "0"));
+  }
+  return spec;
+}
+
+std::string join_lines(const std::vector<std::string>& lines) {
+  std::string out;
+  for (std::size_t i = 0; i < lines.size(); ++i) out += (i == 0 ? "" : "\n") + lines[i];
+  return out;
+}
+
+// The reference's _model_safe_filename: a path relative to the root, or a placeholder.
+std::string model_safe_filename(const std::string& filename, const std::string& root) {
+  if (filename.empty() || filename.front() != '/') return filename;
+  const std::string path = workspace::normpath(filename);
+  if (detail::path_contains(root, path)) return detail::relative_path(path, root);
+  return "<outside-workspace>";
+}
+
+bool is_missing(const std::filesystem::filesystem_error& error) {
+  return error.code() == std::errc::no_such_file_or_directory || error.code() == std::errc::not_a_directory ||
+         error.code() == std::errc::is_a_directory;
+}
+
+}  // namespace
+
+const std::vector<std::string>& file_system_default_tools() { return default_tools; }
+const std::vector<std::string>& file_system_tool_names() { return all_tools; }
+const std::vector<std::string>& file_system_read_only_tools() { return read_only_tools; }
+const std::vector<std::string>& default_read_only_patterns() {
+  static const std::vector<std::string> patterns = {
+      "**/.git/*", "**/.env", "**/.env.*", "*.pem", "*.key", "**/secrets*", std::string("**/") + detail::metadata_dir_name + "/**"};
+  return patterns;
+}
+
+struct FileSystem::State : detail::FileSystemCore {
+  Task<std::string> run_tool(std::string name, std::string arguments);
+  Task<std::string> recoverable(Task<std::string> body);
+  Task<std::string> read_file(std::string path, std::int64_t offset, std::optional<std::int64_t> limit);
+  Task<std::string> write_file(std::string path, std::string content, std::optional<std::string> expected_hash);
+  Task<std::string> edit_file(std::string path, std::vector<std::pair<std::string, std::string>> replacements,
+                              std::optional<std::string> expected_hash);
+  Task<std::string> list_directory(std::string path);
+  Task<std::string> create_directory(std::string path);
+  Task<std::string> file_info(std::string path);
+  [[nodiscard]] std::vector<std::string> offered() const;
+  [[nodiscard]] std::string read_header(const std::string& path, std::size_t total, const std::string& hash) const;
+  [[nodiscard]] std::string hash_suffix(const std::string& hash) const {
+    return options.content_hashes ? " [hash:" + hash + "]" : "";
+  }
+};
+
+FileSystem::FileSystem(std::shared_ptr<workspace::Workspace> workspace, FileSystemOptions options)
+    : state_(std::make_shared<State>()) {
+  if (!workspace) throw std::invalid_argument("FileSystem needs a workspace");
+  const auto positive = [](int value, const char* name) {
+    if (value <= 0) throw std::invalid_argument(std::string(name) + " must be a positive integer");
+  };
+  positive(options.max_read_lines, "max_read_lines");
+  if (options.max_read_chars) positive(*options.max_read_chars, "max_read_chars");
+  positive(options.max_list_results, "max_list_results");
+  positive(options.max_search_results, "max_search_results");
+  positive(options.max_find_results, "max_find_results");
+  std::vector<std::string> unknown;
+  for (const auto& tool : options.tools) {
+    if (std::find(all_tools.begin(), all_tools.end(), tool) == all_tools.end()) unknown.push_back(tool);
+  }
+  if (!unknown.empty()) {
+    std::sort(unknown.begin(), unknown.end());
+    unknown.erase(std::unique(unknown.begin(), unknown.end()), unknown.end());
+    std::string message = "Unknown filesystem tools: ";
+    for (std::size_t i = 0; i < unknown.size(); ++i) message += (i == 0 ? "" : ", ") + unknown[i];
+    message += ". Available: ";
+    for (std::size_t i = 0; i < all_tools.size(); ++i) message += (i == 0 ? "" : ", ") + all_tools[i];
+    throw std::invalid_argument(message + ".");
+  }
+  if (options.root_dir) {
+    const std::string normalized = workspace::normpath(*options.root_dir);
+    const auto parts = detail::split_components(normalized);
+    const bool only_up = !parts.empty() && std::all_of(parts.begin(), parts.end(), [](const std::string& p) { return p == ".."; });
+    if (normalized.front() != '/' && normalized != "." && !only_up) {
+      throw UserError("root_dir " + detail::python_repr(*options.root_dir) +
+                      " is below the working directory, but root_dir must contain the working directory. To scope "
+                      "the tools to a subfolder, attach the workspace there, e.g. "
+                      "Workspace(std::make_shared<LocalBackend>(\"./src\")).");
+    }
+  }
+  state_->ws = std::move(workspace);
+  state_->options = std::move(options);
+}
+
+FileSystem::~FileSystem() = default;
+
+std::string FileSystem::id() const { return state_->options.id; }
+
+std::vector<std::string> FileSystem::State::offered() const {
+  const bool read_only = options.read_only || ws->read_only();
+  std::vector<std::string> names;
+  for (const auto& name : all_tools) {
+    if (std::find(options.tools.begin(), options.tools.end(), name) == options.tools.end()) continue;
+    if (read_only && std::find(read_only_tools.begin(), read_only_tools.end(), name) == read_only_tools.end()) continue;
+    names.push_back(name);
+  }
+  return names;
+}
+
+Task<std::vector<ToolDefinition>> FileSystem::tools() {
+  detail::require_workspace(*state_->ws, "FileSystem");
+  std::vector<ToolDefinition> definitions;
+  for (const auto& name : state_->offered()) definitions.push_back(detail::definition_of(spec_of(name, state_->options.content_hashes)));
+  co_return definitions;
+}
+
+Task<ToolResult> FileSystem::call(std::string name, std::string arguments, ToolCallContext context) {
+  (void)context;  // FileSystem emits no live output.
+  detail::require_workspace(*state_->ws, "FileSystem");
+  // Keeps the state alive across the awaits even if the tool set is destroyed meanwhile.
+  const auto state = state_;
+  co_return co_await detail::to_tool_result(state->run_tool(std::move(name), std::move(arguments)));
+}
+
+Task<std::string> FileSystem::State::run_tool(std::string name, std::string arguments) {
+  const auto names = offered();
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    std::string available;
+    for (std::size_t i = 0; i < names.size(); ++i) available += (i == 0 ? "" : ", ") + detail::python_repr(names[i]);
+    throw ModelRetry("Unknown tool name: " + detail::python_repr(name) + ". Available tools: " + available);
+  }
+  const auto spec = spec_of(name, options.content_hashes);
+  const detail::Arguments args(spec, arguments);
+  if (name == "read_file") {
+    co_return co_await recoverable(read_file(args.text("path"), args.integer("offset"), args.optional_integer("limit")));
+  }
+  if (name == "write_file") {
+    std::optional<std::string> expected;
+    if (options.content_hashes) expected = args.optional_text("expected_hash");
+    co_return co_await recoverable(write_file(args.text("path"), args.text("content"), std::move(expected)));
+  }
+  if (name == "edit_file") {
+    const auto old_text = args.optional_text("old_text");
+    const auto new_text = args.optional_text("new_text");
+    const std::vector<std::string> fields = {"old_text", "new_text"};
+    const auto records = args.optional_records("replacements", fields);
+    std::vector<std::pair<std::string, std::string>> edits;
+    if (!records) {
+      if (!old_text || !new_text) throw ModelRetry("Provide old_text and new_text, or a non-empty replacements list.");
+      edits.emplace_back(*old_text, *new_text);
+    } else {
+      if (old_text || new_text || records->empty()) {
+        throw ModelRetry("Provide either old_text and new_text or a non-empty replacements list, not both.");
+      }
+      for (const auto& record : *records) edits.emplace_back(record[0], record[1]);
+    }
+    std::optional<std::string> expected;
+    if (options.content_hashes) expected = args.optional_text("expected_hash");
+    co_return co_await recoverable(edit_file(args.text("path"), std::move(edits), std::move(expected)));
+  }
+  if (name == "list_directory") co_return co_await recoverable(list_directory(args.text("path")));
+  if (name == "search_files") {
+    co_return co_await recoverable(
+        search_files(args.text("pattern"), args.text("path"), args.optional_text("include_glob")));
+  }
+  if (name == "find_files") co_return co_await recoverable(find_files(args.text("pattern"), args.text("path"), false));
+  if (name == "create_directory") co_return co_await recoverable(create_directory(args.text("path")));
+  if (name == "file_info") co_return co_await recoverable(file_info(args.text("path")));
+  if (name == "list_files") co_return co_await recoverable(list_files(args.text("path"), args.optional_text("glob")));
+  co_return co_await recoverable(grep(args.text("pattern"), args.text("path"), args.optional_text("glob"),
+                                      args.optional_text("file_type"), args.boolean("ignore_case"),
+                                      args.boolean("literal"), args.integer("context")));
+}
+
+// The reference's _recoverable: what the model can correct becomes a retry, with OS paths shown
+// relative to the root.
+Task<std::string> FileSystem::State::recoverable(Task<std::string> body) {
+  try {
+    co_return co_await std::move(body);
+  } catch (const UserError&) {
+    throw;
+  } catch (const std::filesystem::filesystem_error& error) {
+    const auto code = error.code();
+    if (code == std::errc::filename_too_long) throw ModelRetry("The path name is too long.");
+    if (code == std::errc::too_many_symbolic_link_levels) throw ModelRetry("The path resolves through a symlink loop.");
+    if (code == std::errc::illegal_byte_sequence) {
+      throw ModelRetry("The path name contains a byte sequence the filesystem cannot represent.");
+    }
+    const bool recoverable_code = code == std::errc::permission_denied || code == std::errc::operation_not_permitted ||
+                                  code == std::errc::no_such_file_or_directory || code == std::errc::not_a_directory ||
+                                  code == std::errc::is_a_directory;
+    if (!recoverable_code) throw;
+    if (error.path1().empty()) throw ModelRetry(error.what());
+    const std::string root = bounds ? bounds->root : "/";
+    throw ModelRetry("[Errno " + std::to_string(code.value()) + "] " + std::strerror(code.value()) + ": " +
+                     detail::python_repr(model_safe_filename(error.path1().string(), root)));
+  } catch (const std::invalid_argument& error) {
+    throw ModelRetry(error.what());
+  }
+}
+
+std::string FileSystem::State::read_header(const std::string& path, std::size_t total, const std::string& hash) const {
+  std::string label = path;
+  if (options.max_read_chars) {
+    const std::size_t quarter = static_cast<std::size_t>(*options.max_read_chars) / 4;
+    if (detail::utf8_length(path) > quarter) label = "..." + detail::utf8_tail(path, quarter);
+  }
+  return "[" + label + " | " + std::to_string(total) + " lines" + (options.content_hashes ? " | hash:" + hash : "") + "]\n";
+}
+
+Task<std::string> FileSystem::State::read_file(std::string path, std::int64_t offset, std::optional<std::int64_t> limit) {
+  if (offset < 0) throw ModelRetry("offset must be non-negative.");
+  if (limit && *limit < 1) throw ModelRetry("limit must be at least 1.");
+  const std::size_t window = limit ? static_cast<std::size_t>(*limit) : static_cast<std::size_t>(options.max_read_lines);
+  const std::string not_found = "Path not found: " + path;
+  std::string resolved;
+  std::optional<workspace::FileEntry> entry;
+  try {
+    resolved = co_await safe_resolve(path, false, true);
+    entry = co_await stat_or_none(resolved);
+  } catch (const std::filesystem::filesystem_error& error) {
+    if (!is_missing(error)) throw;
+  }
+  if (!entry || entry->is_dir) co_return not_found;
+  workspace::Bytes raw;
+  try {
+    raw = co_await ws->read_bytes(resolved);
+  } catch (const std::filesystem::filesystem_error& error) {
+    if (!is_missing(error)) throw;
+    co_return not_found;
+  }
+  const std::string hash = detail::content_hash(raw);
+  if (detail::looks_binary(raw)) {
+    co_return "[Binary file: " + std::to_string(raw.size()) + " bytes. Use a binary-aware tool to inspect.]";
+  }
+  const std::string text = workspace::utf8_replace_invalid(raw);
+  const auto lines = detail::split_lines(text, true);
+  const std::string header = read_header(path, lines.size(), hash);
+  if (lines.empty()) co_return header + "(empty file)\n";
+  const auto first = static_cast<std::size_t>(offset);
+  if (first >= lines.size()) {
+    throw ModelRetry("Offset " + std::to_string(first) + " exceeds file length (" + std::to_string(lines.size()) +
+                     " lines).");
+  }
+  std::optional<std::size_t> budget;
+  if (options.max_read_chars) {
+    const std::size_t used = detail::utf8_length(header) + notice_chars;
+    const auto cap = static_cast<std::size_t>(*options.max_read_chars);
+    budget = cap > used ? cap - used : 0;
+  }
+  std::string body;
+  std::size_t shown = 0;
+  for (std::size_t i = first; i < lines.size() && shown < window; ++i) {
+    std::string number = std::to_string(i + 1);
+    if (number.size() < 6) number.insert(0, 6 - number.size(), ' ');
+    std::string rendered = number + "\t" + lines[i];
+    const std::size_t length = detail::utf8_length(rendered);
+    if (budget && length > *budget) {
+      if (shown == 0) {
+        co_return header + "... (Line " + std::to_string(i + 1) + " is " +
+            detail::with_thousands(detail::utf8_length(lines[i])) +
+            " characters and does not fit the read window. Use offset=" + std::to_string(i + 1) +
+            " to skip it, or a shell byte range to inspect it.)\n";
+      }
+      break;
+    }
+    body += rendered;
+    ++shown;
+    if (budget) *budget -= length;
+  }
+  if (body.empty() || body.back() != '\n') body += '\n';
+  const std::size_t remaining = lines.size() - (first + shown);
+  if (remaining > 0) {
+    body += "... (" + std::to_string(remaining) + " more lines. Use offset=" + std::to_string(first + shown) +
+            " to continue reading.)\n";
+  }
+  co_return header + body;
+}
+
+namespace {
+
+[[noreturn]] void conflict(const std::string& path, const std::string& current, const std::string& expected) {
+  throw ModelRetry("Conflict: file " + detail::python_repr(path) + " has changed (expected hash:" + expected +
+                   ", got hash:" + current + "). Re-read the file and retry.");
+}
+
+}  // namespace
+
+Task<std::string> FileSystem::State::write_file(std::string path, std::string content,
+                                                std::optional<std::string> expected_hash) {
+  const auto b = co_await scope();
+  const std::string resolved = co_await safe_resolve(path, true, true);
+  {
+    const auto guard = co_await locks.acquire(resolved);
+    const auto entry = co_await stat_or_none(resolved);
+    if (entry && entry->is_dir) throw ModelRetry("Path " + detail::python_repr(path) + " exists and is not a regular file.");
+    const std::string parent = detail::parent_path(resolved);
+    const std::string not_directory = "Path " + detail::python_repr(path) + " has a parent that is not a directory.";
+    workspace::FileEntry parent_entry;
+    try {
+      parent_entry = co_await ws->stat(parent);
+    } catch (const std::filesystem::filesystem_error& error) {
+      if (error.code() == std::errc::no_such_file_or_directory) {
+        throw ModelRetry("Parent directory '" + detail::relative_path(parent, b.root) +
+                         "' does not exist. Create the parent directory first.");
+      }
+      if (error.code() == std::errc::not_a_directory) throw ModelRetry(not_directory);
+      throw;
+    }
+    if (!parent_entry.is_dir) throw ModelRetry(not_directory);
+    // expected_hash guards an existing file only; a missing one is simply created.
+    if (entry && expected_hash) {
+      try {
+        const auto current = detail::content_hash(co_await ws->read_bytes(resolved));
+        if (current != *expected_hash) conflict(path, current, *expected_hash);
+      } catch (const std::filesystem::filesystem_error& error) {
+        if (error.code() != std::errc::no_such_file_or_directory) throw;
+      }
+    }
+    co_await ws->write_bytes(resolved, content);
+  }
+  const std::size_t lines = detail::split_lines(content, false).size();
+  co_return "Wrote " + std::to_string(detail::utf8_length(content)) + " chars (" + std::to_string(lines) + " lines) to " +
+      path + "." + hash_suffix(detail::content_hash(content));
+}
+
+Task<std::string> FileSystem::State::edit_file(std::string path,
+                                               std::vector<std::pair<std::string, std::string>> replacements,
+                                               std::optional<std::string> expected_hash) {
+  const std::string resolved = co_await safe_resolve(path, true, true);
+  std::string text;
+  {
+    const auto guard = co_await locks.acquire(resolved);
+    const auto entry = co_await stat_or_none(resolved);
+    if (!entry || entry->is_dir) throw ModelRetry("File not found: " + path);
+    text = co_await ws->read_bytes(resolved);
+    if (detail::looks_binary(text)) throw ModelRetry(path + " is a binary file; edit_file only edits text files.");
+    // Strict: the whole file is written back, so undecodable bytes are refused, not replaced.
+    if (auto why = detail::utf8_decode_error(text)) throw ModelRetry(*why);
+    const std::string current = detail::content_hash(text);
+    if (expected_hash && current != *expected_hash) conflict(path, current, *expected_hash);
+    for (std::size_t i = 0; i < replacements.size(); ++i) {
+      const auto& [old_text, new_text] = replacements[i];
+      const std::string label = replacements.size() > 1 ? "replacement " + std::to_string(i + 1) : "old_text";
+      if (old_text.empty()) throw ModelRetry(label + " is empty; old_text must be the exact text to replace.");
+      const std::size_t count = detail::count_occurrences(text, old_text);
+      if (count == 0) throw ModelRetry(label + " not found in " + path + ". No changes were written.");
+      if (count > 1) {
+        throw ModelRetry(label + " found " + std::to_string(count) + " times in " + path +
+                         ". Include more surrounding context to make the match unique. No changes were written.");
+      }
+      text.replace(text.find(old_text), old_text.size(), new_text);
+    }
+    co_await ws->write_bytes(resolved, text);
+  }
+  co_return "Edited " + path + "." + hash_suffix(detail::content_hash(text));
+}
+
+Task<std::string> FileSystem::State::list_directory(std::string path) {
+  const auto b = co_await scope();
+  const std::string resolved = co_await safe_resolve(path, false, false);
+  std::vector<workspace::FileEntry> children;
+  try {
+    children = co_await ws->list_dir(resolved);
+  } catch (const std::filesystem::filesystem_error& error) {
+    if (error.code() != std::errc::no_such_file_or_directory && error.code() != std::errc::not_a_directory) throw;
+    throw ModelRetry("Not a directory: " + path);
+  }
+  std::stable_sort(children.begin(), children.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  std::vector<std::string> entries;
+  std::size_t hidden = 0;
+  const auto cap = static_cast<std::size_t>(options.max_list_results);
+  for (const auto& entry : children) {
+    if (!entry.name.empty() && entry.name.front() == '.') ++hidden;
+    if (!walk_entry(entry.path, resolved, false)) continue;
+    const std::string rel = detail::relative_path(entry.path, b.cwd);
+    std::string line;
+    if (entry.is_dir) {
+      line = rel + "/";
+    } else {
+      auto size = entry.size;
+      if (!size) {
+        const auto stat = co_await stat_or_none(entry.path);
+        if (!stat) continue;  // a dangling symlink or an entry deleted meanwhile
+        size = stat->size;
+      }
+      line = size ? rel + "  (" + std::to_string(*size) + " bytes)" : rel + "  (size unknown)";
+    }
+    if (entries.size() >= cap) {
+      entries.push_back("[... truncated at " + std::to_string(cap) + " entries]");
+      break;
+    }
+    entries.push_back(std::move(line));
+  }
+  if (hidden != 0) {
+    entries.push_back("[" + std::to_string(hidden) + " hidden entries omitted; name a hidden path explicitly to include it]");
+  }
+  co_return entries.empty() ? std::string("(empty directory)") : join_lines(entries);
+}
+
+Task<std::string> FileSystem::State::create_directory(std::string path) {
+  const std::string resolved = co_await safe_resolve(path, true, true);
+  const std::string done = "Created directory: " + path;
+  const std::string exists = "Path " + detail::python_repr(path) + " exists and is not a directory.";
+  const std::string bad_parent = "Path " + detail::python_repr(path) + " has a parent that is not a directory.";
+  if (const auto entry = co_await stat_or_none(resolved)) {
+    if (entry->is_dir) co_return done;
+    throw ModelRetry(exists);
+  }
+  // The nearest existing ancestor must be a directory.
+  for (std::string current = detail::parent_path(resolved);;) {
+    try {
+      if (!(co_await ws->stat(current)).is_dir) throw ModelRetry(bad_parent);
+      break;
+    } catch (const std::filesystem::filesystem_error& error) {
+      if (error.code() == std::errc::not_a_directory) throw ModelRetry(bad_parent);
+      if (error.code() != std::errc::no_such_file_or_directory) throw;
+    }
+    const std::string parent = detail::parent_path(current);
+    if (parent == current) break;
+    current = parent;
+  }
+  try {
+    co_await ws->make_dir(resolved);
+  } catch (const std::filesystem::filesystem_error& error) {
+    if (error.code() == std::errc::file_exists) throw ModelRetry(exists);
+    if (error.code() == std::errc::not_a_directory) throw ModelRetry(bad_parent);
+    throw;
+  }
+  co_return done;
+}
+
+Task<std::string> FileSystem::State::file_info(std::string path) {
+  const std::string not_found = "Path not found: " + path;
+  std::string resolved;
+  std::optional<workspace::FileEntry> entry;
+  try {
+    resolved = co_await safe_resolve(path, false, true);
+    entry = co_await stat_or_none(resolved);
+  } catch (const std::filesystem::filesystem_error& error) {
+    if (!is_missing(error)) throw;
+  }
+  if (!entry) co_return not_found;
+  std::vector<std::string> parts;
+  parts.push_back("path: " + path);
+  parts.push_back(std::string("type: ") + (entry->is_dir ? "directory" : "file"));
+  if (entry->size) parts.push_back("size: " + std::to_string(*entry->size) + " bytes");
+  if (!entry->is_dir) {
+    workspace::Bytes raw;
+    try {
+      raw = co_await ws->read_bytes(resolved);
+    } catch (const std::filesystem::filesystem_error& error) {
+      if (!is_missing(error)) throw;
+      co_return not_found;
+    }
+    const bool binary = detail::looks_binary(raw);
+    parts.push_back(std::string("binary: ") + (binary ? "True" : "False"));
+    if (!binary) {
+      parts.push_back("lines: " + std::to_string(detail::split_lines(workspace::utf8_replace_invalid(raw), false).size()));
+      parts.push_back("hash: " + detail::content_hash(raw));
+    }
+  }
+  // The filesystem API follows symlinks and cannot report one; readlink in the workspace can.
+  if (detail::supports_commands(*ws)) {
+    std::vector<std::string> argv;
+    argv.emplace_back("readlink");
+    argv.push_back(resolved);
+    workspace::RunOptions run_options;
+    run_options.timeout = readlink_timeout;
+    const auto result = co_await ws->run(workspace::Command::argv(std::move(argv)), std::move(run_options));
+    if (result.exit_code == 0) {
+      std::string target = result.stdout_text;
+      if (!target.empty() && target.back() == '\n') target.pop_back();
+      parts.push_back("symlink_target: " + model_safe_filename(target, bounds->root));
+    }
+  }
+  co_return join_lines(parts);
+}
+
+}  // namespace exedev::tools

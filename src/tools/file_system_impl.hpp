@@ -1,0 +1,69 @@
+#pragma once
+// FileSystem's internals shared by its two source files: the scope (root, working directory),
+// path resolution and policy checks, and the tools that walk directories.
+
+#include "tools/path_lock.hpp"
+
+#include <exedev/tools/file_system.hpp>
+#include <exedev/workspace/types.hpp>
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace exedev::tools::detail {
+
+using workspace::FileEntry;
+
+/// The containment boundary and working directory, resolved on the first file operation.
+struct Bounds {
+  std::string root;               ///< The real (symlink-free) root.
+  std::string cwd;                ///< Where relative paths start; inside root.
+  bool checks_realpath = false;   ///< Whether targets are also checked through their symlinks.
+};
+
+/// Walks cap: directories listed and entries collected per walk (a symlink loop inside the root
+/// would otherwise grow the walk without end).
+inline constexpr std::size_t max_walk_directories = 10'000;
+inline constexpr std::size_t max_walk_entries = 100'000;
+/// Files larger than this are not read by a search that reads files itself.
+inline constexpr std::uint64_t max_search_file_bytes = 10u << 20;
+
+struct FileSystemCore {
+  std::shared_ptr<workspace::Workspace> ws;
+  FileSystemOptions options;
+  std::optional<Bounds> bounds{};
+  PathLocks locks{};
+
+  Task<Bounds> scope();
+  /// The path as written (normalized) and its real path; both inside the root, or ModelRetry.
+  Task<std::pair<std::string, std::string>> resolve_path(std::string path);
+  /// resolve_path, then the policy patterns on both spellings; returns the resolved path.
+  Task<std::string> safe_resolve(std::string path, bool write, bool check_allowed);
+  void check_access(const std::string& relative, bool write, bool check_allowed) const;
+  [[nodiscard]] bool is_accessible(const std::string& relative) const;
+  /// The root-relative path of a walked entry, or nullopt to skip it (hidden below `start`,
+  /// or refused by the patterns).
+  [[nodiscard]] std::optional<std::string> walk_entry(const std::string& path, const std::string& start,
+                                                      bool include_hidden) const;
+  /// Whether a walked file's real path is inside the root and passes the read patterns.
+  Task<bool> readable_entry(std::string path);
+  Task<std::optional<FileEntry>> stat_or_none(std::string resolved);
+  /// Entries below `directory` and whether the walk was cut short.
+  Task<std::pair<std::vector<FileEntry>, bool>> walk(std::string directory, std::optional<std::size_t> max_depth,
+                                                     bool include_hidden);
+
+  Task<std::string> search_files(std::string pattern, std::string path, std::optional<std::string> include_glob);
+  Task<std::string> find_files(std::string pattern, std::string path, bool files_only);
+  Task<std::string> list_files(std::string path, std::optional<std::string> glob);
+  Task<std::string> grep(std::string pattern, std::string path, std::optional<std::string> glob,
+                         std::optional<std::string> file_type, bool ignore_case, bool literal, std::int64_t context);
+};
+
+/// Whether NUL occurs in the first 8192 bytes.
+[[nodiscard]] bool looks_binary(std::string_view bytes);
+/// A walker's result, ending with notices for hidden entries omitted and caps hit.
+[[nodiscard]] std::string with_walk_notice(std::vector<std::string> lines, bool walk_cut, std::size_t hidden_count);
+
+}  // namespace exedev::tools::detail

@@ -1,0 +1,50 @@
+#include "tools/outcome.hpp"
+
+#include <exception>
+#include <utility>
+
+namespace exedev::tools::detail {
+
+namespace {
+
+std::string type_name(const workspace::WorkspaceError& error) {
+  if (dynamic_cast<const workspace::WorkspaceOutputLimitError*>(&error)) return "WorkspaceOutputLimitError";
+  if (dynamic_cast<const workspace::WorkspaceTimeoutError*>(&error)) return "WorkspaceTimeoutError";
+  return "WorkspaceError";
+}
+
+}  // namespace
+
+void raise_tool_failure(const workspace::WorkspaceError& error) {
+  if (dynamic_cast<const workspace::WorkspaceUnavailableError*>(&error)) throw;
+  if (dynamic_cast<const workspace::WorkspaceReadOnlyError*>(&error)) {
+    throw ToolFailed("The workspace is read-only; the change was refused.");
+  }
+  const std::string message = error.what();
+  if (!message.empty()) throw ToolFailed(message);
+  throw ToolFailed("The workspace operation failed (" + type_name(error) + ").");
+}
+
+Task<ToolResult> to_tool_result(Task<std::string> body) {
+  ToolResult result;
+  try {
+    try {
+      result.text = co_await std::move(body);
+    } catch (const workspace::WorkspaceError& error) {
+      raise_tool_failure(error);
+    }
+  } catch (const ModelRetry& retry) {
+    result.outcome = ToolOutcome::retry;
+    result.text = retry.what();
+  } catch (const ToolFailed& failed) {
+    result.outcome = ToolOutcome::failed;
+    result.text = failed.what();
+  } catch (const workspace::WorkspaceUnavailableError& gone) {
+    result.outcome = ToolOutcome::end_run;
+    result.text = gone.what();
+    result.error = std::current_exception();
+  }
+  co_return result;
+}
+
+}  // namespace exedev::tools::detail

@@ -1,0 +1,39 @@
+#pragma once
+// How a tool's exceptions become outcomes (workspaces-api.md §4.1): ModelRetry asks the model
+// to correct its call, ToolFailed tells it the tool could not do it, WorkspaceUnavailableError
+// ends the run. Shared by every tool set of the layer.
+
+#include <exedev/tools/toolset.hpp>
+#include <exedev/workspace/errors.hpp>
+
+#include <stdexcept>
+#include <string>
+
+namespace exedev::tools::detail {
+
+/// The reference's ModelRetry: the model may correct its arguments and call again.
+class ModelRetry : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The reference's ToolFailed: the tool could not do it; the run goes on.
+class ToolFailed : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The reference's raise_tool_failure, called from a handler of `error`: rethrows a
+/// WorkspaceUnavailableError unchanged (it ends the run), and throws ToolFailed for every
+/// other WorkspaceError: a read-only refusal as "The workspace is read-only; the change was
+/// refused.", a timeout and the rest with their message (or "The workspace operation failed
+/// (<type>)." when it is empty).
+[[noreturn]] void raise_tool_failure(const workspace::WorkspaceError& error);
+
+/// Runs a tool body and turns its outcome into a ToolResult: a string is a success,
+/// ModelRetry a retry, ToolFailed (and any WorkspaceError, through raise_tool_failure) a
+/// failure, WorkspaceUnavailableError end_run. Anything else propagates (it aborts the run,
+/// as in the reference), and so does cancellation.
+Task<ToolResult> to_tool_result(Task<std::string> body);
+
+}  // namespace exedev::tools::detail

@@ -1,0 +1,107 @@
+// The tools layer's shared helpers, sans-IO: output capping, Python string semantics, path
+// text, schemas and argument checking.
+#include "tools/arguments.hpp"
+#include "tools/content_hash.hpp"
+#include "tools/outcome.hpp"
+#include "tools/output.hpp"
+#include "tools/paths.hpp"
+#include "tools/schema.hpp"
+#include "tools/text.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace exedev::tools::detail;
+
+TEST_CASE("truncate_tail keeps the tail behind a marker that counts toward the cap", "[tools][helpers]") {
+  CHECK(truncate_tail("short", 10) == "short");
+  const std::string text(100, 'x');
+  const auto cut = truncate_tail(text + "END", 60);
+  CHECK(utf8_length(cut) == 60);
+  CHECK(cut == "[... output truncated, showing last 14 chars]\n" + std::string(11, 'x') + "END");
+  // No room for the marker: the bare tail.
+  CHECK(truncate_tail(text + "END", 5) == "xxEND");
+  // Characters, not bytes.
+  CHECK(truncate_tail("\xc3\xa9\xc3\xa9\xc3\xa9", 2) == "\xc3\xa9\xc3\xa9");
+}
+
+TEST_CASE("text helpers follow Python", "[tools][helpers]") {
+  CHECK(split_lines("a\nb\r\nc\rd", true) == std::vector<std::string>{"a\n", "b\r\n", "c\r", "d"});
+  CHECK(split_lines("a\n\nb\n", false) == std::vector<std::string>{"a", "", "b"});
+  CHECK(split_lines("x\xe2\x80\xa8y\x0cz", false) == std::vector<std::string>{"x", "y", "z"});
+  CHECK(split_lines("", false).empty());
+  CHECK(count_occurrences("aaaa", "aa") == 2);
+  CHECK(python_repr("plain") == "'plain'");
+  CHECK(python_repr("it's") == "\"it's\"");
+  CHECK(python_repr("a'b\"c\n") == "'a\\'b\"c\\n'");
+  CHECK(with_thousands(1501) == "1,501");
+  CHECK(with_thousands(999) == "999");
+  CHECK(with_thousands(1234567) == "1,234,567");
+  CHECK(!utf8_decode_error("caf\xc3\xa9").has_value());
+  CHECK(utf8_decode_error("ab\xff") == "'utf-8' codec can't decode byte 0xff in position 2: invalid start byte");
+  CHECK(utf8_decode_error("a\xe9z") == "'utf-8' codec can't decode byte 0xe9 in position 1: invalid continuation byte");
+  CHECK(utf8_decode_error("a\xe2\x82") == "'utf-8' codec can't decode bytes in position 1-2: unexpected end of data");
+  CHECK(utf8_decode_error("\xed\xa0\x80") == "'utf-8' codec can't decode byte 0xed in position 0: invalid continuation byte");
+  CHECK(content_hash("") == "e3b0c44298fc");
+}
+
+TEST_CASE("path helpers follow posixpath and fnmatch", "[tools][helpers]") {
+  CHECK(path_contains("/w", "/w"));
+  CHECK(path_contains("/w", "/w/x"));
+  CHECK(!path_contains("/w", "/wx"));
+  CHECK(path_contains("/", "/etc"));
+  CHECK(relative_path("/w/a/b", "/w") == "a/b");
+  CHECK(relative_path("/w", "/w") == ".");
+  CHECK(relative_path("/x/y", "/w/z") == "../../x/y");
+  CHECK(parent_path("/w/a") == "/w");
+  CHECK(parent_path("/a") == "/");
+  CHECK(pattern_matches("secrets.yaml", "**/secrets*"));
+  CHECK(pattern_matches("a/b/secrets.yaml", "**/secrets*"));
+  CHECK(pattern_matches("a/b.pem", "*.pem"));  // `*` spans `/`
+  CHECK(!pattern_matches("a/b.txt", "*.pem"));
+  CHECK(first_matching_pattern("d/.git/hooks/x", {"**/.git/*"}, true) == "**/.git/*");
+  CHECK(first_matching_pattern("d/.git", {"**/.git/*"}, true).empty());
+  CHECK(fnmatch_python("a\\b", "a\\b"));  // backslash is literal
+  CHECK(glob_match({"**", "*.txt"}, {"a.txt"}));
+  CHECK(glob_match({"**", "*.txt"}, {"x", "y", "a.txt"}));
+  CHECK(!glob_match({"*.txt"}, {"x", "a.txt"}));
+  CHECK(is_hidden("a/.b/c"));
+  CHECK(!is_hidden("."));
+}
+
+TEST_CASE("schemas follow pydantic-ai's shape", "[tools][helpers]") {
+  ToolSpec spec;
+  spec.name = "t";
+  spec.description = tool_description("Do it.", "What it did.");
+  Parameter path;
+  path.name = "path";
+  path.description = "The path.";
+  Parameter limit;
+  limit.name = "limit";
+  limit.type = JsonType::integer;
+  limit.nullable = true;
+  limit.default_json = "null";
+  Parameter mode;
+  mode.name = "mode";
+  mode.choices = {"foreground", "background"};
+  mode.default_json = "\"foreground\"";
+  spec.parameters = {path, limit, mode};
+  const auto definition = definition_of(spec);
+  CHECK(definition.description ==
+        "<summary>Do it.</summary>\n<returns>\n<description>What it did.</description>\n</returns>");
+  CHECK(definition.parameters_schema ==
+        R"({"additionalProperties":false,"properties":{"path":{"type":"string","description":"The path."},)"
+        R"("limit":{"anyOf":[{"type":"integer"},{"type":"null"}],"default":null},)"
+        R"("mode":{"type":"string","enum":["foreground","background"],"default":"foreground"}},)"
+        R"("required":["path"],"type":"object"})");
+
+  const Arguments given(spec, R"({"path": "p", "limit": 3.0})");
+  CHECK(given.text("path") == "p");
+  CHECK(given.optional_integer("limit") == 3);
+  CHECK(given.text("mode") == "foreground");
+  CHECK_THROWS_WITH(Arguments(spec, R"({"path": "p", "mode": "later"})"),
+                    "Invalid arguments for tool 't':\n- mode: Input should be 'foreground' or 'background'\n"
+                    "Fix the errors and try again.");
+  CHECK_THROWS_AS(Arguments(spec, "[1]"), ModelRetry);
+  CHECK_THROWS_AS(Arguments(spec, R"({"path": 1})"), ModelRetry);
+  CHECK_THROWS_AS(Arguments(spec, R"({"path": "p", "limit": 1.5})"), ModelRetry);
+}
