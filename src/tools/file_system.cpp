@@ -277,9 +277,7 @@ Task<ToolResult> FileSystem::call(std::string name, std::string arguments, ToolC
 Task<std::string> FileSystem::State::run_tool(std::string name, std::string arguments) {
   const auto names = offered();
   if (std::find(names.begin(), names.end(), name) == names.end()) {
-    std::string available;
-    for (std::size_t i = 0; i < names.size(); ++i) available += (i == 0 ? "" : ", ") + detail::python_repr(names[i]);
-    throw ModelRetry("Unknown tool name: " + detail::python_repr(name) + ". Available tools: " + available);
+    throw ModelRetry(detail::unknown_tool_message(name, names));
   }
   const auto spec = spec_of(name, options.content_hashes);
   const detail::Arguments args(spec, arguments);

@@ -1,5 +1,7 @@
 #include "tools/outcome.hpp"
 
+#include "tools/text.hpp"
+
 #include <exception>
 #include <utility>
 
@@ -23,6 +25,12 @@ void raise_tool_failure(const workspace::WorkspaceError& error) {
   const std::string message = error.what();
   if (!message.empty()) throw ToolFailed(message);
   throw ToolFailed("The workspace operation failed (" + type_name(error) + ").");
+}
+
+std::string unknown_tool_message(const std::string& name, const std::vector<std::string>& offered) {
+  std::string available;
+  for (std::size_t i = 0; i < offered.size(); ++i) available += (i == 0 ? "" : ", ") + python_repr(offered[i]);
+  return "Unknown tool name: " + python_repr(name) + ". Available tools: " + available;
 }
 
 Task<ToolResult> to_tool_result(Task<std::string> body) {
