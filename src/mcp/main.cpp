@@ -185,16 +185,6 @@ Config parse(int argc, char** argv) {
   return config;
 }
 
-std::string describe(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "unknown error";
-  }
-}
-
 // The workspace the tools work on, and how to end it.
 class Environment {
  public:
@@ -275,7 +265,7 @@ Task<int> run(Config config, const emulator::Emulator* emulator) {
   try {
     co_await environment.close();
   } catch (...) {
-    std::cerr << "exedev-mcp: closing the workspace failed: " << describe(std::current_exception()) << "\n";
+    std::cerr << "exedev-mcp: closing the workspace failed: " << mcp::describe(std::current_exception()) << "\n";
     status = status == 0 ? 1 : status;
   }
   if (failure) std::rethrow_exception(failure);

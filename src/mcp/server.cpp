@@ -31,16 +31,6 @@ namespace asio = boost::asio;
 using asio::use_awaitable;
 using tools::Toolset;
 
-std::string what(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "unknown exception";
-  }
-}
-
 // A descriptor of our own, so that closing it leaves the process's stdin and stdout alone.
 int duplicate(int fd) {
   const int copy = ::dup(fd);
@@ -197,7 +187,7 @@ class Server {
     } catch (...) {
       failure = std::current_exception();
     }
-    if (failure) apply(session_.tools_list_failed(work, what(failure)));
+    if (failure) apply(session_.tools_list_failed(work, describe(failure)));
   }
 
   asio::awaitable<void> run_call(WorkId work, StartCall call) {
@@ -219,7 +209,7 @@ class Server {
     } catch (...) {
       failure = std::current_exception();
     }
-    if (failure) apply(session_.call_crashed(work, what(failure)));
+    if (failure) apply(session_.call_crashed(work, describe(failure)));
   }
 
   asio::any_io_executor executor_;
@@ -241,6 +231,16 @@ class Server {
 };
 
 }  // namespace
+
+std::string describe(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown exception";
+  }
+}
 
 workspace::Task<int> serve(std::vector<std::shared_ptr<tools::Toolset>> toolsets, ServeOptions options) {
   Server server(co_await asio::this_coro::executor, std::move(toolsets), std::move(options));

@@ -161,18 +161,25 @@ Actions Session::handle_request(const std::string& id, const std::string& method
                     .tool_call_id = id});
 }
 
+std::optional<Session::Work> Session::take(WorkId work) {
+  const auto found = work_.find(work);
+  if (found == work_.end()) return std::nullopt;
+  Work done = std::move(found->second);
+  work_.erase(found);
+  if (done.cancelled) return std::nullopt;
+  pending_ids_.erase(done.request_id);
+  return done;
+}
+
 Session::Work* Session::live_work(WorkId work) {
   const auto found = work_.find(work);
   return found == work_.end() ? nullptr : &found->second;
 }
 
 Actions Session::tools_listed(WorkId work, const std::vector<tools::ToolDefinition>& tools) {
-  const auto found = work_.find(work);
-  if (found == work_.end()) return {};
-  const Work done = std::move(found->second);
-  work_.erase(found);
-  if (done.cancelled) return {};
-  pending_ids_.erase(done.request_id);
+  const auto taken = take(work);
+  if (!taken) return {};
+  const Work& done = *taken;
   json list = json::array();
   for (const auto& tool : tools) {
     json schema = json::parse(tool.parameters_schema, nullptr, false);
@@ -201,12 +208,9 @@ Actions Session::call_output(WorkId work, std::string_view text) {
 }
 
 Actions Session::call_finished(WorkId work, const tools::ToolResult& result) {
-  const auto found = work_.find(work);
-  if (found == work_.end()) return {};
-  const Work done = std::move(found->second);
-  work_.erase(found);
-  if (done.cancelled) return {};
-  pending_ids_.erase(done.request_id);
+  const auto taken = take(work);
+  if (!taken) return {};
+  const Work& done = *taken;
   switch (result.outcome) {
     case tools::ToolOutcome::success:
       return one(result_message(done.request_id, text_content(result.text, false)));
@@ -234,12 +238,9 @@ Actions Session::call_crashed(WorkId work, std::string_view message) {
 
 // Ends work whose answer is an error.
 Actions Session::finish(WorkId work, int code, const std::string& message) {
-  const auto found = work_.find(work);
-  if (found == work_.end()) return {};
-  const Work done = std::move(found->second);
-  work_.erase(found);
-  if (done.cancelled) return {};
-  pending_ids_.erase(done.request_id);
+  const auto taken = take(work);
+  if (!taken) return {};
+  const Work& done = *taken;
   return one(error_message(done.request_id, code, message));
 }
 

@@ -114,6 +114,8 @@ class Session {
   Actions handle_notification(const std::string& method, const nlohmann::json& params);
   Actions shut_down(int exit_code, std::string reason);
   Work* live_work(WorkId work);
+  /// Removes finished work; returns it unless it was cancelled (then nothing is answered).
+  std::optional<Work> take(WorkId work);
   Actions finish(WorkId work, int code, const std::string& message);
 
   ServerInfo info_;
