@@ -1,6 +1,7 @@
 // exedev-mcp: an MCP server on stdin/stdout serving the FileSystem and Shell tool sets over one
 // workspace: a local directory, an exe.dev VM (new or attached), or a VM on the bundled
 // emulator. docs/mcp.md describes every flag.
+#include "common/coroutines.hpp"
 #include "mcp/server.hpp"
 
 #include <exedev/emulator/client_options.hpp>
@@ -263,7 +264,9 @@ Task<int> run(Config config, const emulator::Emulator* emulator) {
     failure = std::current_exception();
   }
   try {
-    co_await environment.close();
+    // After SIGINT or SIGTERM (a cancellation of this coroutine) the workspace still closes.
+    co_await asio::this_coro::throw_if_cancelled(false);
+    co_await exedev::detail::shielded(environment.close());
   } catch (...) {
     std::cerr << "exedev-mcp: closing the workspace failed: " << mcp::describe(std::current_exception()) << "\n";
     status = status == 0 ? 1 : status;

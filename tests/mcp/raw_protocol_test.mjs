@@ -71,5 +71,24 @@ assert.equal(signal, null);
 assert.equal(code, 0);
 assert.equal(received.length, 0, 'a cancelled call is not answered');
 assert.ok(!running(), 'the command was stopped');
-rmSync(workspace, { recursive: true, force: true });
 console.log('EOF: call cancelled, command stopped, exit status 0');
+
+// SIGTERM ends the session as EOF does.
+const second = spawn(server, [`--local=${workspace}`], { stdio: ['pipe', 'pipe', 'inherit'] });
+const secondExited = new Promise((resolve) => second.once('exit', (code, signal) => resolve({ code, signal })));
+const secondMarker = `sleep 87${process.pid % 100}.5`;
+second.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize',
+  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } })}\n`);
+second.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call',
+  params: { name: 'run_command', arguments: { command: secondMarker, timeout_seconds: 600 } } })}\n`);
+const secondRunning = () =>
+  execFileSync('ps', ['-eo', 'args']).toString().split('\n').some((args) => args.startsWith(secondMarker));
+for (let attempt = 0; attempt < 3000 && !secondRunning(); ++attempt);
+assert.ok(secondRunning(), 'the second command runs');
+second.kill('SIGTERM');
+const ended = await secondExited;
+assert.equal(ended.signal, null, 'SIGTERM is handled, not fatal');
+assert.equal(ended.code, 0);
+assert.ok(!secondRunning(), 'the command was stopped');
+rmSync(workspace, { recursive: true, force: true });
+console.log('SIGTERM: call cancelled, command stopped, exit status 0');
