@@ -1,7 +1,7 @@
 // Drives exedev-mcp with the official MCP TypeScript SDK client on a VM of the bundled emulator.
 // Usage: node sdk_client_test.mjs EXEDEV_MCP SDK_DIR MODE
 //   tools:    initialize, list the tools, call every tool, a background job, EOF
-//   progress: live output of a long command arrives as progress notifications
+//   progress: live output arrives as progress notifications while the command runs
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -61,21 +61,25 @@ const invalid = await call('read_file', { path: 'notes/a.txt', limit: 'many' });
 assert.equal(invalid.isError, true, 'arguments off the schema are a tool error (a retry for the model)');
 
 if (mode === 'progress') {
-  // Live output: a command that writes over time reports each piece as progress.
+  // Live output: the command waits for a file that only a second call, made once the first
+  // progress notification showed "ready", creates. It finishes before its timeout only if its
+  // output arrived as progress while it ran.
   const progress = [];
-  const streamed = await ok('run_command', { command: 'for i in 1 2 3; do echo "line $i"; sleep 0.2; done' }, {
-    onprogress: (notification) => progress.push(notification),
+  let released;
+  const streamed = await ok('run_command', {
+    command: 'echo ready; while [ ! -e go.flag ]; do sleep 0.05; done; echo finished',
+    timeout_seconds: 60,
+  }, {
+    onprogress: (notification) => {
+      progress.push(notification);
+      if (!released && progress.map((seen) => seen.message).join('').includes('ready\n'))
+        released = ok('write_file', { path: 'go.flag', content: 'go\n' });
+    },
   });
-  assert.match(streamed, /line 3/);
-  if (progress.length === 0) {
-    // The server turns every piece of live output into a notification (unit_mcp_server checks
-    // that); here the workspace backend must deliver it, which SandboxBackend does not do yet.
-    console.log('skipped: progress: the emulator VM delivered no live output (SandboxBackend streams once the runproto work lands)');
-    await client.close();
-    process.exit(0);
-  }
-  const progressText = progress.map((notification) => notification.message).join('');
-  assert.match(progressText, /line 1\n/);
+  assert.ok(released, 'a progress notification carried "ready" while the command ran');
+  await released;
+  assert.equal(streamed, '[stdout]\nready\nfinished\n');
+  assert.equal(progress.map((notification) => notification.message).join(''), 'ready\nfinished\n');
   for (let i = 1; i < progress.length; ++i) assert.ok(progress[i].progress > progress[i - 1].progress);
   console.log(`progress: ${progress.length} notifications`);
   await client.close();
