@@ -116,10 +116,11 @@ std::optional<std::string> command_refusal(const CommandPolicy& policy, std::str
 
 workspace::Env filter_env(const workspace::Env& env, const std::vector<std::string>& denied_patterns) {
   workspace::Env kept;
-  for (const auto& [name, value] : env) {
+  // (An entry, not a structured binding: Clang 14 cannot capture bindings in the lambda.)
+  for (const auto& entry : env) {
     const bool denied = std::any_of(denied_patterns.begin(), denied_patterns.end(),
-                                    [&](const std::string& pattern) { return fnmatch_python(name, pattern); });
-    if (!denied) kept.emplace(name, value);
+                                    [&](const std::string& pattern) { return fnmatch_python(entry.first, pattern); });
+    if (!denied) kept.insert(entry);
   }
   return kept;
 }
