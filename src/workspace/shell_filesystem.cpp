@@ -58,6 +58,7 @@ int base64_value(char c) {
   if (c == '/') return 63;
   return -1;
 }
+}  // namespace
 
 std::string strip(const std::string& text) {
   const auto first = text.find_first_not_of(" \t\r\n\v\f");
@@ -65,7 +66,6 @@ std::string strip(const std::string& text) {
   const auto last = text.find_last_not_of(" \t\r\n\v\f");
   return text.substr(first, last - first + 1);
 }
-}  // namespace
 
 std::string base64_encode(const std::string& data) {
   std::string out;
