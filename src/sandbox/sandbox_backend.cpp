@@ -271,10 +271,18 @@ struct SandboxBackend::Impl {
     options.args = std::move(args);
     options.max_output_bytes = max_command_output_bytes;
     options.idempotent = idempotent;  // the client re-sends it when an answer is lost
+    auto recovering = with_recovery(c, name, [&] { return c.run_script(name, script, options); });
+    co_return co_await std::move(recovering);
+  }
+
+  // Awaits `start()` (a client call that runs something on VM `name`) and hands a failure to
+  // handle_run_error, which may resume a paused VM once and have it started again.
+  template <typename Start>
+  Task<CommandResult> with_recovery(Client& c, const std::string& name, Start start) {
     for (bool may_resume = true;; may_resume = false) {
       std::exception_ptr error;
       try {
-        auto running = c.run_script(name, script, options);
+        auto running = start();
         auto result = co_await std::move(running);
         co_return CommandResult{result.exit_code, workspace::utf8_replace_invalid(result.stdout_bytes),
                                 workspace::utf8_replace_invalid(result.stderr_bytes)};
@@ -301,19 +309,8 @@ struct SandboxBackend::Impl {
     run_options.on_stdout = std::move(options.on_stdout);
     run_options.on_stderr = std::move(options.on_stderr);
     const std::string line = command.to_shell_line();
-    for (bool may_resume = true;; may_resume = false) {
-      std::exception_ptr error;
-      try {
-        auto running = c.run(name, line, run_options);
-        auto result = co_await std::move(running);
-        co_return CommandResult{result.exit_code, workspace::utf8_replace_invalid(result.stdout_bytes),
-                                workspace::utf8_replace_invalid(result.stderr_bytes)};
-      } catch (...) {
-        error = std::current_exception();
-      }
-      auto handling = handle_run_error(c, name, error, may_resume);
-      if (!co_await std::move(handling)) std::rethrow_exception(error);
-    }
+    auto recovering = with_recovery(c, name, [&] { return c.run(name, line, run_options); });
+    co_return co_await std::move(recovering);
   }
 };
 
