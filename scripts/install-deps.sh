@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages exedev-cpp needs, and only those that are missing.
 # Does nothing (and needs no network) when everything is already installed.
-# Then installs the npm packages of the MCP integration tests (tests/mcp) when they changed.
+# With --tests, also node and npm, then the npm packages of the MCP integration tests
+# (tests/mcp) when they changed: only the test command needs them, not the demo.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
+for_tests=false
+[[ "${1:-}" == --tests ]] && for_tests=true
 
 packages=(g++ clang cmake ninja-build pkg-config libboost1.81-dev libssl-dev nlohmann-json3-dev
-          libfmt-dev catch2 ccache curl ca-certificates openssl git nodejs)
-# Debian's npm is its own package; NodeSource's nodejs bundles npm (and conflicts with it).
-command -v npm >/dev/null || packages+=(npm)
+          libfmt-dev catch2 ccache curl ca-certificates openssl git)
+if $for_tests; then
+  packages+=(nodejs)
+  # Debian's npm is its own package; NodeSource's nodejs bundles npm (and conflicts with it).
+  command -v npm >/dev/null || packages+=(npm)
+fi
 
 missing=()
 for package in "${packages[@]}"; do
@@ -30,6 +36,7 @@ fi
 
 # The official MCP SDK client for tests/mcp, at the versions of its package-lock.json, in the
 # folder tests/mcp/CMakeLists.txt reads (EXEDEV_MCP_SDK_DIR). Reinstalled only when the lock changed.
+$for_tests || exit 0
 sdk_dir=${EXEDEV_MCP_SDK_DIR:-$repo/build/mcp-sdk}
 if ! cmp -s "$repo/tests/mcp/package-lock.json" "$sdk_dir/installed-package-lock.json"; then
   echo "install-deps: npm ci of tests/mcp into $sdk_dir" >&2
