@@ -341,6 +341,7 @@ enum class Stop {
 asio::awaitable<Stop> stop_remote(Client::Impl& impl, RunState& st) {
   try {
     auto request = script_request(impl, st, detail::ScriptMode::stop, 6);
+    request.skip_output = st.limit_hit;
     const auto outcome = co_await request_until(impl, st, request, Clock::now() + stop_bound);
     if (outcome && outcome->kind == Outcome::Kind::exited) {
       impl.log(LogLevel::debug, fmt::format("exe.dev: stopped the command on VM \"{}\"", st.vm));

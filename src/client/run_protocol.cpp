@@ -187,6 +187,8 @@ std::string build_script(const ScriptRequest& r) {
       s += "if [ ! -d \"$d\" ] || [ -f \"$d/void\" ]; then printf '%s l\\n' \"$B\"; exit 0; fi\n";
       s += ": >\"$d/cancel\"\n";
       s += "[ -f \"$d/pgid\" ] && kill -s TERM -- \"-$(cat \"$d/pgid\")\" 2>/dev/null\n";
+      // Offsets past any file: emit never streams, so only the exit frame follows.
+      if (r.skip_output) s += "o=4503599627370496; e=4503599627370496\n";
       s += "pollw 3\n";
       s += "if [ -z \"$Z\" ] && [ -d \"$d\" ]; then [ -f \"$d/pgid\" ] && kill -s KILL -- \"-$(cat \"$d/pgid\")\" 2>/dev/null; "
            "pollw 3; fi\n";

@@ -46,6 +46,9 @@ struct ScriptRequest {
   std::uint64_t err_offset = 0;
   int wait_seconds = 20;
   std::vector<std::string> acks;  ///< Records of finished runs to remove first.
+  // stop only: stream no more output (past the output limit nothing more is wanted, and a fast
+  // writer could leave more than the stop's bound can carry before its exit is confirmed).
+  bool skip_output = false;
   // launch only:
   std::string shell_line;
   std::map<std::string, std::string> env;

@@ -271,6 +271,22 @@ TEST_CASE("stop: the process group is killed, the exit reported, the record remo
   CHECK(system(("ps -o stat= -g " + std::to_string(pgid) + " | grep -qv '^Z'").c_str()) != 0);
 }
 
+TEST_CASE("stop past the output limit: no more output travels, only the exit") {
+  Home home;
+  auto request = launch("yes", 1);  // a writer faster than any request can carry
+  const auto r = execute(home, request);
+  REQUIRE(r.last());
+  CHECK(r.last()->kind == Kind::running);
+  auto stop = next(request, ScriptMode::stop, r, 5);
+  stop.skip_output = true;
+  const auto stopped = execute(home, stop);
+  REQUIRE(stopped.last());
+  CHECK(stopped.last()->kind == Kind::exit);
+  CHECK(stopped.last()->flag == 'c');
+  CHECK(stopped.out.empty());
+  CHECK_FALSE(fs::exists(home.runs() / request.id));
+}
+
 TEST_CASE("the VM-side timeout stops the command and says so") {
   Home home;
   auto request = launch("echo started; sleep 300", 10);
