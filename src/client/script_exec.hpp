@@ -5,7 +5,7 @@
 // request (exe.dev cuts a request at ~30 s).
 //
 // The word sent after `ssh <vm>` is
-//   echo <base64 of the wrapper>|base64 -d|/bin/sh -s <arg>...
+//   echo <base64 of the wrapper>|base64 -d|/bin/sh -s -- <arg>...
 // so the VM's login shell never sees the script's own bytes, while the arguments (already
 // base64: file data) travel once, unencoded, as positional parameters. The wrapper prints
 //   <B> b                 then the script's stdout, exactly
