@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -224,6 +225,16 @@ asio::awaitable<void> b6(exedev::emulator::Emulator& emulator) {
   std::printf("\n");
 }
 
+// The error and the ones nested in it (what a failed transfer was caused by).
+void print_error_chain(const std::exception& error) {
+  std::fprintf(stderr, "bench_economy: %s\n", error.what());
+  try {
+    std::rethrow_if_nested(error);
+  } catch (const std::exception& cause) {
+    print_error_chain(cause);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -240,6 +251,6 @@ int main(int argc, char** argv) try {
       limits);
   return 0;
 } catch (const std::exception& error) {
-  std::fprintf(stderr, "bench_economy: %s\n", error.what());
+  print_error_chain(error);
   return 1;
 }
