@@ -212,7 +212,8 @@ TEST_CASE("shell filesystem: an implausible size line is damaged output, not an 
   for (const auto& size : sizes) {
     INFO(size);
     f.only->set_rewrite([&size](ws::CommandResult r) {
-      if (r.stdout_text == "1000\n") r.stdout_text = size + "\n";  // the stat of `file`
+      // The stat of `file`, and the size line before the first page of its read.
+      if (r.stdout_text.starts_with("1000\n")) r.stdout_text = size + r.stdout_text.substr(4);
       const auto paged = r.stdout_text.find("\nPAGED\n");
       if (paged != std::string::npos) r.stdout_text = size + r.stdout_text.substr(paged);  // the listing
       return r;
@@ -231,7 +232,8 @@ TEST_CASE("shell filesystem: a read retries when the size changed, and gives up 
   ShellFixture f;
   const auto path = f.dir / "growing";
   std::ofstream(path) << "first";
-  const auto first_page = ws::utf8_replace_invalid(exedev::workspace::detail::base64_encode("first") + "\n");
+  // The read's first request: the size line, then the page.
+  const auto first_page = "5\n" + exedev::workspace::detail::base64_encode("first") + "\n";
   bool changed = false;
   f.only->set_rewrite([&](ws::CommandResult r) {
     // The file changes size right after its first page was read: that page no longer matches.
