@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <random>
 #include <stdexcept>
@@ -56,15 +57,6 @@ std::string posix_join(const std::string& a, const std::string& b) {
 namespace {
 constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-int base64_value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
-
 std::string strip(const std::string& text) {
   const auto first = text.find_first_not_of(" \t\r\n\v\f");
   if (first == std::string::npos) return "";
@@ -101,29 +93,43 @@ std::string base64_encode(const std::string& data) {
 }
 
 std::optional<std::string> base64_decode(const std::string& text) {
-  std::string clean;
-  clean.reserve(text.size());
-  for (const char c : text) {
-    if (c != '\n' && c != '\r') clean += c;
-  }
-  if (clean.size() % 4 != 0) return std::nullopt;
+  // One pass over the text (pages are megabytes): line breaks are skipped, `=` may only end
+  // the last quartet, anything else outside the alphabet is refused.
+  static constexpr auto kValues = [] {
+    std::array<signed char, 256> values{};
+    values.fill(-1);
+    for (int i = 0; i < 64; ++i) values[static_cast<unsigned char>(kAlphabet[i])] = static_cast<signed char>(i);
+    return values;
+  }();
   std::string out;
-  out.reserve(clean.size() / 4 * 3);
-  for (std::size_t i = 0; i < clean.size(); i += 4) {
-    const bool last = i + 4 == clean.size();
-    int pad = 0;
-    if (last && clean[i + 3] == '=') pad = clean[i + 2] == '=' ? 2 : 1;
-    int v[4];
-    for (int k = 0; k < 4 - pad; ++k) {
-      v[k] = base64_value(clean[i + static_cast<std::size_t>(k)]);
-      if (v[k] < 0) return std::nullopt;
+  out.reserve(text.size() / 4 * 3);
+  std::uint32_t quartet = 0;
+  std::size_t digits = 0;   // in the current quartet
+  std::size_t padding = 0;  // `=` seen
+  for (const char c : text) {
+    if (c == '\n' || c == '\r') continue;
+    if (c == '=') {
+      ++padding;
+      continue;
     }
-    for (int k = 4 - pad; k < 4; ++k) v[k] = 0;
-    const unsigned n = (static_cast<unsigned>(v[0]) << 18) | (static_cast<unsigned>(v[1]) << 12) |
-                       (static_cast<unsigned>(v[2]) << 6) | static_cast<unsigned>(v[3]);
-    out += static_cast<char>((n >> 16) & 0xFF);
-    if (pad < 2) out += static_cast<char>((n >> 8) & 0xFF);
-    if (pad < 1) out += static_cast<char>(n & 0xFF);
+    const auto value = kValues[static_cast<unsigned char>(c)];
+    if (value < 0 || padding > 0) return std::nullopt;
+    quartet = quartet << 6 | static_cast<std::uint32_t>(value);
+    if (++digits == 4) {
+      out += static_cast<char>(quartet >> 16 & 0xFF);
+      out += static_cast<char>(quartet >> 8 & 0xFF);
+      out += static_cast<char>(quartet & 0xFF);
+      quartet = 0;
+      digits = 0;
+    }
+  }
+  // What is left is the last quartet's digits, completed by its padding.
+  if (digits + padding != (digits == 0 ? 0 : 4) || padding > 2) return std::nullopt;
+  if (digits == 3) {
+    out += static_cast<char>(quartet >> 10 & 0xFF);
+    out += static_cast<char>(quartet >> 2 & 0xFF);
+  } else if (digits == 2) {
+    out += static_cast<char>(quartet >> 4 & 0xFF);
   }
   return out;
 }
@@ -150,11 +156,12 @@ std::string read_chunk_script(const std::string& source_word, std::size_t page_b
                               bool may_compress) {
   const auto page = fmt::format("dd if={} bs={} skip={} count=1 2>/dev/null", source_word, page_bytes, index);
   if (!may_compress) return fmt::format("printf 'raw\\n'; {} | base64", page);
-  // The environment samples the page itself: the client has not seen it.
+  // The environment samples the page itself: the client has not seen it. Level 1: a read's
+  // request count does not depend on the ratio, the VM's CPU time does (bench B3).
   return fmt::format(
       "if command -v gzip >/dev/null 2>&1 && raw=$({0} | head -c {1} | wc -c) && "
       "packed=$({0} | head -c {1} | gzip -1 | wc -c) && [ $((packed * 10)) -le $((raw * {2})) ]; then "
-      "printf 'gzip\\n'; {0} | gzip -c | base64; else printf 'raw\\n'; {0} | base64; fi",
+      "printf 'gzip\\n'; {0} | gzip -1 | base64; else printf 'raw\\n'; {0} | base64; fi",
       page, kCompressionSampleBytes, kCompressedTenthsAtMost);
 }
 

@@ -102,6 +102,12 @@ TEST_CASE("base64 round-trips every byte and rejects damage", "[unit][workspace]
   CHECK_FALSE(detail::base64_decode("YWJ").has_value());
   CHECK_FALSE(detail::base64_decode("YW@j").has_value());
   CHECK_FALSE(detail::base64_decode("=YWJ").has_value());
+  CHECK(detail::base64_decode("YQ==") == std::string("a"));
+  CHECK(detail::base64_decode("YWI=\n") == std::string("ab"));
+  for (const char* damaged : {"YQ=", "YWJj=", "YQ==YQ==", "YQ=\n=Q", "====", "Y==="}) {
+    INFO(damaged);
+    CHECK_FALSE(detail::base64_decode(damaged).has_value());
+  }
 }
 
 TEST_CASE("stat output parsing", "[unit][workspace]") {
