@@ -57,14 +57,17 @@ function(exedev_test name)
     set(ARG_TIMEOUT 600)
   endif()
   # One CTest entry per executable keeps the Catch2 output (and its summary) in one place.
+  # Every entry's output is also kept in test-output/<entry>.log for token_never_in_test_output.
+  set(logged ${PROJECT_SOURCE_DIR}/tests/run_logged.sh ${EXEDEV_TEST_OUTPUT_DIR})
   if(ARG_PERMISSIONS)
-    add_test(NAME ${name} COMMAND ${name} --durations no "~[permissions]")
+    add_test(NAME ${name} COMMAND ${logged}/${name}.log $<TARGET_FILE:${name}> --durations no "~[permissions]")
     add_test(NAME ${name}_unprivileged
-             COMMAND ${PROJECT_SOURCE_DIR}/tests/run_unprivileged.sh $<TARGET_FILE:${name}> --durations no "[permissions]")
+             COMMAND ${logged}/${name}_unprivileged.log ${PROJECT_SOURCE_DIR}/tests/run_unprivileged.sh
+                     $<TARGET_FILE:${name}> --durations no "[permissions]")
     set_tests_properties(${name}_unprivileged PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
-                         SKIP_REGULAR_EXPRESSION "skipped[: ]")
+                         SKIP_REGULAR_EXPRESSION "skipped[: ]" FIXTURES_REQUIRED exedev_test_output)
   else()
-    add_test(NAME ${name} COMMAND ${name} --durations no)
+    add_test(NAME ${name} COMMAND ${logged}/${name}.log $<TARGET_FILE:${name}> --durations no)
   endif()
   set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
                        FIXTURES_REQUIRED exedev_test_output)

@@ -213,6 +213,10 @@ struct ScriptOptions {
   std::vector<std::string> args;
   /// Most stdout bytes read; a longer answer throws OutputLimitError (the script ran).
   std::size_t max_output_bytes = 8 * 1024 * 1024;
+  /// Running the script twice leaves the same state as once. Then a 5xx, a connection lost
+  /// after sending and a cut answer are retried under ClientOptions::retry; otherwise they
+  /// throw (the script may have run). A request that was never sent is always retried.
+  bool idempotent = false;
 };
 
 /// A finished command: exact bytes, separate streams, the real exit code (128 + N when a

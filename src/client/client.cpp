@@ -111,13 +111,20 @@ struct Client::Impl {
       if (!failure && response.retry_after) {
         retry_after = detail::parse_retry_after(*response.retry_after, std::chrono::system_clock::now());
       }
-      const double r = std::uniform_real_distribution<double>(0.0, 1.0)(jitter);
-      const auto delay = detail::backoff_delay(options.retry, attempt, r, retry_after);
-      log(LogLevel::info, fmt::format("exe.dev: \"{}\" {}; retry {} of {} in {} ms", command,
-                                      failure ? std::string("lost its connection") : fmt::format("got HTTP {}", response.status),
-                                      attempt + 1, max_retries, delay.count()));
-      co_await sleep_for(delay);
+      // (A named string: GCC 12 destroys a temporary inside a co_await expression twice.)
+      const std::string why = failure ? std::string("lost its connection") : fmt::format("got HTTP {}", response.status);
+      co_await wait_before_retry(command, why, attempt, retry_after);
     }
+  }
+
+  // The retry policy's backoff before retry number `attempt` (0-based), logged with `why`.
+  asio::awaitable<void> wait_before_retry(std::string_view command, std::string_view why, int attempt,
+                                          std::optional<std::chrono::milliseconds> retry_after) {
+    const double r = std::uniform_real_distribution<double>(0.0, 1.0)(jitter);
+    const auto delay = detail::backoff_delay(options.retry, attempt, r, retry_after);
+    log(LogLevel::info, fmt::format("exe.dev: \"{}\" {}; retry {} of {} in {} ms", command, why, attempt + 1,
+                                    std::max(options.retry.max_retries, 0), delay.count()));
+    co_await sleep_for(delay);
   }
 
   // A lobby command whose answer must be a success: returns the body.
@@ -696,44 +703,62 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions o
 Task<RunResult> Client::run_script(std::string vm, std::string script, ScriptOptions options) {
   const auto boundary = detail::script_boundary();
   const auto line = detail::script_lobby_line(vm, script, options.args, boundary);
-  std::string body;
-  bool over_limit = false;
   // The frames add a few hundred bytes and the stderr block at most ~88 KiB.
   const std::size_t max_body = options.max_output_bytes + 96 * 1024;
-  auto sink = [&](std::string_view bytes) {
-    if (body.size() + bytes.size() > max_body) {
-      over_limit = true;
-      return false;
+  const int max_retries = std::max(impl_->options.retry.max_retries, 0);
+  for (int attempt = 0;; ++attempt) {
+    std::string body;
+    bool over_limit = false;
+    auto sink = [&](std::string_view bytes) {
+      if (body.size() + bytes.size() > max_body) {
+        over_limit = true;
+        return false;
+      }
+      body.append(bytes);
+      return true;
+    };
+    detail::HttpResponse response;
+    std::exception_ptr lost;
+    try {
+      response = co_await impl_->lobby(line, "ssh", sink);
+    } catch (const ConnectionError& e) {
+      // Nothing sent: nothing ran, so any script may be sent again. Past the output limit the
+      // request was abandoned on purpose (reported below).
+      if (!over_limit && ((e.sent() && !options.idempotent) || attempt >= max_retries)) throw;
+      lost = std::current_exception();
+    } catch (const ProtocolError&) {
+      if (!options.idempotent || attempt >= max_retries) throw;  // unreadable: it may have run
+      lost = std::current_exception();
     }
-    body.append(bytes);
-    return true;
-  };
-  detail::HttpResponse response;
-  std::exception_ptr lost;
-  try {
-    response = co_await impl_->lobby(line, "ssh", sink);
-  } catch (const ConnectionError& e) {
-    if (!e.sent() || over_limit) throw;
-    lost = std::current_exception();
+    if (over_limit) {
+      throw OutputLimitError(fmt::format("run_script on VM \"{}\" wrote more than {} bytes", vm, options.max_output_bytes),
+                             options.max_output_bytes, std::move(body), {});
+    }
+    std::optional<detail::ScriptOutput> output;
+    if (!lost && response.status == 200) output = detail::parse_script_output(body, boundary);
+    // A 5xx or a cut answer: the script may have run. Only an idempotent one is sent again.
+    const bool unknown = !lost && (response.status == 200 ? !output : detail::is_retryable_status(response.status));
+    if ((lost || (unknown && options.idempotent)) && attempt < max_retries) {
+      // (A named string: GCC 12 destroys a temporary inside a co_await expression twice.)
+      const std::string why = lost ? std::string("lost its connection or its answer was unreadable")
+                              : response.status == 200 ? std::string("answer was cut")
+                                                       : fmt::format("got HTTP {}", response.status);
+      co_await impl_->wait_before_retry("ssh", why, attempt, std::nullopt);
+      continue;
+    }
+    if (response.status != 200) {
+      detail::throw_api_error(response.status, "ssh", response.body, impl_->secrets());
+    }
+    if (!output) {
+      throw OutcomeUnknownError(fmt::format("run_script on VM \"{}\": the answer was cut; the script may have run", vm),
+                                std::move(body), {});
+    }
+    if (output->stdout_bytes.size() > options.max_output_bytes) {
+      throw OutputLimitError(fmt::format("run_script on VM \"{}\" wrote more than {} bytes", vm, options.max_output_bytes),
+                             options.max_output_bytes, std::move(output->stdout_bytes), std::move(output->stderr_bytes));
+    }
+    co_return RunResult{output->exit_code, std::move(output->stdout_bytes), std::move(output->stderr_bytes)};
   }
-  if (over_limit) {
-    throw OutputLimitError(fmt::format("run_script on VM \"{}\" wrote more than {} bytes", vm, options.max_output_bytes),
-                           options.max_output_bytes, std::move(body), {});
-  }
-  if (!lost && response.status != 200) {
-    detail::throw_api_error(response.status, "ssh", response.body, impl_->secrets());  // refused: it did not run
-  }
-  std::optional<detail::ScriptOutput> output;
-  if (!lost) output = detail::parse_script_output(body, boundary);
-  if (!output) {
-    throw OutcomeUnknownError(fmt::format("run_script on VM \"{}\": the answer was cut; the script may have run", vm),
-                              std::move(body), {});
-  }
-  if (output->stdout_bytes.size() > options.max_output_bytes) {
-    throw OutputLimitError(fmt::format("run_script on VM \"{}\" wrote more than {} bytes", vm, options.max_output_bytes),
-                           options.max_output_bytes, std::move(output->stdout_bytes), std::move(output->stderr_bytes));
-  }
-  co_return RunResult{output->exit_code, std::move(output->stdout_bytes), std::move(output->stderr_bytes)};
 }
 
 std::size_t script_request_bytes(const std::string& vm, const std::string& script, const std::vector<std::string>& args) {

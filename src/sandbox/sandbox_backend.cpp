@@ -32,8 +32,6 @@ constexpr std::size_t kReferencePageBytes = 64 * 1024;
 // stored blocks add 5 bytes per 16 KiB, the member 18), after the size and marker lines.
 constexpr std::size_t kMaximumReadPageBytes = 5 * 1024 * 1024 + 512 * 1024;
 static_assert((kMaximumReadPageBytes + kMaximumReadPageBytes / 1000 + 1024) / 57 * 77 + 1024 < max_command_output_bytes);
-// Sends of an idempotent file script whose answer was lost.
-constexpr int kScriptAttempts = 3;
 
 std::size_t lobby_line_size(const std::string& shell_line, const workspace::Env& env,
                             const std::optional<std::string>& working_dir) {
@@ -281,24 +279,27 @@ struct SandboxBackend::Impl {
     ScriptOptions options;
     options.args = std::move(args);
     options.max_output_bytes = max_command_output_bytes;
-    int lost = 0;
-    for (bool may_resume = true;;) {
+    options.idempotent = idempotent;  // the client re-sends it when an answer is lost
+    auto recovering = with_recovery(c, name, [&] { return c.run_script(name, script, options); });
+    co_return co_await std::move(recovering);
+  }
+
+  // Awaits `start()` (a client call that runs something on VM `name`) and hands a failure to
+  // handle_run_error, which may resume a paused VM once and have it started again.
+  template <typename Start>
+  Task<CommandResult> with_recovery(Client& c, const std::string& name, Start start) {
+    for (bool may_resume = true;; may_resume = false) {
       std::exception_ptr error;
       try {
-        auto running = c.run_script(name, script, options);
+        auto running = start();
         auto result = co_await std::move(running);
         co_return CommandResult{result.exit_code, workspace::utf8_replace_invalid(result.stdout_bytes),
                                 workspace::utf8_replace_invalid(result.stderr_bytes)};
-      } catch (const OutcomeUnknownError&) {
-        error = std::current_exception();
-        // Lost answers of a script that may run twice: send it again.
-        if (idempotent && ++lost < kScriptAttempts) continue;
       } catch (...) {
         error = std::current_exception();
       }
       auto handling = handle_run_error(c, name, error, may_resume);
       if (!co_await std::move(handling)) std::rethrow_exception(error);
-      may_resume = false;
     }
   }
 
@@ -317,19 +318,8 @@ struct SandboxBackend::Impl {
     run_options.on_stdout = std::move(options.on_stdout);
     run_options.on_stderr = std::move(options.on_stderr);
     const std::string line = command.to_shell_line();
-    for (bool may_resume = true;; may_resume = false) {
-      std::exception_ptr error;
-      try {
-        auto running = c.run(name, line, run_options);
-        auto result = co_await std::move(running);
-        co_return CommandResult{result.exit_code, workspace::utf8_replace_invalid(result.stdout_bytes),
-                                workspace::utf8_replace_invalid(result.stderr_bytes)};
-      } catch (...) {
-        error = std::current_exception();
-      }
-      auto handling = handle_run_error(c, name, error, may_resume);
-      if (!co_await std::move(handling)) std::rethrow_exception(error);
-    }
+    auto recovering = with_recovery(c, name, [&] { return c.run(name, line, run_options); });
+    co_return co_await std::move(recovering);
   }
 };
 

@@ -6,6 +6,9 @@
 
 namespace exedev::tools::detail {
 
+/// The SHA-256 of `bytes` in lowercase hex (64 digits).
+[[nodiscard]] std::string sha256_hex(std::string_view bytes);
+
 /// The first 12 hex digits of the SHA-256 of `bytes` (the file's raw bytes).
 [[nodiscard]] std::string content_hash(std::string_view bytes);
 

@@ -25,7 +25,9 @@ namespace {
 using detail::JsonType;
 using detail::ModelRetry;
 using detail::Parameter;
+using detail::text_parameter;
 using detail::ToolSpec;
+using detail::typed_parameter;
 
 const std::vector<std::string> default_tools = {"read_file",   "write_file", "edit_file",        "list_directory",
                                                 "search_files", "find_files", "create_directory", "file_info"};
@@ -41,23 +43,6 @@ const std::vector<std::string> read_only_tools = {"read_file",  "list_directory"
 // Room kept for the longest notice read_file appends after the numbered lines.
 constexpr std::size_t notice_chars = 200;
 constexpr std::chrono::seconds readlink_timeout{10};
-
-Parameter text_parameter(std::string name, std::string description, std::optional<std::string> default_json = {},
-                         bool nullable = false) {
-  Parameter p;
-  p.name = std::move(name);
-  p.description = std::move(description);
-  p.default_json = std::move(default_json);
-  p.nullable = nullable;
-  return p;
-}
-
-Parameter typed_parameter(std::string name, JsonType type, std::string description,
-                          std::optional<std::string> default_json = {}, bool nullable = false) {
-  auto p = text_parameter(std::move(name), std::move(description), std::move(default_json), nullable);
-  p.type = type;
-  return p;
-}
 
 ToolSpec spec_of(const std::string& name, bool hashes) {
   using detail::tool_description;
@@ -280,9 +265,7 @@ Task<ToolResult> FileSystem::call(std::string name, std::string arguments, ToolC
 Task<std::string> FileSystem::State::run_tool(std::string name, std::string arguments) {
   const auto names = offered();
   if (std::find(names.begin(), names.end(), name) == names.end()) {
-    std::string available;
-    for (std::size_t i = 0; i < names.size(); ++i) available += (i == 0 ? "" : ", ") + detail::python_repr(names[i]);
-    throw ModelRetry("Unknown tool name: " + detail::python_repr(name) + ". Available tools: " + available);
+    throw ModelRetry(detail::unknown_tool_message(name, names));
   }
   const auto spec = spec_of(name, options.content_hashes);
   const detail::Arguments args(spec, arguments);

@@ -1,6 +1,9 @@
 #include "tools/outcome.hpp"
 
+#include "tools/text.hpp"
+
 #include <exception>
+#include <filesystem>
 #include <utility>
 
 namespace exedev::tools::detail {
@@ -23,6 +26,22 @@ void raise_tool_failure(const workspace::WorkspaceError& error) {
   const std::string message = error.what();
   if (!message.empty()) throw ToolFailed(message);
   throw ToolFailed("The workspace operation failed (" + type_name(error) + ").");
+}
+
+bool has_errc(const std::exception_ptr& error, std::errc code) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::filesystem::filesystem_error& e) {
+    return e.code() == code;
+  } catch (...) {
+    return false;
+  }
+}
+
+std::string unknown_tool_message(const std::string& name, const std::vector<std::string>& offered) {
+  std::string available;
+  for (std::size_t i = 0; i < offered.size(); ++i) available += (i == 0 ? "" : ", ") + python_repr(offered[i]);
+  return "Unknown tool name: " + python_repr(name) + ". Available tools: " + available;
 }
 
 Task<ToolResult> to_tool_result(Task<std::string> body) {

@@ -6,8 +6,11 @@
 #include <exedev/tools/toolset.hpp>
 #include <exedev/workspace/errors.hpp>
 
+#include <exception>
 #include <stdexcept>
 #include <string>
+#include <system_error>
+#include <vector>
 
 namespace exedev::tools::detail {
 
@@ -29,6 +32,12 @@ class ToolFailed : public std::runtime_error {
 /// refused.", a timeout and the rest with their message (or "The workspace operation failed
 /// (<type>)." when it is empty).
 [[noreturn]] void raise_tool_failure(const workspace::WorkspaceError& error);
+
+/// Whether `error` is a std::filesystem::filesystem_error whose code is `code`.
+[[nodiscard]] bool has_errc(const std::exception_ptr& error, std::errc code);
+
+/// pydantic-ai's retry text for a tool name that is not among `offered`.
+[[nodiscard]] std::string unknown_tool_message(const std::string& name, const std::vector<std::string>& offered);
 
 /// Runs a tool body and turns its outcome into a ToolResult: a string is a success,
 /// ModelRetry a retry, ToolFailed (and any WorkspaceError, through raise_tool_failure) a

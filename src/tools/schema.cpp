@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <utility>
+
 namespace exedev::tools::detail {
 
 namespace {
@@ -37,6 +39,23 @@ nlohmann::ordered_json type_schema(const Parameter& parameter) {
 }
 
 }  // namespace
+
+Parameter text_parameter(std::string name, std::string description, std::optional<std::string> default_json,
+                         bool nullable) {
+  Parameter p;
+  p.name = std::move(name);
+  p.description = std::move(description);
+  p.default_json = std::move(default_json);
+  p.nullable = nullable;
+  return p;
+}
+
+Parameter typed_parameter(std::string name, JsonType type, std::string description,
+                          std::optional<std::string> default_json, bool nullable) {
+  auto p = text_parameter(std::move(name), std::move(description), std::move(default_json), nullable);
+  p.type = type;
+  return p;
+}
 
 ToolDefinition definition_of(const ToolSpec& spec) {
   nlohmann::ordered_json properties = nlohmann::ordered_json::object();

@@ -26,6 +26,13 @@ struct Parameter {
   std::vector<Parameter> item_fields{};    ///< object_array: the fields of each item (all required).
 };
 
+/// A string parameter (required unless it has a default; `nullable`: `str | None`).
+[[nodiscard]] Parameter text_parameter(std::string name, std::string description,
+                                       std::optional<std::string> default_json = {}, bool nullable = false);
+/// A parameter of another type, likewise.
+[[nodiscard]] Parameter typed_parameter(std::string name, JsonType type, std::string description,
+                                        std::optional<std::string> default_json = {}, bool nullable = false);
+
 /// A tool as its implementation describes it.
 struct ToolSpec {
   std::string name{};

@@ -1,10 +1,61 @@
 #include "tools/text.hpp"
 
+#include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <utility>
 
 namespace exedev::tools::detail {
 
 namespace {
+
+// ---- repr() ----
+
+// The code point of the UTF-8 sequence at text[i] and its length, or nullopt when invalid.
+std::optional<std::pair<char32_t, std::size_t>> decode_at(std::string_view text, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char lead = byte(i);
+  std::size_t length = 0;
+  char32_t code = 0;
+  char32_t minimum = 0;
+  if (lead < 0x80) return std::pair<char32_t, std::size_t>{lead, 1};
+  if (lead >= 0xC2 && lead <= 0xDF) { length = 2; code = lead & 0x1F; minimum = 0x80; }
+  else if (lead >= 0xE0 && lead <= 0xEF) { length = 3; code = lead & 0x0F; minimum = 0x800; }
+  else if (lead >= 0xF0 && lead <= 0xF4) { length = 4; code = lead & 0x07; minimum = 0x10000; }
+  else return std::nullopt;
+  if (i + length > text.size()) return std::nullopt;
+  for (std::size_t k = 1; k < length; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return std::nullopt;
+    code = (code << 6) | (byte(i + k) & 0x3F);
+  }
+  if (code < minimum || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return std::nullopt;
+  return std::pair<char32_t, std::size_t>{code, length};
+}
+
+// Code points str.isprintable() rejects, besides the ASCII controls: the C1 controls, the
+// format characters (Cf), the separators other than the ASCII space (Zs, Zl, Zp) and private use.
+bool printable(char32_t c) {
+  if (c < 0x20 || (c >= 0x7F && c <= 0xA0) || c == 0xAD) return false;
+  if (c == 0x061C || c == 0x180E || c == 0x1680 || (c >= 0x2000 && c <= 0x200F)) return false;
+  if ((c >= 0x2028 && c <= 0x202F) || (c >= 0x205F && c <= 0x2064) || (c >= 0x2066 && c <= 0x206F)) return false;
+  if (c == 0x3000 || c == 0xFEFF || (c >= 0xFFF9 && c <= 0xFFFB)) return false;
+  if ((c >= 0xE000 && c <= 0xF8FF) || c >= 0xF0000) return false;
+  return true;
+}
+
+void append_escape(std::string& out, char32_t c) {
+  char buffer[16];
+  if (c <= 0xFF) {
+    std::snprintf(buffer, sizeof buffer, "\\x%02x", static_cast<unsigned>(c));
+  } else if (c <= 0xFFFF) {
+    std::snprintf(buffer, sizeof buffer, "\\u%04x", static_cast<unsigned>(c));
+  } else {
+    std::snprintf(buffer, sizeof buffer, "\\U%08x", static_cast<unsigned>(c));
+  }
+  out += buffer;
+}
 
 bool is_continuation(unsigned char byte) { return (byte & 0xC0) == 0x80; }
 
@@ -66,26 +117,83 @@ std::string python_repr(std::string_view text) {
   const bool has_double = text.find('"') != std::string_view::npos;
   const char quote = has_single && !has_double ? '"' : '\'';
   std::string out(1, quote);
-  for (const char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (ch == '\\') out += "\\\\";
-    else if (ch == quote) {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto decoded = decode_at(text, i);
+    if (!decoded) {
+      // Python sees an undecodable byte as the surrogate U+DC80..U+DCFF.
+      append_escape(out, 0xDC00 + static_cast<unsigned char>(text[i]));
+      ++i;
+      continue;
+    }
+    const auto [c, length] = *decoded;
+    if (c == static_cast<char32_t>(quote) || c == U'\\') {
       out += '\\';
-      out += quote;
-    }
-    else if (ch == '\n') out += "\\n";
-    else if (ch == '\r') out += "\\r";
-    else if (ch == '\t') out += "\\t";
-    else if (c < 0x20 || c == 0x7f) {
-      char escaped[5];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
-      out += escaped;
+      out += static_cast<char>(c);
+    } else if (c == U'\t') {
+      out += "\\t";
+    } else if (c == U'\n') {
+      out += "\\n";
+    } else if (c == U'\r') {
+      out += "\\r";
+    } else if (!printable(c)) {
+      append_escape(out, c);
     } else {
-      out += ch;
+      out.append(text.substr(i, length));
     }
+    i += length;
   }
   out += quote;
   return out;
+}
+
+std::string python_float(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  // The shortest round-trip digits, in scientific form: [-]d[.ddd]e[+-]XX.
+  char buffer[64];
+  const auto end = std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::scientific).ptr;
+  const std::string scientific(buffer, end);
+  const auto e = scientific.find('e');
+  std::string mantissa = scientific.substr(0, e);
+  const int exponent = std::atoi(scientific.c_str() + e + 1);
+  std::string sign;
+  if (!mantissa.empty() && mantissa[0] == '-') {
+    sign = "-";
+    mantissa.erase(0, 1);
+  }
+  std::string digits;
+  for (const char c : mantissa) {
+    if (c != '.') digits += c;
+  }
+  if (exponent < -4 || exponent >= 16) {
+    std::string out = sign + digits.substr(0, 1);
+    if (digits.size() > 1) out += "." + digits.substr(1);
+    char exp[16];
+    std::snprintf(exp, sizeof exp, "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
+    return out + exp;
+  }
+  std::string integral;
+  std::string fraction;
+  if (exponent < 0) {
+    integral = "0";
+    fraction = std::string(static_cast<std::size_t>(-exponent - 1), '0') + digits;
+  } else {
+    const auto point = static_cast<std::size_t>(exponent) + 1;
+    if (digits.size() <= point) {
+      integral = digits + std::string(point - digits.size(), '0');
+    } else {
+      integral = digits.substr(0, point);
+      fraction = digits.substr(point);
+    }
+  }
+  if (fraction.empty()) fraction = "0";
+  return sign + integral + "." + fraction;
+}
+
+std::string python_g(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", value);
+  return buffer;
 }
 
 std::string with_thousands(std::size_t value) {

@@ -56,6 +56,7 @@ std::string posix_join(const std::string& a, const std::string& b) {
 
 namespace {
 constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+}  // namespace
 
 std::string strip(const std::string& text) {
   const auto first = text.find_first_not_of(" \t\r\n\v\f");
@@ -63,7 +64,6 @@ std::string strip(const std::string& text) {
   const auto last = text.find_last_not_of(" \t\r\n\v\f");
   return text.substr(first, last - first + 1);
 }
-}  // namespace
 
 std::string base64_encode(const std::string& data) {
   std::string out;
@@ -665,6 +665,8 @@ Task<std::vector<FileEntry>> ShellFilesystem::list_dir(std::string path) {
   CommandResult result;
   ListingOutput out;
   try {
+    // Not sent twice: a first run still going when its answer was lost would remove the temp
+    // file under the second.
     result = co_await sh(list_script(path, word, limits_.listing_inline_bytes));
     if (result.exit_code == 0) out = parse_listing_output(result.stdout_text, path);
   } catch (...) {
@@ -702,7 +704,7 @@ Task<std::vector<FileEntry>> ShellFilesystem::list_dir(std::string path) {
 }
 
 Task<void> ShellFilesystem::make_dir(std::string path) {
-  const auto result = co_await sh(make_dir_script(path));
+  const auto result = co_await sh(make_dir_script(path), {}, true);  // mkdir -p
   co_await check(result, path, false);
 }
 

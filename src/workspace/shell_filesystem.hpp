@@ -66,6 +66,10 @@ struct WriteCheck {
 [[nodiscard]] std::string posix_dirname(const std::string& path);
 [[nodiscard]] std::string posix_join(const std::string& a, const std::string& b);
 
+/// `text` without leading and trailing ASCII whitespace (Python's str.strip() on a command's
+/// output).
+[[nodiscard]] std::string strip(const std::string& text);
+
 // ---- base64 ----
 [[nodiscard]] std::string base64_encode(const std::string& data);
 /// Strict decoding; line breaks are ignored. nullopt for anything that is not base64.

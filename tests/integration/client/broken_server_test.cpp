@@ -282,3 +282,49 @@ TEST_CASE("broken server: lobby commands get ProtocolError for unreadable answer
       },
       limits(30s));
 }
+
+TEST_CASE("broken server: run_script ends within the request timeout, sent again only when idempotent") {
+  const auto breakage = GENERATE(Breakage::trickle, Breakage::endless, Breakage::bad_chunk_size, Breakage::huge_header,
+                                 Breakage::unframed);
+  const bool idempotent = GENERATE(false, true);
+  INFO("breakage " << static_cast<int>(breakage) << ", idempotent " << idempotent);
+  BrokenServer server(breakage);
+  exedev::testing::run(
+      [&](boost::asio::any_io_executor ex) -> Task0 {
+        auto options = server.client_options();
+        options.request_timeout = 2s;
+        options.retry.max_retries = 2;
+        options.retry.initial_backoff = 10ms;
+        options.retry.max_backoff = 10ms;
+        Client c(ex, options);
+        ScriptOptions script_options;
+        script_options.max_output_bytes = 64 * 1024;
+        script_options.idempotent = idempotent;
+        std::exception_ptr error;
+        try {
+          (void)co_await c.run_script("broken-vm", "echo hi", script_options);
+        } catch (...) {
+          error = std::current_exception();
+        }
+        REQUIRE(error);  // never a result
+        try {
+          std::rethrow_exception(error);
+        } catch (const OutputLimitError&) {
+          CHECK(breakage == Breakage::endless);  // the answer passed the limit: the script ran
+        } catch (const OutcomeUnknownError&) {
+          CHECK(breakage == Breakage::unframed);  // complete, but no frame: it may have run
+        } catch (const ProtocolError&) {
+          CHECK((breakage == Breakage::bad_chunk_size || breakage == Breakage::huge_header));
+        } catch (const ConnectionError& e) {
+          CHECK(breakage == Breakage::trickle);  // the request timed out after sending
+          CHECK(e.sent());
+        }
+        std::size_t sent = 0;
+        for (const auto& body : server.bodies()) sent += body.rfind("ssh ", 0) == 0;
+        // Re-sent only when running twice is harmless and the answer was lost, cut or
+        // unreadable; an answer past the output limit means the script ran.
+        const bool resent = idempotent && breakage != Breakage::endless;
+        CHECK(sent == (resent ? 3u : 1u));
+      },
+      limits(60s));
+}

@@ -310,10 +310,20 @@ const std::map<std::pair<std::string, std::string>, std::string>& expected_outco
     // docs/client.md "Running commands": a launch that never ran (reset before it, or a stall
     // that ends the request before the command starts) is probed, tombstoned, and reported as
     // a ConnectionError that was not sent; the backend passes it on for the caller to retry.
+    // An unframed answer to the launch may come from a command that ran: unknown, not re-run.
     // Every other fault is recovered by polling the same run.
-    for (const char* op : {"run", "read", "write", "list", "remove"}) {
-      t[{op, "reset_before_run"}] = "ConnectionError(not sent)";
-      t[{op, "stall"}] = "ConnectionError(not sent)";
+    t[{"run", "reset_before_run"}] = "ConnectionError(not sent)";
+    t[{"run", "stall"}] = "ConnectionError(not sent)";
+    t[{"run", "bad_json"}] = "CommandOutcomeUnknownError";
+    // docs/sandbox.md "Larger files": read and write are idempotent scripts, so every fault is
+    // recovered by sending the script again (the "ok" default). A removal is not (sent twice,
+    // the second finds nothing), nor a listing (its temp file): once it may have run, its
+    // outcome is unknown.
+    for (const char* op : {"list", "remove"}) {
+      for (const char* fault : {"reset_before_run", "reset_after_run", "http_status 500", "http_status 502",
+                                "http_status 504", "truncate_stream", "bad_json", "stall"}) {
+        t[{op, fault}] = "CommandOutcomeUnknownError";
+      }
     }
     return t;
   }();

@@ -10,6 +10,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <stdexcept>
+
 using namespace exedev::tools::detail;
 
 TEST_CASE("truncate_tail keeps the tail behind a marker that counts toward the cap", "[tools][helpers]") {
@@ -42,6 +45,17 @@ TEST_CASE("text helpers follow Python", "[tools][helpers]") {
   CHECK(utf8_decode_error("a\xe2\x82") == "'utf-8' codec can't decode bytes in position 1-2: unexpected end of data");
   CHECK(utf8_decode_error("\xed\xa0\x80") == "'utf-8' codec can't decode byte 0xed in position 0: invalid continuation byte");
   CHECK(content_hash("") == "e3b0c44298fc");
+  CHECK(sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+TEST_CASE("outcome helpers: unknown tool names and filesystem error codes", "[tools][helpers]") {
+  CHECK(unknown_tool_message("nope", {"read_file", "run_command"}) ==
+        "Unknown tool name: 'nope'. Available tools: 'read_file', 'run_command'");
+  const auto missing = std::make_exception_ptr(
+      std::filesystem::filesystem_error("gone", std::make_error_code(std::errc::no_such_file_or_directory)));
+  CHECK(has_errc(missing, std::errc::no_such_file_or_directory));
+  CHECK_FALSE(has_errc(missing, std::errc::permission_denied));
+  CHECK_FALSE(has_errc(std::make_exception_ptr(std::runtime_error("other")), std::errc::no_such_file_or_directory));
 }
 
 TEST_CASE("path helpers follow posixpath and fnmatch", "[tools][helpers]") {
@@ -70,18 +84,10 @@ TEST_CASE("schemas follow pydantic-ai's shape", "[tools][helpers]") {
   ToolSpec spec;
   spec.name = "t";
   spec.description = tool_description("Do it.", "What it did.");
-  Parameter path;
-  path.name = "path";
-  path.description = "The path.";
-  Parameter limit;
-  limit.name = "limit";
-  limit.type = JsonType::integer;
-  limit.nullable = true;
-  limit.default_json = "null";
-  Parameter mode;
-  mode.name = "mode";
+  const auto path = text_parameter("path", "The path.");
+  const auto limit = typed_parameter("limit", JsonType::integer, "", "null", true);
+  auto mode = text_parameter("mode", "", "\"foreground\"");
   mode.choices = {"foreground", "background"};
-  mode.default_json = "\"foreground\"";
   spec.parameters = {path, limit, mode};
   const auto definition = definition_of(spec);
   CHECK(definition.description ==

@@ -38,8 +38,9 @@ using ws::Task;
 namespace {
 
 struct ShellFixture {
+  explicit ShellFixture(ws::Env env = {}) : local(std::make_shared<ws::LocalBackend>(dir.path(), std::move(env))) {}
   TempDir dir;
-  std::shared_ptr<ws::LocalBackend> local = std::make_shared<ws::LocalBackend>(dir.path());
+  std::shared_ptr<ws::LocalBackend> local;
   std::shared_ptr<CommandsOnly> only = std::make_shared<CommandsOnly>(local);
   ws::Workspace shell{only};
   ws::Workspace native{local};
@@ -60,11 +61,11 @@ bool leftovers_in(const std::string& dir) {
   return false;
 }
 
-// Listing temp files (.exedev-<hex>.list) left in $TMPDIR itself.
-int listing_files_in_tmp() {
+// Listing temp files (.exedev-<hex>.list) left in `directory` itself.
+int listing_files_in(const std::string& directory) {
   int count = 0;
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::temp_directory_path(), ec)) {
+  for (const auto& entry : std::filesystem::directory_iterator(directory, ec)) {
     const auto name = entry.path().filename().string();
     if (name.rfind(".exedev-", 0) == 0 && name.size() > 5 && name.substr(name.size() - 5) == ".list") ++count;
   }
@@ -212,7 +213,7 @@ TEST_CASE("shell filesystem: an implausible size line is damaged output, not an 
   for (const auto& size : sizes) {
     INFO(size);
     f.only->set_rewrite([&size](ws::CommandResult r) {
-      // The stat of `file`, and the size line before the first page of its read.
+      // The read's first answer: the size line of `file`, then its first page.
       if (r.stdout_text.starts_with("1000\n")) r.stdout_text = size + r.stdout_text.substr(4);
       const auto paged = r.stdout_text.find("\nPAGED\n");
       if (paged != std::string::npos) r.stdout_text = size + r.stdout_text.substr(paged);  // the listing
@@ -232,8 +233,8 @@ TEST_CASE("shell filesystem: a read retries when the size changed, and gives up 
   ShellFixture f;
   const auto path = f.dir / "growing";
   std::ofstream(path) << "first";
-  // The read's first request: the size line, then the page.
-  const auto first_page = "5\nraw\n" + exedev::workspace::detail::base64_encode("first") + "\n";
+  // The read's first answer: the size line, then the first page.
+  const auto first_page = ws::utf8_replace_invalid("5\nraw\n" + exedev::workspace::detail::base64_encode("first") + "\n");
   bool changed = false;
   f.only->set_rewrite([&](ws::CommandResult r) {
     // The file changes size right after its first page was read: that page no longer matches.
@@ -278,7 +279,8 @@ TEST_CASE("shell filesystem: a find failure is not hidden", "[unit][workspace]")
 
 TEST_CASE("shell filesystem: output caps become named errors, listings page through $TMPDIR",
           "[unit][workspace]") {
-  ShellFixture f;
+  TempDir tmp;  // the environment's TMPDIR: other processes list through the shared one meanwhile
+  ShellFixture f(ws::Env{{"TMPDIR", tmp.path()}});
   static constexpr std::size_t cap = 120 * 1024;  // static: both GCC and Clang agree it needs no capture
   f.only->set_rewrite([](ws::CommandResult r) {
     if (r.stdout_text.size() + r.stderr_text.size() > cap) {
@@ -286,7 +288,6 @@ TEST_CASE("shell filesystem: output caps become named errors, listings page thro
     }
     return r;
   });
-  const int lists_before = listing_files_in_tmp();
   for (int i = 0; i < 600; ++i) {
     std::ofstream(f.dir / (std::to_string(i) + std::string(200, 'n'))) << i;
   }
@@ -294,7 +295,7 @@ TEST_CASE("shell filesystem: output caps become named errors, listings page thro
     const auto listing = co_await f.shell.list_dir(".");
     CHECK(listing.size() == 600);
   });
-  CHECK(listing_files_in_tmp() == lists_before);
+  CHECK(listing_files_in(tmp.path()) == 0);
 
   ws::ShellFilesystemLimits big;
   big.read_page_bytes = 200 * 1024;  // a page whose base64 exceeds the cap

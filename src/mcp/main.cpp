@@ -1,0 +1,310 @@
+// exedev-mcp: an MCP server on stdin/stdout serving the FileSystem and Shell tool sets over one
+// workspace: a local directory, an exe.dev VM (new or attached), or a VM on the bundled
+// emulator. docs/mcp.md describes every flag.
+#include "common/coroutines.hpp"
+#include "mcp/server.hpp"
+
+#include <exedev/emulator/client_options.hpp>
+#include <exedev/emulator/emulator.hpp>
+#include <exedev/exedev.hpp>
+#include <exedev/tools/file_system.hpp>
+#include <exedev/tools/shell.hpp>
+#include <exedev/workspace/local_backend.hpp>
+#include <exedev/workspace/workspace.hpp>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace asio = boost::asio;
+using namespace exedev;
+
+constexpr const char* usage = R"(usage: exedev-mcp WORKSPACE [options]
+
+An MCP server (JSON-RPC 2.0 on stdin/stdout, one message per line) offering the FileSystem
+tools (read_file, write_file, edit_file, ...) and the Shell tools (run_command, start_command,
+check_command, stop_command) on one workspace. See docs/mcp.md.
+
+Workspace (exactly one):
+  --local=DIR               a directory on this machine
+  --emulator                a new VM on the bundled exe.dev emulator, started in this process
+                            (gone when the server exits)
+  --exedev                  a new VM on exe.dev, made from the VM flags below on first use
+  --vm=NAME                 an existing exe.dev VM
+  --ref=JSON                an existing exe.dev VM by its workspace ref,
+                            {"provider": "exedev", "id": "NAME"}
+  exe.dev reads its API token from EXE_TOKEN and its URL from EXE_BASE_URL
+  (default https://exe.dev).
+
+VM (--exedev and --emulator; --working-dir and --scope-tag also when attaching):
+  --name=NAME  --image=IMAGE  --base=VM  --tag=TAG (repeatable)  --comment=TEXT
+  --cpu=N  --memory=SIZE  --disk=SIZE
+  --working-dir=DIR         where commands start: absolute, or relative to the VM user's home
+  --scope-tag=TAG           touch only VMs carrying this tag
+  --on-exit=keep|destroy    what becomes of a VM this server made (default keep: its ref is
+                            printed on stderr at exit)
+
+Tools:
+  --env=NAME=VALUE          environment of every command (repeatable)
+  --read-only               only reading tools: no commands, no file changes
+  --persistent-shell        also offer the `shell` tool (one shell session kept between calls)
+  --command-timeout=SECONDS run_command's timeout when the model gives none (default 30)
+
+  --help                    this text
+  --version                 the version
+)";
+
+enum class WorkspaceKind { none, local, emulator, exedev, attach };
+
+struct Config {
+  WorkspaceKind kind = WorkspaceKind::none;
+  std::string local_dir{};
+  std::optional<workspace::WorkspaceRef> ref{};
+  VMSpecFields spec{};
+  std::optional<std::string> scope_tag{};
+  bool destroy_on_exit = false;
+  workspace::Env env{};
+  bool read_only = false;
+  bool persistent_shell = false;
+  std::optional<double> command_timeout{};
+};
+
+[[noreturn]] void bad_usage(const std::string& message) {
+  std::cerr << "exedev-mcp: " << message << "\n(--help for usage)\n";
+  std::exit(2);
+}
+
+Config parse(int argc, char** argv) {
+  Config config;
+  const auto choose = [&](WorkspaceKind kind) {
+    if (config.kind != WorkspaceKind::none) bad_usage("choose one workspace: --local, --emulator, --exedev, --vm or --ref");
+    config.kind = kind;
+  };
+  bool spec_given = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const auto eq = arg.find('=');
+    const std::string name = arg.substr(0, eq);
+    const bool has_value = eq != std::string::npos;
+    const std::string value = has_value ? arg.substr(eq + 1) : std::string();
+    const auto need_value = [&] {
+      if (!has_value || value.empty()) bad_usage(name + " needs a value (" + name + "=...)");
+      return value;
+    };
+    const auto number = [&] {
+      const std::string text = need_value();
+      try {
+        std::size_t used = 0;
+        const double parsed = std::stod(text, &used);
+        if (used == text.size() && parsed > 0) return parsed;
+      } catch (const std::exception&) {
+      }
+      bad_usage("invalid number for " + name);
+    };
+    const auto spec_field = [&]() -> std::optional<std::string>& {
+      spec_given = true;
+      if (name == "--name") return config.spec.name;
+      if (name == "--image") return config.spec.image;
+      if (name == "--base") return config.spec.base;
+      if (name == "--comment") return config.spec.comment;
+      if (name == "--memory") return config.spec.memory;
+      return config.spec.disk;
+    };
+    if (name == "--help" || name == "-h") {
+      std::cout << usage;
+      std::exit(0);
+    } else if (name == "--version") {
+      std::cout << "exedev-mcp " << EXEDEV_VERSION << "\n";
+      std::exit(0);
+    } else if (name == "--local") {
+      choose(WorkspaceKind::local);
+      config.local_dir = need_value();
+    } else if (name == "--emulator" || name == "--exedev") {
+      if (has_value) bad_usage(name + " takes no value");
+      choose(name == "--emulator" ? WorkspaceKind::emulator : WorkspaceKind::exedev);
+    } else if (name == "--vm") {
+      choose(WorkspaceKind::attach);
+      config.ref = workspace::WorkspaceRef{"exedev", need_value()};
+    } else if (name == "--ref") {
+      choose(WorkspaceKind::attach);
+      try {
+        config.ref = workspace::WorkspaceRef::from_json(need_value());
+      } catch (const std::exception& e) {
+        bad_usage(std::string("invalid --ref: ") + e.what());
+      }
+    } else if (name == "--name" || name == "--image" || name == "--base" || name == "--comment" ||
+               name == "--memory" || name == "--disk") {
+      spec_field() = need_value();
+    } else if (name == "--working-dir") {
+      config.spec.working_dir = need_value();
+    } else if (name == "--tag") {
+      spec_given = true;
+      config.spec.tags.push_back(need_value());
+    } else if (name == "--cpu") {
+      spec_given = true;
+      const double cpu = number();
+      if (cpu != static_cast<unsigned>(cpu)) bad_usage("--cpu must be a whole number");
+      config.spec.cpu = static_cast<unsigned>(cpu);
+    } else if (name == "--scope-tag") {
+      config.scope_tag = need_value();
+    } else if (name == "--on-exit") {
+      if (value != "keep" && value != "destroy") bad_usage("--on-exit is keep or destroy");
+      config.destroy_on_exit = value == "destroy";
+    } else if (name == "--env") {
+      const std::string assignment = need_value();
+      const auto equals = assignment.find('=');
+      if (equals == std::string::npos || equals == 0) bad_usage("--env needs NAME=VALUE");
+      config.env[assignment.substr(0, equals)] = assignment.substr(equals + 1);
+    } else if (name == "--read-only") {
+      config.read_only = true;
+    } else if (name == "--persistent-shell") {
+      config.persistent_shell = true;
+    } else if (name == "--command-timeout") {
+      config.command_timeout = number();
+    } else {
+      bad_usage("unknown option " + name);
+    }
+  }
+  if (config.kind == WorkspaceKind::none) bad_usage("choose a workspace: --local, --emulator, --exedev, --vm or --ref");
+  const bool vm = config.kind != WorkspaceKind::local;
+  if (!vm && (spec_given || config.spec.working_dir || config.scope_tag))
+    bad_usage("the VM flags need --emulator, --exedev, --vm or --ref");
+  if (config.kind == WorkspaceKind::attach && spec_given)
+    bad_usage("an attached VM keeps what it has: only --working-dir and --scope-tag apply");
+  return config;
+}
+
+// The workspace the tools work on, and how to end it.
+class Environment {
+ public:
+  Environment(const Config& config, const emulator::Emulator* emulator) : config_(config) {
+    if (config.kind == WorkspaceKind::local) {
+      workspace_ = std::make_shared<workspace::Workspace>(
+          std::make_shared<workspace::LocalBackend>(config.local_dir, config.env));
+      description_ = "the local directory " + config.local_dir;
+      return;
+    }
+    SandboxBackendOptions options;
+    options.ref = config.ref;
+    options.spec = VMSpec(config.spec);
+    options.scope_tag = config.scope_tag;
+    options.env = config.env;
+    if (emulator != nullptr) options.client_options = emulator::client_options(*emulator);
+    backend_ = std::make_shared<SandboxBackend>(options);
+    workspace_ = std::make_shared<workspace::Workspace>(backend_);
+    description_ = config.ref ? "the exe.dev VM " + config.ref->id
+                              : std::string(emulator ? "a new VM on the exe.dev emulator" : "a new exe.dev VM");
+  }
+
+  [[nodiscard]] std::shared_ptr<workspace::Workspace> workspace() const {
+    if (!config_.read_only) return workspace_;
+    return std::make_shared<workspace::ReadOnlyWorkspace>(workspace_);
+  }
+  [[nodiscard]] const std::string& description() const { return description_; }
+
+  /// Destroys a VM this server made when asked to, reports a kept one, closes the client.
+  Task<void> close() {
+    if (!backend_) co_return;
+    const auto ref = backend_->ref();
+    const bool made_here = !config_.ref && config_.kind == WorkspaceKind::exedev;
+    if (ref && made_here) {
+      if (config_.destroy_on_exit) {
+        SandboxOptions options;
+        options.scope_tag = config_.scope_tag;
+        options.client = co_await backend_->client();
+        co_await Sandbox(options).destroy(*ref);
+        std::cerr << "exedev-mcp: destroyed VM " << ref->id << "\n";
+      } else {
+        std::cerr << "exedev-mcp: kept VM " << ref->id << "; attach again with --ref='" << ref->to_json() << "'\n";
+      }
+    }
+    co_await backend_->close();
+  }
+
+ private:
+  Config config_;
+  std::shared_ptr<SandboxBackend> backend_;
+  std::shared_ptr<workspace::Workspace> workspace_;
+  std::string description_;
+};
+
+std::vector<std::shared_ptr<tools::Toolset>> make_toolsets(const Config& config,
+                                                           const std::shared_ptr<workspace::Workspace>& workspace) {
+  tools::ShellOptions shell;
+  if (config.persistent_shell) shell.tools.push_back("shell");
+  if (config.command_timeout) shell.default_timeout = workspace::Seconds(*config.command_timeout);
+  return {std::make_shared<tools::FileSystem>(workspace), std::make_shared<tools::Shell>(workspace, shell)};
+}
+
+Task<int> run(Config config, const emulator::Emulator* emulator) {
+  Environment environment(config, emulator);
+  mcp::ServeOptions options;
+  options.info.version = EXEDEV_VERSION;
+  options.info.instructions = "The tools work on one workspace: " + environment.description() +
+                              ". Relative paths start in its working directory.";
+  const auto toolsets = make_toolsets(config, environment.workspace());
+
+  int status = 0;
+  std::exception_ptr failure;
+  try {
+    status = co_await mcp::serve(toolsets, options);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  try {
+    // After SIGINT or SIGTERM (a cancellation of this coroutine) the workspace still closes.
+    co_await asio::this_coro::throw_if_cancelled(false);
+    co_await exedev::detail::shielded(environment.close());
+  } catch (...) {
+    std::cerr << "exedev-mcp: closing the workspace failed: " << mcp::describe(std::current_exception()) << "\n";
+    status = status == 0 ? 1 : status;
+  }
+  if (failure) std::rethrow_exception(failure);
+  co_return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // A client that goes away must not kill the server mid-cleanup: writes fail with EPIPE instead.
+  std::signal(SIGPIPE, SIG_IGN);
+  const Config config = parse(argc, argv);
+  try {
+    std::optional<emulator::Emulator> emulator;
+    if (config.kind == WorkspaceKind::emulator) emulator.emplace();
+
+    asio::io_context io;
+    // SIGINT and SIGTERM end the session as the end of input does.
+    asio::cancellation_signal stop;
+    asio::signal_set signals(io, SIGINT, SIGTERM);
+    signals.async_wait([&](const boost::system::error_code& error, int) {
+      if (!error) stop.emit(asio::cancellation_type::terminal);
+    });
+    int status = 1;
+    std::exception_ptr failure;
+    asio::co_spawn(io, run(config, emulator ? &*emulator : nullptr),
+                   asio::bind_cancellation_slot(stop.slot(), [&](std::exception_ptr error, int exit_status) {
+                     failure = error;
+                     status = exit_status;
+                     signals.cancel();
+                   }));
+    io.run();
+    if (failure) std::rethrow_exception(failure);
+    return status;
+  } catch (const std::exception& e) {
+    std::cerr << "exedev-mcp: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,522 @@
+#include <exedev/tools/shell.hpp>
+
+#include "common/coroutines.hpp"
+#include "tools/arguments.hpp"
+#include "tools/content_hash.hpp"
+#include "tools/outcome.hpp"
+#include "tools/output.hpp"
+#include "tools/schema.hpp"
+#include "tools/shell_jobs.hpp"
+#include "tools/shell_persistent.hpp"
+#include "tools/shell_policy.hpp"
+#include "tools/shell_scripts.hpp"
+#include "tools/text.hpp"
+#include "tools/utf8_stream.hpp"
+#include "tools/workspace_access.hpp"
+#include "workspace/shell_filesystem.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <stdexcept>
+#include <system_error>
+
+#include <exedev/workspace/errors.hpp>
+#include <exedev/workspace/workspace.hpp>
+
+namespace exedev::tools {
+
+namespace ws = exedev::workspace;
+using detail::has_errc;
+using detail::Job;
+using detail::JsonType;
+using detail::ModelRetry;
+using detail::Parameter;
+using detail::python_float;
+using detail::python_repr;
+using detail::text_parameter;
+using detail::ToolSpec;
+using ws::detail::posix_join;
+
+namespace {
+
+const std::vector<std::string>& all_tool_names() {
+  static const std::vector<std::string> names{"run_command", "start_command", "check_command", "stop_command",
+                                              persistent_tool_name};
+  return names;
+}
+
+const std::vector<std::string>& default_denied_commands() {
+  static const std::vector<std::string> names{"rm",       "rmdir",  "mkfs", "dd",       "format",
+                                              "shutdown", "reboot", "halt", "poweroff", "init"};
+  return names;
+}
+
+/// UTF-8 bytes per character at most: 4 * max_output_chars bytes of a log keep every character
+/// the cap keeps.
+constexpr std::uint64_t kOutputBytesPerChar = 4;
+
+bool contains(const std::vector<std::string>& list, const std::string& name) {
+  return std::find(list.begin(), list.end(), name) != list.end();
+}
+
+void validate(const ShellOptions& o) {
+  const bool persistent = contains(o.tools, persistent_tool_name);
+  if (o.max_file_bytes) {
+    if (*o.max_file_bytes == 0) throw std::invalid_argument("max_file_bytes must be a positive integer.");
+    if (persistent) throw std::invalid_argument("max_file_bytes is not supported with the persistent shell tool.");
+    if (*o.max_file_bytes > static_cast<std::uint64_t>(INT64_MAX)) {
+      throw std::invalid_argument("max_file_bytes must not exceed sys.maxsize.");
+    }
+    if (o.persist_cwd) {
+      throw std::invalid_argument(
+          "max_file_bytes is not supported with persist_cwd; cwd capture writes a file in the child.");
+    }
+  }
+  if (!o.allowed_commands.empty() && o.denied_commands && !o.denied_commands->empty()) {
+    throw std::invalid_argument("Specify allowed_commands or denied_commands, not both.");
+  }
+  if (o.max_output_chars == 0) throw std::invalid_argument("max_output_chars must be a positive integer.");
+  std::vector<std::string> unknown;
+  for (const auto& name : o.tools) {
+    if (!contains(all_tool_names(), name) && !contains(unknown, name)) unknown.push_back(name);
+  }
+  if (!unknown.empty()) {
+    std::sort(unknown.begin(), unknown.end());
+    std::string message = "Unknown shell tools: ";
+    for (std::size_t i = 0; i < unknown.size(); ++i) message += (i ? ", " : "") + unknown[i];
+    message += ". Available: ";
+    for (std::size_t i = 0; i < all_tool_names().size(); ++i) message += (i ? ", " : "") + all_tool_names()[i];
+    throw std::invalid_argument(message + ".");
+  }
+  const double timeout = o.default_timeout.count();
+  // The reference checks only the shell tool's bound; a non-positive or infinite timeout would
+  // fail every run_command at the workspace, so it is refused here, where it is written.
+  if (!std::isfinite(timeout) || timeout <= 0) {
+    throw std::invalid_argument("default_timeout must be a positive finite number of seconds.");
+  }
+  if (persistent && timeout > detail::kMaxForegroundWait.count()) {
+    throw std::invalid_argument("default_timeout must be greater than zero and at most " +
+                                detail::python_g(detail::kMaxForegroundWait.count()) + " seconds for the shell tool.");
+  }
+}
+
+Parameter optional_seconds(std::string name, std::string description) {
+  return detail::typed_parameter(std::move(name), JsonType::number, std::move(description), "null", true);
+}
+
+/// Each tool as the reference's docstrings and signatures describe it.
+ToolSpec spec_of(const std::string& name) {
+  using detail::tool_description;
+  ToolSpec spec;
+  spec.name = name;
+  auto& ps = spec.parameters;
+  if (name == "run_command") {
+    spec.description = tool_description("Execute a shell command and return its output.",
+                                        "Labeled stdout/stderr output with exit code on non-zero exit.");
+    ps.push_back(text_parameter("command", "The shell command to run."));
+    // The reference's docstring says 30 whatever default_timeout is.
+    ps.push_back(optional_seconds("timeout_seconds", "Maximum seconds to wait (default: 30)."));
+  } else if (name == "start_command") {
+    spec.description = tool_description(
+        "Start a long-running command in the background (e.g. a server or watcher).\n\n"
+        "The command keeps running, after this run too, until it exits or\n"
+        "`stop_command(command_id)` stops it; call `stop_command` when done to\n"
+        "also remove its output files.",
+        "A message containing the unique command ID for later check/stop calls.");
+    ps.push_back(text_parameter("command", "The shell command to run in the background."));
+  } else if (name == "check_command") {
+    spec.description = tool_description("Check the status and recent output of a background command.",
+                                        "Status and recent output of the background command.");
+    ps.push_back(text_parameter("command_id", "The ID returned by start_command."));
+  } else if (name == "stop_command") {
+    spec.description = tool_description("Stop a background command and return its final output.",
+                                        "Final output and exit status of the stopped command.");
+    ps.push_back(text_parameter("command_id", "The ID returned by start_command."));
+  } else {
+    spec.description = detail::persistent_tool_description();
+    ps.push_back(text_parameter("command", "The shell command to run."));
+    auto mode = text_parameter("mode", "`foreground` to wait, `background` to return at once.");
+    mode.choices = {"foreground", "background"};
+    mode.default_json = "\"foreground\"";
+    ps.push_back(std::move(mode));
+    ps.push_back(optional_seconds("timeout", "Seconds to wait in foreground mode (default: the configured timeout)."));
+  }
+  return spec;
+}
+
+/// The reference's `recoverable`: what the model can act on becomes a retry. A refused
+/// permission (a read-only refusal included) says so; a vanished working directory is named.
+Task<std::string> recoverable(Task<std::string> tool) {
+  std::exception_ptr error;
+  try {
+    co_return co_await std::move(tool);
+  } catch (const ws::WorkspaceReadOnlyError& e) {
+    throw ModelRetry(e.what());
+  } catch (const std::filesystem::filesystem_error&) {
+    error = std::current_exception();
+  }
+  if (has_errc(error, std::errc::permission_denied)) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      throw ModelRetry(e.what());
+    }
+  }
+  if (has_errc(error, std::errc::no_such_file_or_directory)) throw ModelRetry("The working directory no longer exists.");
+  if (has_errc(error, std::errc::not_a_directory)) throw ModelRetry("The working directory is no longer a directory.");
+  std::rethrow_exception(error);
+}
+
+}  // namespace
+
+struct Shell::State {
+  std::shared_ptr<ws::Workspace> workspace;
+  ShellOptions options;
+  detail::CommandPolicy policy;
+  std::optional<std::string> jobs_base;
+  /// persist_cwd: the directory recorded for calls without a run id (or seen for cwd_run_id).
+  std::optional<std::string> cwd;
+  std::string cwd_run_id;
+
+  std::optional<ws::Env> command_env() const {
+    if (!options.env) return std::nullopt;
+    return detail::filter_env(*options.env, options.denied_env_patterns);
+  }
+
+  void check(const std::string& command) const {
+    if (auto refusal = detail::command_refusal(policy, command)) throw ModelRetry(*refusal);
+  }
+
+  Task<std::string> base() {
+    if (!jobs_base) jobs_base = co_await detail::metadata_dir(workspace, detail::kJobsDirName);
+    co_return *jobs_base;
+  }
+
+  Task<std::string> cwd_state_path(std::string run_id) {
+    // A run id may hold path separators: its hash names the file.
+    const auto directory = co_await base();
+    co_return posix_join(posix_join(directory, "run-state"), detail::sha256_hex(run_id));
+  }
+
+  Task<std::string> cwd_for(std::string run_id);
+  Task<void> apply_captured_cwd(std::string run_id, std::string capture);
+  Task<void> remove_capture(std::string capture);
+  Task<std::string> run_command(std::string command, std::optional<double> timeout_seconds, std::string run_id,
+                                std::function<void(std::string_view)> on_output);
+  Task<std::string> start_command(std::string command, std::string run_id, std::string tool_call_id);
+  Task<std::optional<Job>> find_job(std::string command_id);
+  Task<std::pair<std::string, std::string>> output_tails(Job job);
+  Task<std::string> check_command(std::string command_id);
+  Task<std::string> stop_command(std::string command_id);
+  Task<std::string> dispatch(std::string name, std::string arguments, ToolCallContext context);
+};
+
+Shell::Shell(std::shared_ptr<ws::Workspace> workspace, ShellOptions options) : state_(std::make_shared<State>()) {
+  if (!workspace) throw std::invalid_argument("Shell needs a workspace");
+  validate(options);
+  state_->workspace = std::move(workspace);
+  state_->policy.allowed_commands = options.allowed_commands;
+  state_->policy.denied_commands = options.denied_commands.value_or(
+      options.allowed_commands.empty() ? default_denied_commands() : std::vector<std::string>{});
+  state_->policy.denied_operators = options.denied_operators;
+  state_->policy.allow_interactive = options.allow_interactive;
+  state_->options = std::move(options);
+}
+
+Shell::~Shell() = default;
+
+std::string Shell::id() const { return state_->options.id; }
+
+Task<std::vector<ToolDefinition>> Shell::tools() {
+  auto state = state_;
+  detail::require_workspace(*state->workspace, "ShellToolset");
+  std::vector<ToolDefinition> definitions;
+  if (!detail::supports_commands(*state->workspace)) co_return definitions;
+  for (const auto& name : all_tool_names()) {
+    if (contains(state->options.tools, name)) definitions.push_back(detail::definition_of(spec_of(name)));
+  }
+  co_return definitions;
+}
+
+Task<ToolResult> Shell::call(std::string name, std::string arguments, ToolCallContext context) {
+  detail::require_workspace(*state_->workspace, "ShellToolset");
+  // Keeps the state alive across the awaits even if the tool set is destroyed meanwhile.
+  auto state = state_;
+  auto result = co_await detail::to_tool_result(state->dispatch(std::move(name), std::move(arguments), std::move(context)));
+  // Every result keeps its tail: each tool puts its status, ID and exit lines last.
+  if (result.outcome == ToolOutcome::success) result.text = detail::truncate_tail(result.text, state->options.max_output_chars);
+  co_return result;
+}
+
+Task<std::string> Shell::State::dispatch(std::string name, std::string arguments, ToolCallContext context) {
+  std::vector<std::string> offered;
+  for (const auto& tool : all_tool_names()) {
+    if (contains(options.tools, tool)) offered.push_back(tool);
+  }
+  if (!contains(offered, name)) throw ModelRetry(detail::unknown_tool_message(name, offered));
+  const detail::Arguments args(spec_of(name), arguments);
+  if (name == "run_command") {
+    co_return co_await recoverable(
+        run_command(args.text("command"), args.optional_number("timeout_seconds"), context.run_id, context.on_output));
+  }
+  if (name == "start_command") {
+    co_return co_await recoverable(start_command(args.text("command"), context.run_id, context.tool_call_id));
+  }
+  if (name == "check_command") co_return co_await recoverable(check_command(args.text("command_id")));
+  if (name == "stop_command") co_return co_await recoverable(stop_command(args.text("command_id")));
+  auto command = args.text("command");
+  check(command);
+  detail::PersistentRequest request;
+  request.command = std::move(command);
+  request.base = co_await base();
+  request.cwd = co_await workspace->working_dir();
+  request.env = command_env().value_or(ws::Env{});
+  request.foreground = args.text("mode") == "foreground";
+  request.timeout = args.optional_number("timeout").value_or(options.default_timeout.count());
+  co_return co_await recoverable(detail::run_persistent(workspace, std::move(request), context.on_output));
+}
+
+Task<void> Shell::clear_run_cwd(std::string run_id) {
+  auto state = state_;
+  if (run_id.empty()) co_return;
+  const auto path = co_await state->cwd_state_path(run_id);
+  try {
+    co_await state->workspace->remove(path);
+  } catch (const std::filesystem::filesystem_error& e) {
+    if (e.code() != std::errc::no_such_file_or_directory) throw;
+  }
+}
+
+// ---- run_command ----
+
+Task<std::string> Shell::State::cwd_for(std::string run_id) {
+  std::optional<std::string> state_path;
+  std::optional<std::string> recorded;
+  if (options.persist_cwd && !run_id.empty()) {
+    state_path = co_await cwd_state_path(run_id);
+    std::exception_ptr error;
+    std::string bytes;
+    try {
+      bytes = co_await workspace->read_bytes(*state_path);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    if (error) {
+      if (!has_errc(error, std::errc::no_such_file_or_directory)) std::rethrow_exception(error);
+      if (cwd && cwd_run_id == run_id) {
+        // This Shell saw a saved directory for this run: a missing record now is lost state.
+        cwd.reset();
+        throw ModelRetry("The saved working directory was lost; now in the workspace working directory.");
+      }
+    } else if (ws::is_valid_utf8(bytes)) {
+      recorded = std::move(bytes);
+    }
+  } else {
+    recorded = cwd;
+  }
+  if (!recorded) co_return co_await workspace->working_dir();
+  bool is_dir = false;
+  if (!recorded->empty() && recorded->front() == '/') {
+    std::exception_ptr error;
+    try {
+      is_dir = (co_await workspace->stat(*recorded)).is_dir;
+    } catch (...) {
+      error = std::current_exception();
+    }
+    if (error && !has_errc(error, std::errc::no_such_file_or_directory) &&
+        !has_errc(error, std::errc::not_a_directory)) {
+      std::rethrow_exception(error);
+    }
+  }
+  if (!is_dir) {
+    // A remote shell may report a missing directory only as an exit code: say it here.
+    if (state_path) co_await workspace->remove(*state_path);
+    cwd.reset();
+    const auto working_dir = co_await workspace->working_dir();
+    throw ModelRetry("The previous directory was removed; now in " + working_dir + ".");
+  }
+  co_return *recorded;
+}
+
+Task<void> Shell::State::apply_captured_cwd(std::string run_id, std::string capture) {
+  // The command already succeeded: a capture that is not text, not absolute or not a
+  // directory is bookkeeping to drop, not a failure to report.
+  try {
+    auto recorded = co_await workspace->read_bytes(capture);
+    if (!ws::is_valid_utf8(recorded)) co_return;
+    if (!recorded.empty() && recorded.back() == '\n') recorded.pop_back();
+    if (recorded.empty() || recorded.front() != '/') co_return;
+    if (!(co_await workspace->stat(recorded)).is_dir) co_return;
+    auto normalized = ws::normpath(recorded);
+    if (!run_id.empty()) {
+      const auto state_path = co_await cwd_state_path(run_id);
+      co_await workspace->make_dir(ws::detail::posix_dirname(state_path));
+      // Parallel calls of one run each start in their own directory; the last to finish wins.
+      co_await workspace->write_bytes(state_path, normalized);
+      cwd_run_id = run_id;
+    }
+    cwd = std::move(normalized);
+  } catch (const std::filesystem::filesystem_error&) {
+  } catch (const std::invalid_argument&) {
+  }
+}
+
+Task<void> Shell::State::remove_capture(std::string capture) {
+  try {
+    co_await workspace->remove(capture);
+  } catch (const std::filesystem::filesystem_error& e) {
+    if (e.code() != std::errc::no_such_file_or_directory) throw;
+  }
+}
+
+Task<std::string> Shell::State::run_command(std::string command, std::optional<double> timeout_seconds,
+                                            std::string run_id, std::function<void(std::string_view)> on_output) {
+  check(command);
+  const double timeout = timeout_seconds.value_or(options.default_timeout.count());
+  if (!std::isfinite(timeout) || timeout <= 0) {
+    throw ModelRetry("timeout_seconds must be a positive finite number.");
+  }
+  std::optional<std::string> capture;
+  auto script = command;
+  if (options.persist_cwd) {
+    // pwd goes to a file, never to stdout, so the command's output cannot spoof it.
+    capture = posix_join(co_await base(), "cwd-" + ws::detail::random_hex());
+    script = detail::capture_cwd_script(command, *capture);
+  }
+  std::string output;
+  std::exception_ptr error;
+  try {
+    const auto directory = co_await cwd_for(run_id);
+    detail::Utf8Stream out_stream;
+    detail::Utf8Stream err_stream;
+    ws::RunOptions run_options;
+    run_options.env = command_env().value_or(ws::Env{});
+    run_options.timeout = ws::Seconds(timeout);
+    if (on_output) {
+      const auto& emit = on_output;
+      run_options.on_stdout = [&emit, &out_stream](std::string_view chunk) {
+        if (auto text = out_stream.feed(chunk); !text.empty()) emit(text);
+      };
+      run_options.on_stderr = [&emit, &err_stream](std::string_view chunk) {
+        if (auto text = err_stream.feed(chunk); !text.empty()) emit(text);
+      };
+    }
+    auto to_run = ws::Command::shell(detail::in_directory(directory, detail::limited_script(script, options.max_file_bytes)));
+    std::optional<ws::CommandResult> result;
+    std::optional<ws::WorkspaceTimeoutError> timed_out;
+    try {
+      result = co_await workspace->run(std::move(to_run), std::move(run_options));
+    } catch (const ws::WorkspaceTimeoutError& e) {
+      timed_out = e;
+    }
+    if (on_output) {
+      for (auto* stream : {&out_stream, &err_stream}) {
+        if (auto rest = stream->finish(); !rest.empty()) on_output(rest);
+      }
+    }
+    if (timed_out) {
+      output = detail::labelled(timed_out->stdout_text(), timed_out->stderr_text(), std::nullopt,
+                                "[Command timed out after " + python_float(timeout) + "s]");
+    } else {
+      output = detail::labelled(result->stdout_text, result->stderr_text, "(no output)");
+      if (capture && result->exit_code == 0) co_await apply_captured_cwd(run_id, *capture);
+      if (result->exit_code != 0) {
+        output += "\n[exit code: " + std::to_string(result->exit_code) + "]" +
+                  detail::file_limit_status(result->exit_code, options.max_file_bytes);
+      }
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (capture) {
+    std::exception_ptr cleanup_error;
+    try {
+      co_await detail::finish_despite_cancellation(
+          remove_capture(*capture), std::chrono::duration_cast<std::chrono::steady_clock::duration>(detail::kControlTimeout));
+    } catch (...) {
+      cleanup_error = std::current_exception();
+    }
+    if (!error && cleanup_error) error = cleanup_error;
+  }
+  if (error) std::rethrow_exception(error);
+  co_return output;
+}
+
+// ---- background jobs ----
+
+Task<std::string> Shell::State::start_command(std::string command, std::string run_id, std::string tool_call_id) {
+  check(command);
+  // A durable retry of one tool call reuses its job; separate calls get separate jobs.
+  std::optional<std::string> job_id;
+  if (!run_id.empty() && !tool_call_id.empty()) {
+    job_id = detail::sha256_hex(run_id + ":" + tool_call_id).substr(0, 32);
+  }
+  detail::LaunchRequest request;
+  const auto directory = co_await base();
+  request.directory = posix_join(directory, job_id.value_or(ws::detail::random_hex()));
+  request.exclusive = job_id.has_value();
+  request.cwd = co_await cwd_for(run_id);
+  request.combined = false;
+  request.command = command;
+  request.file_limit = options.max_file_bytes;
+  auto job = co_await Job::launch(workspace, std::move(request), command_env().value_or(ws::Env{}));
+  co_return "Started background command: " + python_repr(command) + "\nID: " +
+      ws::detail::posix_basename(job.directory());
+}
+
+Task<std::optional<Job>> Shell::State::find_job(std::string command_id) {
+  if (!detail::is_command_id(command_id)) co_return std::nullopt;
+  const auto directory = co_await base();
+  co_return co_await Job::attach(workspace, posix_join(directory, command_id), false);
+}
+
+Task<std::pair<std::string, std::string>> Shell::State::output_tails(Job job) {
+  const std::uint64_t limit = options.max_output_chars * kOutputBytesPerChar;
+  const auto out = co_await job.tail(job.output_path(), limit);
+  const auto err = co_await job.tail(job.stderr_path(), limit);
+  co_return std::pair<std::string, std::string>(ws::utf8_replace_invalid(out), ws::utf8_replace_invalid(err));
+}
+
+Task<std::string> Shell::State::check_command(std::string command_id) {
+  auto job = co_await find_job(command_id);
+  if (!job) co_return "[Error: unknown command ID " + python_repr(command_id) + "]";
+  const auto exit_code = co_await job->exit_code();
+  const auto [out, err] = co_await output_tails(*job);
+  auto text = detail::labelled(out, err, "(no output yet)") + "\n[status: " + (exit_code ? "finished" : "running") + "]";
+  if (exit_code) {
+    text += "\n[exit code: " + std::to_string(*exit_code) + "]" +
+            detail::file_limit_status(static_cast<int>(*exit_code), options.max_file_bytes);
+  }
+  co_return text;
+}
+
+Task<std::string> Shell::State::stop_command(std::string command_id) {
+  auto job = co_await find_job(command_id);
+  if (!job) co_return "[Error: unknown command ID " + python_repr(command_id) + "]";
+  auto exit_code = co_await job->exit_code();
+  if (!exit_code || job->pgid()) {
+    // The supervisor may have published while children still hold its group. Once begun, the
+    // stop finishes even if the call is cancelled. A group that ignored SIGTERM gets SIGKILL,
+    // which its supervisor cannot outlive to publish: stopped, with no exit code to report.
+    auto stop = [](Job job, std::shared_ptr<std::optional<long long>> code) -> Task<void> {
+      co_await job.kill();
+      *code = co_await job.exit_code();
+    };
+    auto code = std::make_shared<std::optional<long long>>();
+    auto op = stop(*job, code);
+    co_await detail::finish_despite_cancellation(std::move(op), std::nullopt);
+    exit_code = *code;
+  }
+  const auto [out, err] = co_await output_tails(*job);
+  co_await job->cleanup();
+  auto text = detail::labelled(out, err, "(no output)") + "\n[stopped]";
+  if (exit_code) {
+    text += "\n[exit code: " + std::to_string(*exit_code) + "]" +
+            detail::file_limit_status(static_cast<int>(*exit_code), options.max_file_bytes);
+  }
+  co_return text;
+}
+
+}  // namespace exedev::tools

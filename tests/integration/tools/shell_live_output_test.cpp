@@ -1,0 +1,30 @@
+// Live output of run_command, on both backends: the command waits for a file that only the
+// on_output callback creates, so it ends before its timeout only if its output arrived while
+// it ran. Needs RunOptions::on_stdout delivered live by LocalBackend and SandboxBackend.
+#include "integration/tools/shell_bench.hpp"
+
+#include <fstream>
+
+using namespace shell_test;
+
+TEST_CASE("run_command delivers output while the command runs", "[integration][tools][live-output]") {
+  on_each_backend([&](Bench& bench) -> Task<void> {
+    auto workspace = bench.first();
+    const auto wd = co_await workspace->working_dir();
+    tools::Shell shell(workspace);
+    // The command waits for a file only on_output creates, once it has seen "ready": it ends
+    // before its timeout only if its output arrived while it ran.
+    std::string seen;
+    tools::ToolCallContext context;
+    context.on_output = [&seen, wd](std::string_view text) {
+      const bool before = seen.find("ready") != std::string::npos;
+      seen += text;
+      if (!before && seen.find("ready") != std::string::npos) std::ofstream(wd + "/go.flag") << "go\n";
+    };
+    nlohmann::json arguments;
+    arguments["command"] = "echo ready; while [ ! -e go.flag ]; do sleep 0.05; done; echo finished";
+    arguments["timeout_seconds"] = 30;
+    CHECK_TEXT(co_await call_in(shell, "run_command", args(arguments), context), "[stdout]\nready\nfinished\n");
+    CHECK(seen == "ready\nfinished\n");
+  });
+}

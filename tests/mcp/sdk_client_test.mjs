@@ -1,0 +1,118 @@
+// Drives exedev-mcp with the official MCP TypeScript SDK client on a VM of the bundled emulator.
+// Usage: node sdk_client_test.mjs EXEDEV_MCP SDK_DIR MODE
+//   tools:    initialize, list the tools, call every tool, a background job, EOF
+//   progress: live output arrives as progress notifications while the command runs
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const [server, sdkDir, mode] = process.argv.slice(2);
+assert.ok(mode === 'tools' || mode === 'progress', 'MODE is tools or progress');
+const sdk = (file) =>
+  import(pathToFileURL(path.join(sdkDir, 'node_modules/@modelcontextprotocol/sdk/dist/esm', file)).href);
+const { Client } = await sdk('client/index.js');
+const { StdioClientTransport } = await sdk('client/stdio.js');
+const { LATEST_PROTOCOL_VERSION } = await sdk('types.js');
+
+const transport = new StdioClientTransport({
+  command: server,
+  args: ['--emulator', '--working-dir=project', '--tag=mcp-test'],
+  stderr: 'inherit',
+});
+const client = new Client({ name: 'exedev-mcp-sdk-test', version: '1.0.0' });
+await client.connect(transport);
+
+assert.equal(client.getServerVersion().name, 'exedev-mcp');
+assert.ok(client.getServerCapabilities().tools, 'the server offers tools');
+assert.ok(client.getInstructions().includes('emulator'));
+console.log(`initialized (the SDK offers ${LATEST_PROTOCOL_VERSION})`);
+
+const { tools } = await client.listTools();
+const listed = new Set(tools.map((tool) => tool.name));
+for (const tool of tools) {
+  assert.equal(tool.inputSchema.type, 'object', `${tool.name} has an object schema`);
+  assert.ok(tool.description.length > 0, `${tool.name} has a description`);
+}
+console.log(`tools: ${[...listed].join(', ')}`);
+
+const called = new Set();
+async function call(name, args, options = {}) {
+  called.add(name);
+  const result = await client.callTool({ name, arguments: args }, undefined, options);
+  const text = result.content.map((part) => part.text).join('');
+  return { text, isError: result.isError === true };
+}
+async function ok(name, args, options) {
+  const result = await call(name, args, options);
+  assert.equal(result.isError, false, `${name} failed: ${result.text}`);
+  return result.text;
+}
+
+// The file tools.
+await ok('create_directory', { path: 'notes' });
+await ok('write_file', { path: 'notes/a.txt', content: 'hello\nworld\n' });
+assert.match(await ok('read_file', { path: 'notes/a.txt' }), /hello/);
+await ok('edit_file', { path: 'notes/a.txt', old_text: 'world', new_text: 'there' });
+assert.match(await ok('list_directory', { path: 'notes' }), /a\.txt/);
+assert.match(await ok('search_files', { pattern: 'there', path: 'notes' }), /a\.txt/);
+assert.match(await ok('find_files', { pattern: '**/*.txt' }), /a\.txt/);
+assert.match(await ok('file_info', { path: 'notes/a.txt' }), /file/);
+const invalid = await call('read_file', { path: 'notes/a.txt', limit: 'many' });
+assert.equal(invalid.isError, true, 'arguments off the schema are a tool error (a retry for the model)');
+
+if (mode === 'progress') {
+  // Live output: the command waits for a file that only a second call, made once the first
+  // progress notification showed "ready", creates. It finishes before its timeout only if its
+  // output arrived as progress while it ran.
+  const progress = [];
+  let released;
+  const streamed = await ok('run_command', {
+    command: 'echo ready; while [ ! -e go.flag ]; do sleep 0.05; done; echo finished',
+    timeout_seconds: 60,
+  }, {
+    onprogress: (notification) => {
+      progress.push(notification);
+      if (!released && progress.map((seen) => seen.message).join('').includes('ready\n'))
+        released = ok('write_file', { path: 'go.flag', content: 'go\n' });
+    },
+  });
+  assert.ok(released, 'a progress notification carried "ready" while the command ran');
+  await released;
+  assert.equal(streamed, '[stdout]\nready\nfinished\n');
+  assert.equal(progress.map((notification) => notification.message).join(''), 'ready\nfinished\n');
+  for (let i = 1; i < progress.length; ++i) assert.ok(progress[i].progress > progress[i - 1].progress);
+  console.log(`progress: ${progress.length} notifications`);
+  await client.close();
+  process.exit(0);
+}
+
+// A command in the VM sees the files.
+assert.match(await ok('run_command', { command: 'cat notes/a.txt && pwd' }), /hello\nthere\n[^]*\/project/);
+
+// A background job: start, check, stop.
+const started = await ok('start_command', { command: 'echo job-begins; sleep 600' });
+const id = started.match(/ID: (\S+)/)?.[1];
+assert.ok(id, `start_command names its job: ${started}`);
+let checked = '';
+for (let attempt = 0; attempt < 100 && !checked.includes('job-begins'); ++attempt)
+  checked = await ok('check_command', { command_id: id });
+assert.match(checked, /job-begins/);
+await ok('stop_command', { command_id: id });
+console.log('background job started, checked, stopped');
+
+const unexercised = [...listed].filter((name) => !called.has(name));
+assert.deepEqual(unexercised, [], 'every listed tool was called');
+
+// An unknown tool is a JSON-RPC error (invalid params), not a crash.
+await assert.rejects(client.callTool({ name: 'no_such_tool', arguments: {} }), /unknown tool/);
+await client.ping();
+
+// EOF: closing the transport ends stdin; the server must exit on its own, with status 0.
+const child = transport._process;
+const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+child.stdin.end();
+const { code, signal } = await exited;
+assert.equal(signal, null, 'exited by itself, not by a signal');
+assert.equal(code, 0);
+await client.close();
+console.log('EOF: exit status 0');
