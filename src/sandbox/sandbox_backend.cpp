@@ -27,7 +27,11 @@ constexpr std::size_t kAckAllowance = 16;
 constexpr std::size_t kMinimumCommandRoom = 16 * 1024;
 constexpr std::size_t kLongestVmName = 52;
 constexpr std::size_t kReferencePageBytes = 64 * 1024;
-constexpr std::size_t kMaximumReadPageBytes = 6 * 1024 * 1024;
+// The largest read page whose output fits the output cap: base64 in 76-character lines (77
+// bytes per 57 of data) of the page, or of a gzip member a little larger than it (deflate's
+// stored blocks add 5 bytes per 16 KiB, the member 18), after the size and marker lines.
+constexpr std::size_t kMaximumReadPageBytes = 5 * 1024 * 1024 + 512 * 1024;
+static_assert((kMaximumReadPageBytes + kMaximumReadPageBytes / 1000 + 1024) / 57 * 77 + 1024 < max_command_output_bytes);
 
 std::size_t lobby_line_size(const std::string& shell_line, const workspace::Env& env,
                             const std::optional<std::string>& working_dir) {
@@ -45,14 +49,18 @@ std::size_t lobby_line_size(const std::string& shell_line, const workspace::Env&
 }
 
 // The largest request a write chunk of `chars` base64 characters travels in: the whole-file
-// script or a block script, with paths at the allowance.
+// script (compressed, the longer one) or a block script, with paths at the allowance.
 std::size_t largest_chunk_request(std::size_t chars) {
   const std::string vm(kLongestVmName, 'v');
   const std::string path = "/" + std::string(kPathAllowance - 1, 'p');
   const std::string name = ".exedev-" + std::string(32, 'f') + ".tmp";
   std::vector<std::string> args;
   args.push_back(std::string(chars, 'A'));
-  const auto whole = script_request_bytes(vm, workspace::detail::write_whole_script(path, name, ~std::uint64_t{0} >> 1), args);
+  workspace::detail::WriteCheck check;
+  check.size = ~std::uint64_t{0} >> 1;
+  check.sha256 = std::string(64, 'f');
+  check.gzip = true;
+  const auto whole = script_request_bytes(vm, workspace::detail::write_whole_script(path, name, check), args);
   const auto block = script_request_bytes(
       vm, workspace::detail::write_block_script(path + "/" + name, chars / 4 * 3, ~std::size_t{0} >> 1), args);
   return std::max(whole, block);
@@ -70,7 +78,7 @@ workspace::ShellFilesystemLimits exedev_shell_filesystem_limits(const workspace:
   }
   if (transfer.write_window == 0) throw std::invalid_argument("the write window must be at least 1");
   if (transfer.read_page_bytes == 0 || transfer.read_page_bytes > kMaximumReadPageBytes) {
-    throw std::invalid_argument("the read page must be between 1 byte and 6 MiB");
+    throw std::invalid_argument("the read page must be between 1 byte and 5.5 MiB");
   }
   // A chunk costs one request byte per character (base64 needs no quoting), so the room left
   // by an empty chunk is the chunk size; align it to whole base64 quartets.
@@ -80,6 +88,7 @@ workspace::ShellFilesystemLimits exedev_shell_filesystem_limits(const workspace:
   limits.write_chunk_chars = chars;
   limits.write_window = transfer.reference_mode ? 1 : transfer.write_window;
   limits.read_page_bytes = transfer.reference_mode ? kReferencePageBytes : transfer.read_page_bytes;
+  limits.compress = transfer.compression && !transfer.reference_mode;
   return limits;
 }
 
@@ -326,6 +335,8 @@ SandboxBackend::~SandboxBackend() = default;
 std::optional<WorkspaceRef> SandboxBackend::ref() const { return impl_->ref; }
 
 workspace::ShellFilesystemLimits SandboxBackend::shell_filesystem_limits() const { return impl_->limits; }
+
+void SandboxBackend::note_gzip_missing() { impl_->limits.compress = false; }
 
 Task<Client> SandboxBackend::client() { co_return co_await impl_->client.get(); }
 

@@ -3,7 +3,8 @@
 // POSIX `sh` scripts run through SupportsCommands::run without a timeout. The script builders
 // and output parsers below are sans-IO so they are unit tested without processes.
 //
-// Needs POSIX sh (test, printf, case, $(( ))) plus base64 cp dd find mkdir mv readlink rm wc.
+// Needs POSIX sh (test, printf, case, $(( ))) plus base64 cp dd find mkdir mv readlink rm wc;
+// uses gzip (compressed transfers) and sha256sum (the digest check of writes) when present.
 
 #include <cstdint>
 #include <memory>
@@ -25,8 +26,9 @@ enum ShellStatus : int {
   kNotADirectory = 120,
   kIsADirectory = 121,
   kNotARegularFile = 122,
-  kShortWrite = 105,     ///< EIO: the temp file does not hold the bytes sent.
+  kShortWrite = 105,     ///< EIO: the bytes that arrived are not those sent (size, digest, gzip stream).
   kRefusedRoot = 101,    ///< remove of the working directory or an ancestor.
+  kMissingGzip = 108,    ///< ENOEXEC: no gzip to unpack a compressed write; nothing was written.
 };
 
 /// The tools the scripts need, in the order the missing-tools message names them.
@@ -43,6 +45,20 @@ inline constexpr int kRealpathMaxLinks = 40;
 class DamagedOutputError : public WorkspaceError {
  public:
   explicit DamagedOutputError(const std::string& path);
+};
+
+/// A write whose data did not arrive intact (its size, SHA-256 digest or gzip stream is not
+/// what was sent): the destination was not replaced and the temp files are gone.
+class DamagedWriteError : public WorkspaceError {
+ public:
+  explicit DamagedWriteError(const std::string& path);
+};
+
+/// What the environment checks before a write's temp file replaces the destination.
+struct WriteCheck {
+  std::uint64_t size = 0;
+  std::string sha256;  ///< hex digest of the data; checked when the environment has sha256sum
+  bool gzip = false;   ///< the data travels as one gzip member, unpacked before the checks
 };
 
 // ---- posixpath helpers (Python semantics) ----
@@ -63,32 +79,37 @@ class DamagedOutputError : public WorkspaceError {
 /// `parent=...` must be set before it; walks up to the nearest existing ancestor.
 [[nodiscard]] std::string check_parents_fragment();
 [[nodiscard]] std::string stat_script(const std::string& path);
-/// `source_word` is a shell word (a quoted path, or an expression like "${TMPDIR:-/tmp}"/x).
+/// A `raw` or `gzip` line, then the base64 of page `index` (of `page_bytes`) as it is or as one
+/// gzip member: gzip only when `may_compress`, the environment has gzip and a sample of the page
+/// compresses (the rule compression_pays applies to writes). `source_word` is a shell word (a
+/// quoted path, or an expression like "${TMPDIR:-/tmp}"/x).
 [[nodiscard]] std::string read_chunk_script(const std::string& source_word, std::size_t page_bytes,
-                                            std::size_t index);
+                                            std::size_t index, bool may_compress);
 [[nodiscard]] std::string tool_probe_script();
 /// Sets `value` to the path's realpath (see realpath_script); exits 1 when a link is unreadable.
 [[nodiscard]] std::string realpath_fragment(const std::string& path);
 /// Resolves `path` through symlinks into `dest`, checks and creates its parent `dir` and names
 /// the temp files `temp` and `decoded` (in `dir`, from `temp_name`).
 [[nodiscard]] std::string write_prepare_fragment(const std::string& path, const std::string& temp_name);
-/// A whole write in one script: the data is $1 (base64; absent when `size` is 0).
+/// A whole write in one script: the data is $1 (base64; absent when the size is 0). A gzip
+/// write exits kMissingGzip first, having written nothing, when the environment has no gzip.
 [[nodiscard]] std::string write_whole_script(const std::string& path, const std::string& temp_name,
-                                             std::uint64_t size);
+                                             const WriteCheck& check);
 /// The first request of a chunked write: prepares an empty temp file and prints the resolved
-/// destination (as realpath_script prints its value).
-[[nodiscard]] std::string write_begin_script(const std::string& path, const std::string& temp_name);
+/// destination (as realpath_script prints its value). `gzip`: as write_whole_script.
+[[nodiscard]] std::string write_begin_script(const std::string& path, const std::string& temp_name, bool gzip);
 /// Writes the block in $1 (base64) at offset index × block_bytes of `temp`: the same block sent
 /// twice writes the same bytes at the same place.
 [[nodiscard]] std::string write_block_script(const std::string& temp, std::size_t block_bytes, std::size_t index);
-/// Checks that the temp file (raw bytes) holds `size` bytes, then moves it over the destination
-/// (keeping its mode bits). The three are shell words.
+/// Unpacks the temp file (the data, or its gzip member) into `decoded` beside the destination,
+/// checks its size and digest (exit kShortWrite otherwise), then moves it over the destination
+/// (keeping the destination's mode bits). The three words are shell words.
 [[nodiscard]] std::string commit_script(const std::string& destination_word, const std::string& temp_word,
-                                        const std::string& decoded_word, std::uint64_t size);
+                                        const std::string& decoded_word, const WriteCheck& check);
 /// Removes a chunked or whole write's temp files, found again from `path`.
 [[nodiscard]] std::string write_cleanup_script(const std::string& path, const std::string& temp_name);
-/// Type checks, then the size line and the first page (base64) of a regular file.
-[[nodiscard]] std::string read_first_page_script(const std::string& path, std::size_t page_bytes);
+/// Type checks, then the size line and the first page (as read_chunk_script) of a regular file.
+[[nodiscard]] std::string read_first_page_script(const std::string& path, std::size_t page_bytes, bool may_compress);
 [[nodiscard]] std::string remove_files_script(const std::vector<std::string>& shell_words);
 /// The shell word naming the listing temp file `name` in the environment's $TMPDIR.
 [[nodiscard]] std::string listing_temp_word(const std::string& name);
@@ -111,6 +132,9 @@ struct StatOutput {
 [[nodiscard]] std::uint64_t parse_size_line(const std::string& line, const std::string& path);
 /// base64 text that must decode to exactly `expected` bytes.
 [[nodiscard]] std::string decode_exact(const std::string& text, std::size_t expected, const std::string& path);
+/// A page as read_chunk_script prints it, which must hold exactly `expected` bytes (a gzip
+/// page is checked against its CRC-32 and length as well).
+[[nodiscard]] std::string decode_page(const std::string& text, std::size_t expected, const std::string& path);
 
 struct ListingOutput {
   std::uint64_t size = 0;
@@ -158,7 +182,13 @@ class ShellFilesystem final : public SupportsFilesystem, public SupportsRealpath
   /// Pages from `first_index` on, appended to `data` until it holds `size` bytes.
   Task<std::string> read_pages(std::string source_word, std::uint64_t size, std::string path,
                                const char* limit_what, std::string data, std::size_t first_index);
-  Task<void> write_chunked(std::string path, std::string temp_name, std::string encoded, std::uint64_t size);
+  /// Base64 of the data's gzip member when compression pays: the data would take more than one
+  /// command, a sample compresses and so does the whole.
+  [[nodiscard]] std::optional<std::string> compressed_payload(const Bytes& data) const;
+  /// Writes `encoded` (base64 of the data, or of its gzip member when verify.gzip) in one script
+  /// or in chunks. false: refused, nothing written, because the environment has no gzip.
+  Task<bool> write_encoded(std::string path, std::string temp_name, std::string encoded, WriteCheck verify);
+  Task<bool> write_chunked(std::string path, std::string temp_name, std::string encoded, WriteCheck verify);
   Task<void> write_block(std::string temp, std::string block, std::size_t block_bytes, std::size_t index,
                          std::string destination);
   Task<void> cleanup(std::string script);

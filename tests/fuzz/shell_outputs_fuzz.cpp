@@ -1,7 +1,9 @@
 // The shell filesystem's output parsers on any stdout: a result or DamagedOutputError, never
-// a partial result from damaged output, another exception or a crash.
+// a partial result from damaged output, another exception or a crash. The gzip decoder on any
+// member: exactly the bytes expected or nothing; and any input round-trips through gzip.
 #include "fuzz.hpp"
 
+#include "workspace/data_codec.hpp"
 #include "workspace/shell_filesystem.hpp"
 
 #include <string>
@@ -40,6 +42,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       require(entries[i - 1].path <= entries[i].path, "listing records come sorted by path");
     }
   });
+  parse([&] {
+    const auto expected = size % 97;
+    require(decode_page(text, expected, path).size() == expected, "decode_page returns exactly the bytes expected");
+  });
+  const auto unpacked = gzip_decompress(text, size % 97);
+  require(!unpacked || unpacked->size() == size % 97, "gzip_decompress returns exactly the bytes expected or nothing");
+  require(gzip_decompress(gzip_compress(text), text.size()) == text, "gzip members round-trip");
   parse([&] { (void)parse_realpath_output(text, path); });
   parse([&] { (void)parse_missing_tools(text); });
   return 0;

@@ -51,10 +51,16 @@ inline constexpr std::size_t max_command_output_bytes = 8 * 1024 * 1024;
 struct FileTransferOptions {
   /// Write chunks in flight at once (each fills a request body; 1 = sequential).
   std::size_t write_window = 4;
-  /// File bytes read per request; base64 of a page must stay under the 8 MiB output cap, so at
-  /// most 6 MiB.
+  /// File bytes read per request; base64 of a page (in 76-character lines) must stay under the
+  /// 8 MiB output cap, so at most 5.5 MiB.
   std::size_t read_page_bytes = 4 * 1024 * 1024;
-  /// The seed's reference design, for comparisons: sequential writes, 64 KiB read pages.
+  /// gzip when it pays (docs/sandbox.md): a write that takes more than one request and whose
+  /// sample compresses travels compressed, and so do read pages the VM finds compressible;
+  /// random data never does. Needs `gzip` on the VM (without it, the first compressed write is
+  /// refused before writing anything and sent again uncompressed; the backend remembers).
+  bool compression = true;
+  /// The seed's reference design, for comparisons: sequential writes, 64 KiB read pages, no
+  /// compression.
   bool reference_mode = false;
 };
 
@@ -75,7 +81,7 @@ struct SandboxBackendOptions {
 
 /// The shell-filesystem sizes for `transfer`: write chunks that fill exe.dev's request body
 /// (file scripts carry neither env nor working_dir). Throws std::invalid_argument when env and
-/// working_dir leave commands less than 16 KiB of a request, or for a read page over 6 MiB or
+/// working_dir leave commands less than 16 KiB of a request, or for a read page over 5.5 MiB or
 /// a zero window.
 [[nodiscard]] workspace::ShellFilesystemLimits exedev_shell_filesystem_limits(const workspace::Env& env,
                                                                               const std::optional<std::string>& working_dir,
@@ -105,6 +111,8 @@ class SandboxBackend final : public workspace::WorkspaceBackend,
   workspace::Task<workspace::CommandResult> run(workspace::Command command, workspace::RunOptions options) override;
 
   [[nodiscard]] workspace::ShellFilesystemLimits shell_filesystem_limits() const override;
+  /// From then on, limits come with compression off.
+  void note_gzip_missing() override;
 
   /// One bounded request (Client::run_script); an idempotent script whose answer was lost is
   /// sent again (up to 3 times). Errors and cancellation as run().

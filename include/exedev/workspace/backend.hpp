@@ -54,6 +54,10 @@ struct ShellFilesystemLimits {
   /// Write chunks in flight at once (each is written at its own offset, so order and resends
   /// do not matter).
   std::size_t write_window = 1;
+  /// Data that compresses travels gzip-compressed when the environment has `gzip`: a write that
+  /// would take more than one command and whose sample compresses, and read pages the
+  /// environment finds compressible. Random data never does.
+  bool compress = false;
 };
 
 /// Optional command execution. Without it, Workspace::run throws WorkspaceUsageError.
@@ -68,6 +72,12 @@ class SupportsCommands {
 
   /// The page sizes the shell-derived filesystem uses on this backend.
   [[nodiscard]] virtual ShellFilesystemLimits shell_filesystem_limits() const { return {}; }
+
+  /// Called when the shell-derived filesystem finds that the environment has no `gzip` (a
+  /// compressed write was refused before it wrote anything, and was sent again uncompressed).
+  /// A backend that remembers it, returning limits with `compress` off from then on, spares
+  /// later writes that refusal; the filesystem itself lasts one operation.
+  virtual void note_gzip_missing() {}
 };
 
 /// Optional, beside SupportsCommands: a cheaper channel for the shell-derived filesystem's own

@@ -24,12 +24,14 @@ exedev::emulator::Emulator& emulator() {
 exedev::ClientOptions client_options() { return exedev::emulator::client_options(emulator()); }
 
 // The file-transfer configuration under test, from EXEDEV_CONFORMANCE_TRANSFER (one CTest entry
-// each): default, window1, pacing or reference.
+// each): default, window1, pacing, reference or compression_off.
 void configure_transfer(exedev::SandboxBackendOptions& o) {
   const char* value = std::getenv("EXEDEV_CONFORMANCE_TRANSFER");
   const std::string mode = value ? value : "default";
   if (mode == "window1") {
     o.transfer.write_window = 1;
+  } else if (mode == "compression_off") {
+    o.transfer.compression = false;
   } else if (mode == "reference") {
     o.transfer.reference_mode = true;
   } else if (mode == "pacing") {
@@ -38,7 +40,8 @@ void configure_transfer(exedev::SandboxBackendOptions& o) {
     o.client_options.pacing.burst = 60;
     o.client_options.pacing.per_second = 200;
   } else if (mode != "default") {
-    throw std::invalid_argument("EXEDEV_CONFORMANCE_TRANSFER must be default, window1, pacing or reference");
+    throw std::invalid_argument(
+        "EXEDEV_CONFORMANCE_TRANSFER must be default, window1, pacing, reference or compression_off");
   }
 }
 

@@ -10,6 +10,7 @@
 #include <exedev/workspace/types.hpp>
 #include <exedev/workspace/workspace.hpp>
 
+#include "workspace/data_codec.hpp"
 #include "workspace/shell_filesystem.hpp"
 
 namespace ws = exedev::workspace;
@@ -101,6 +102,12 @@ TEST_CASE("base64 round-trips every byte and rejects damage", "[unit][workspace]
   CHECK_FALSE(detail::base64_decode("YWJ").has_value());
   CHECK_FALSE(detail::base64_decode("YW@j").has_value());
   CHECK_FALSE(detail::base64_decode("=YWJ").has_value());
+  CHECK(detail::base64_decode("YQ==") == std::string("a"));
+  CHECK(detail::base64_decode("YWI=\n") == std::string("ab"));
+  for (const char* damaged : {"YQ=", "YWJj=", "YQ==YQ==", "YQ=\n=Q", "====", "Y==="}) {
+    INFO(damaged);
+    CHECK_FALSE(detail::base64_decode(damaged).has_value());
+  }
 }
 
 TEST_CASE("stat output parsing", "[unit][workspace]") {
@@ -178,9 +185,14 @@ TEST_CASE("scripts quote paths and stay below the per-argument limit", "[unit][w
   const std::string path = "/w/it's $(x) `y`\n";
   CHECK(detail::stat_script(path).find(ws::shell_quote(path)) != std::string::npos);
   CHECK(detail::exists_script(path) == "test -e " + ws::shell_quote(path));
-  CHECK(detail::read_chunk_script("'/a b'", 65536, 3) == "dd if='/a b' bs=65536 skip=3 count=1 2>/dev/null | base64");
+  CHECK(detail::read_chunk_script("'/a b'", 65536, 3, false) ==
+        "printf 'raw\\n'; dd if='/a b' bs=65536 skip=3 count=1 2>/dev/null | base64");
   // Data travels as $1, never inside the script: the scripts stay small whatever the size.
-  CHECK(detail::write_whole_script(path, ".t", 1u << 30).size() < 4 * 1024);
+  detail::WriteCheck check;
+  check.size = 1u << 30;
+  check.sha256 = detail::sha256_hex("");
+  check.gzip = true;
+  CHECK(detail::write_whole_script(path, ".t", check).size() < 4 * 1024);
   CHECK(detail::write_block_script("/w/.t", 49152, 7).find("bs=49152 seek=7 conv=notrunc") != std::string::npos);
   CHECK(detail::remove_script(path, "/w").find(ws::shell_quote(path)) != std::string::npos);
   CHECK(detail::missing_tools_message({"dd", "wc"}).rfind("The workspace has no `dd`, `wc`, which", 0) == 0);

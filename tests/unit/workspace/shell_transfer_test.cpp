@@ -1,0 +1,348 @@
+// How the shell-derived filesystem moves data (issue 11), on a real local /bin/sh with its own
+// gzip and sha256sum: compression both ways when it pays, never for random bytes; a damaged gzip
+// stream or a temp file that differs from what was sent is an error and the target is kept;
+// an environment without gzip or sha256sum. The same paths run through the emulator in
+// tests/integration/sandbox/transfer_test.cpp.
+#include <catch2/catch.hpp>
+
+#include <exedev/testing/run.hpp>
+#include <exedev/workspace/errors.hpp>
+#include <exedev/workspace/local_backend.hpp>
+#include <exedev/workspace/workspace.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <sstream>
+
+#include "unit/workspace/support.hpp"
+
+namespace ws = exedev::workspace;
+
+using exedev::test::error_of;
+using exedev::test::TempDir;
+using exedev::testing::run;
+using ws::Task;
+
+namespace {
+
+// A commands-only view of a LocalBackend that records scripts and their outputs, lets a test
+// act just before a script runs (to damage a temp file) or change it (to damage its data on the
+// way), and remembers a missing gzip as SandboxBackend does.
+class Transport final : public ws::WorkspaceBackend, public ws::SupportsCommands {
+ public:
+  struct Call {
+    std::string script;
+    ws::CommandResult result;
+  };
+
+  Transport(std::string dir, ws::Env env) : local_(std::make_shared<ws::LocalBackend>(std::move(dir), std::move(env))) {
+    limits_.write_chunk_chars = 8 * 1024;  // small, so that a 100 KB file takes many commands
+    limits_.read_page_bytes = 64 * 1024;
+    limits_.write_window = 2;
+    limits_.compress = true;
+  }
+
+  [[nodiscard]] std::optional<ws::WorkspaceRef> ref() const override { return local_->ref(); }
+  Task<std::string> working_dir() override { return local_->working_dir(); }
+  Task<ws::CommandResult> run(ws::Command command, ws::RunOptions options) override {
+    std::string line = command.line();
+    if (before_run) before_run(line);
+    auto result = co_await local_->run(ws::Command::shell(line), std::move(options));
+    if (after_run) result = after_run(std::move(result));
+    calls.push_back(Call{line, result});
+    co_return result;
+  }
+  [[nodiscard]] ws::ShellFilesystemLimits shell_filesystem_limits() const override { return limits_; }
+  void note_gzip_missing() override {
+    ++gzip_missing_notes;
+    limits_.compress = false;
+  }
+
+  [[nodiscard]] std::size_t scripts_containing(const std::string& text) const {
+    return static_cast<std::size_t>(std::count_if(calls.begin(), calls.end(), [&](const Call& call) {
+      return call.script.find(text) != std::string::npos;
+    }));
+  }
+
+  /// Called with each script line before it runs; may change it.
+  std::function<void(std::string&)> before_run;
+  std::function<ws::CommandResult(ws::CommandResult)> after_run;
+  std::vector<Call> calls;
+  int gzip_missing_notes = 0;
+
+ private:
+  std::shared_ptr<ws::LocalBackend> local_;
+  ws::ShellFilesystemLimits limits_;
+};
+
+// Marks of the scripts: the commit unpacks a gzip member; a compressed write checks for gzip.
+constexpr const char* kUnpacksGzip = "gzip -dc";
+constexpr const char* kChecksForGzip = "command -v gzip >/dev/null 2>&1 || exit";
+// A commit of a chunked write (a whole write decodes its data, $1, in the same script).
+bool is_chunked_commit(const std::string& script) {
+  return script.find("sha256sum") != std::string::npos && script.find("base64 -d") == std::string::npos;
+}
+
+std::string random_bytes(std::size_t size) {
+  std::mt19937_64 engine{17};
+  std::string data(size, '\0');
+  for (auto& c : data) c = static_cast<char>(engine() & 0xff);
+  return data;
+}
+
+std::string source_text(std::size_t size) {
+  std::mt19937_64 engine{23};
+  const char* words[] = {"const ", "auto ", "result", " = ", "co_await ", "std::string ", ";\n", "if (", ") {\n",
+                         "}\n", "options", ".size()"};
+  std::string out;
+  while (out.size() < size) {
+    out += words[engine() % std::size(words)];
+    if (engine() % 7 == 0) out += std::to_string(engine() % 1000);
+  }
+  out.resize(size);
+  return out;
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+bool temp_files_in(const std::string& dir) {
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().filename().string().rfind(".exedev-", 0) == 0) return true;
+  }
+  return false;
+}
+
+// Flips a byte in the middle of the write's temp file (the only .exedev-*.tmp in `dir`).
+void damage_temp_file(const std::string& dir) {
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const auto name = entry.path().filename().string();
+    if (name.rfind(".exedev-", 0) != 0 || !name.ends_with(".tmp")) continue;
+    std::fstream file(entry.path(), std::ios::in | std::ios::out | std::ios::binary);
+    const auto middle = static_cast<std::streamoff>(std::filesystem::file_size(entry.path()) / 2);
+    file.seekg(middle);
+    const char byte = static_cast<char>(file.get() ^ 0x20);
+    file.seekp(middle);
+    file.put(byte);
+    return;
+  }
+  FAIL("no temp file to damage in " << dir);
+}
+
+// A PATH of links to this machine's tools, without those in `missing`.
+class ToolDir {
+ public:
+  explicit ToolDir(const std::vector<std::string>& missing) {
+    const char* host = std::getenv("PATH");
+    for (const char* tool : {"base64", "cat", "cp", "dd", "find", "gzip", "head", "mkdir", "mv", "readlink", "rm",
+                             "sha256sum", "wc"}) {
+      if (std::find(missing.begin(), missing.end(), tool) != missing.end()) continue;
+      std::istringstream dirs(host ? host : "/usr/bin:/bin");
+      for (std::string dir; std::getline(dirs, dir, ':');) {
+        const auto candidate = dir + "/" + tool;
+        if (!dir.empty() && ::access(candidate.c_str(), X_OK) == 0) {
+          std::filesystem::create_symlink(candidate, bin_ / tool);
+          break;
+        }
+      }
+    }
+  }
+  [[nodiscard]] ws::Env env() const { return {{"PATH", bin_.path()}}; }
+
+ private:
+  TempDir bin_;
+};
+
+}  // namespace
+
+TEST_CASE("shell transfers: data that compresses travels as gzip both ways, random data never",
+          "[unit][workspace]") {
+  TempDir dir;
+  auto transport = std::make_shared<Transport>(dir.path(), ws::Env{});
+  ws::Workspace workspace(transport);
+  const auto text = source_text(100 * 1024);
+  const auto noise = random_bytes(100 * 1024);
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    co_await workspace.write_bytes("text.cpp", text);
+    const auto text_commands = transport->calls.size();
+    CHECK(transport->scripts_containing(kUnpacksGzip) == 1);
+    CHECK(file_bytes(dir / "text.cpp") == text);
+
+    transport->calls.clear();
+    co_await workspace.write_bytes("noise.bin", noise);
+    const auto noise_commands = transport->calls.size();
+    CHECK(transport->scripts_containing(kUnpacksGzip) == 0);
+    CHECK(transport->scripts_containing(kChecksForGzip) == 0);
+    CHECK(file_bytes(dir / "noise.bin") == noise);
+    // 100 KB is 17 raw chunks of 8 KiB characters; the text packs into a few.
+    CHECK(text_commands * 2 < noise_commands);
+
+    // A small file fits one command as it is: nothing to gain.
+    transport->calls.clear();
+    co_await workspace.write_bytes("small.cpp", text.substr(0, 4000));
+    CHECK(transport->calls.size() == 1);
+    CHECK(transport->scripts_containing(kChecksForGzip) == 0);
+
+    transport->calls.clear();
+    const auto text_back = co_await workspace.read_bytes("text.cpp");
+    CHECK(text_back == text);
+    REQUIRE(transport->calls.size() == 2);  // two 64 KiB pages
+    CHECK(transport->calls[0].result.stdout_text.find("\ngzip\n") != std::string::npos);
+    CHECK(transport->calls[1].result.stdout_text.starts_with("gzip\n"));
+
+    transport->calls.clear();
+    const auto noise_back = co_await workspace.read_bytes("noise.bin");
+    CHECK(noise_back == noise);
+    REQUIRE(transport->calls.size() == 2);
+    CHECK(transport->calls[0].result.stdout_text.find("\nraw\n") != std::string::npos);
+    CHECK(transport->calls[1].result.stdout_text.starts_with("raw\n"));
+  });
+}
+
+TEST_CASE("shell transfers: a damaged gzip stream is an error, never wrong bytes", "[unit][workspace]") {
+  TempDir dir;
+  auto transport = std::make_shared<Transport>(dir.path(), ws::Env{});
+  ws::Workspace workspace(transport);
+  const auto old_text = source_text(20 * 1024);
+  std::ofstream(dir / "kept.cpp") << old_text;
+  const std::string damaged_write = "did not arrive intact";
+
+  SECTION("chunked: the temp file is damaged before the commit") {
+    transport->before_run = [&](std::string& script) {
+      if (script.find(kUnpacksGzip) != std::string::npos) damage_temp_file(dir.path());
+    };
+    run([&](boost::asio::any_io_executor) -> Task<void> {
+      const auto error = co_await error_of<ws::WorkspaceError>(workspace.write_bytes("kept.cpp", source_text(100 * 1024)));
+      REQUIRE(error);
+      CHECK(error->find(damaged_write) != std::string::npos);
+    });
+  }
+
+  SECTION("whole: the data is damaged on its way") {
+    // 16 KB of text: 21 KiB of base64 raw, less than one 8 KiB chunk compressed.
+    transport->before_run = [&](std::string& script) {
+      if (script.find(kChecksForGzip) == std::string::npos) return;
+      // The data is the word after `set --` (base64 needs no quotes).
+      const auto set = script.find("set -- ");
+      REQUIRE(set != std::string::npos);
+      const auto data = set + 7;
+      const auto end = script.find('\n', data);
+      char& middle = script[(data + end) / 2];
+      middle = middle == 'A' ? 'B' : 'A';
+    };
+    run([&](boost::asio::any_io_executor) -> Task<void> {
+      const auto error = co_await error_of<ws::WorkspaceError>(workspace.write_bytes("kept.cpp", source_text(16 * 1024)));
+      REQUIRE(error);
+      CHECK(error->find(damaged_write) != std::string::npos);
+      const auto& whole = transport->calls.front().script;  // the write itself (a cleanup follows)
+      CHECK(whole.find(kChecksForGzip) != std::string::npos);
+      CHECK(whole.find(kUnpacksGzip) != std::string::npos);
+    });
+  }
+
+  SECTION("read: a gzip page is damaged on its way back") {
+    const auto text = source_text(100 * 1024);
+    std::ofstream(dir / "read.cpp") << text;
+    transport->after_run = [](ws::CommandResult result) {
+      const auto page = result.stdout_text.find("gzip\n");
+      if (page != std::string::npos) {
+        char& middle = result.stdout_text[(page + result.stdout_text.size()) / 2];
+        middle = middle == 'A' ? 'B' : 'A';
+      }
+      return result;
+    };
+    run([&](boost::asio::any_io_executor) -> Task<void> {
+      const auto error = co_await error_of<ws::WorkspaceError>(workspace.read_bytes("read.cpp"));
+      REQUIRE(error);
+      CHECK(error->find("damaged or incomplete output") != std::string::npos);
+      transport->after_run = nullptr;
+      const auto intact = co_await workspace.read_bytes("read.cpp");
+      CHECK(intact == text);
+    });
+  }
+  CHECK(file_bytes(dir / "kept.cpp") == old_text);
+  CHECK_FALSE(temp_files_in(dir.path()));
+}
+
+TEST_CASE("shell transfers: the final request checks the SHA-256 digest, or the size without sha256sum",
+          "[unit][workspace]") {
+  TempDir dir;
+  const auto old_data = random_bytes(10 * 1024);
+  std::ofstream(dir / "target.bin", std::ios::binary) << old_data;
+  const auto new_data = random_bytes(30 * 1024);  // random: sent raw, in chunks
+
+  SECTION("a temp file of the right size but other bytes is refused") {
+    auto transport = std::make_shared<Transport>(dir.path(), ws::Env{});
+    ws::Workspace workspace(transport);
+    transport->before_run = [&](std::string& script) {
+      if (is_chunked_commit(script)) damage_temp_file(dir.path());
+    };
+    run([&](boost::asio::any_io_executor) -> Task<void> {
+      const auto error = co_await error_of<ws::WorkspaceError>(workspace.write_bytes("target.bin", new_data));
+      REQUIRE(error);
+      CHECK(error->find("did not arrive intact") != std::string::npos);
+    });
+    CHECK(file_bytes(dir / "target.bin") == old_data);
+  }
+
+  SECTION("without sha256sum the size is still checked") {
+    ToolDir tools({"sha256sum"});
+    auto transport = std::make_shared<Transport>(dir.path(), tools.env());
+    ws::Workspace workspace(transport);
+    run([&](boost::asio::any_io_executor) -> Task<void> {
+      co_await workspace.write_bytes("target.bin", new_data);
+      CHECK(file_bytes(dir / "target.bin") == new_data);
+      transport->before_run = [&](std::string& script) {
+        if (!is_chunked_commit(script)) return;
+        for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+          if (entry.path().filename().string().ends_with(".tmp")) std::filesystem::resize_file(entry.path(), 100);
+        }
+      };
+      const auto error = co_await error_of<ws::WorkspaceError>(workspace.write_bytes("target.bin", old_data));
+      REQUIRE(error);
+      CHECK(error->find("did not arrive intact") != std::string::npos);
+    });
+    CHECK(file_bytes(dir / "target.bin") == new_data);
+  }
+  CHECK_FALSE(temp_files_in(dir.path()));
+}
+
+TEST_CASE("shell transfers: without gzip a compressed write is refused once, sent as it is, and remembered",
+          "[unit][workspace]") {
+  TempDir dir;
+  ToolDir tools({"gzip"});
+  auto transport = std::make_shared<Transport>(dir.path(), tools.env());
+  ws::Workspace workspace(transport);
+  const auto text = source_text(100 * 1024);
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    // The VM-side choice for reads: no gzip, so pages come back raw.
+    std::ofstream(dir / "read.cpp") << text;
+    const auto back = co_await workspace.read_bytes("read.cpp");
+    CHECK(back == text);
+    CHECK(transport->calls.back().result.stdout_text.starts_with("raw\n"));
+
+    transport->calls.clear();
+    co_await workspace.write_bytes("a.cpp", text);
+    CHECK(file_bytes(dir / "a.cpp") == text);
+    CHECK(transport->gzip_missing_notes == 1);
+    REQUIRE_FALSE(transport->calls.empty());
+    CHECK(transport->calls.front().result.exit_code == 108);  // refused before writing anything
+    CHECK(transport->scripts_containing(kChecksForGzip) == 1);
+
+    transport->calls.clear();
+    co_await workspace.write_bytes("b.cpp", text);
+    CHECK(file_bytes(dir / "b.cpp") == text);
+    CHECK(transport->scripts_containing(kChecksForGzip) == 0);
+    CHECK(transport->gzip_missing_notes == 1);
+  });
+  CHECK_FALSE(temp_files_in(dir.path()));
+}
