@@ -193,6 +193,9 @@ std::string gzip_check_fragment(bool gzip) {
 
 std::string write_whole_script(const std::string& path, const std::string& temp_name, const WriteCheck& check) {
   std::string script = gzip_check_fragment(check.gzip) + write_prepare_fragment(path, temp_name);
+  // A temp file of this run's own ($$): the script may be sent again while a first run, whose
+  // answer was lost, still writes.
+  script += "temp=\"$temp.$$\"; decoded=\"$temp.decoded\"\n";
   if (check.size == 0 && !check.gzip) {
     script += ": > \"$temp\" || exit 1\n";
   } else {
@@ -238,7 +241,8 @@ std::string commit_script(const std::string& destination_word, const std::string
 
 std::string write_cleanup_script(const std::string& path, const std::string& temp_name) {
   return realpath_fragment(path) +
-         fmt::format("dest=$value; dir=${{dest%/*}}; [ -n \"$dir\" ] || dir=/\nrm -f \"$dir\"/{0} \"$dir\"/{0}.decoded",
+         fmt::format("dest=$value; dir=${{dest%/*}}; [ -n \"$dir\" ] || dir=/\n"
+                     "rm -f \"$dir\"/{0} \"$dir\"/{0}.decoded \"$dir\"/{0}.[0-9]*",  // .[0-9]*: a whole write's
                      shell_quote(temp_name));
 }
 
