@@ -4,6 +4,7 @@
 // request records. (Damaged gzip streams and digests: tests/unit/workspace/shell_transfer_test.cpp,
 // which can reach into the temp files.)
 #include "fixture.hpp"
+#include "unit/workspace/support.hpp"
 
 #include <exedev/workspace/workspace.hpp>
 
@@ -16,11 +17,13 @@ namespace {
 using namespace sbx;
 namespace ws = exedev::workspace;
 
-ws::Bytes random_bytes(std::size_t size) {
-  std::mt19937_64 engine{42};
-  ws::Bytes data(size, '\0');
-  for (auto& c : data) c = static_cast<char>(engine() & 0xFF);
-  return data;
+ws::Bytes random_bytes(std::size_t size) { return exedev::test::random_bytes(size, 42); }
+
+// A directory of its own: the home directory also holds run()'s records.
+Task<std::string> own_directory(ws::Workspace& workspace) {
+  const auto wd = co_await workspace.working_dir() + "/t";
+  co_await workspace.make_dir(wd);
+  co_return wd;
 }
 
 // Source-like text: compresses about five to one.
@@ -59,9 +62,7 @@ TEST_CASE("every small file operation is one request through the facade", "[inte
   exedev::testing::run([&](Executor) -> Task<void> {
     auto backend = f.backend(std::nullopt, f.spec());
     ws::Workspace workspace(backend);
-    // A directory of its own: the home directory also holds run()'s records.
-    const auto wd = co_await workspace.working_dir() + "/t";
-    co_await workspace.make_dir(wd);
+    const auto wd = co_await own_directory(workspace);
     const auto requests = [&] { return f.emu().commands().size(); };
     const auto costs = [&](const char* what, std::size_t before) {
       INFO(what);
@@ -108,9 +109,7 @@ TEST_CASE("a write chunk whose answer is cut is sent again and the file is exact
     transfer.write_window = 1;  // so that the cut request is a known block
     auto backend = f.backend(std::nullopt, f.spec(), {}, std::nullopt, transfer);
     ws::Workspace workspace(backend);
-    // A directory of its own: the home directory also holds run()'s records.
-    const auto wd = co_await workspace.working_dir() + "/t";
-    co_await workspace.make_dir(wd);
+    const auto wd = co_await own_directory(workspace);
     // Raw chunks, and chunks of a gzip member.
     std::vector<ws::Bytes> payloads;  // (no braced lists in coroutines: GCC 12)
     payloads.push_back(random_bytes(300 * 1024));
@@ -139,9 +138,7 @@ TEST_CASE("data that compresses travels compressed: fewer requests, the same byt
   exedev::testing::run([&](Executor) -> Task<void> {
     auto backend = f.backend(std::nullopt, f.spec());
     ws::Workspace workspace(backend);
-    // A directory of its own: the home directory also holds run()'s records.
-    const auto wd = co_await workspace.working_dir() + "/t";
-    co_await workspace.make_dir(wd);
+    const auto wd = co_await own_directory(workspace);
     const auto text = source_text(600 * 1024);
     const auto noise = random_bytes(600 * 1024);
     auto before = f.count("ssh");
@@ -167,9 +164,7 @@ TEST_CASE("a whole small write whose answer is cut is sent again", "[integration
   exedev::testing::run([&](Executor) -> Task<void> {
     auto backend = f.backend(std::nullopt, f.spec());
     ws::Workspace workspace(backend);
-    // A directory of its own: the home directory also holds run()'s records.
-    const auto wd = co_await workspace.working_dir() + "/t";
-    co_await workspace.make_dir(wd);
+    const auto wd = co_await own_directory(workspace);
     exedev::emulator::Fault fault;
     fault.kind = exedev::emulator::FaultKind::reset_after_run;
     fault.command = "ssh";
@@ -190,9 +185,7 @@ TEST_CASE("a commit whose answer is lost leaves the old or the new file, never a
     transfer.write_window = 1;
     auto backend = f.backend(std::nullopt, f.spec(), {}, std::nullopt, transfer);
     ws::Workspace workspace(backend);
-    // A directory of its own: the home directory also holds run()'s records.
-    const auto wd = co_await workspace.working_dir() + "/t";
-    co_await workspace.make_dir(wd);
+    const auto wd = co_await own_directory(workspace);
     // Raw, and a gzip member unpacked by the commit.
     std::vector<ws::Bytes> payloads;  // (no braced lists in coroutines: GCC 12)
     payloads.push_back(random_bytes(200 * 1024));

@@ -88,12 +88,7 @@ bool is_chunked_commit(const std::string& script) {
   return script.find("sha256sum") != std::string::npos && script.find("base64 -d") == std::string::npos;
 }
 
-std::string random_bytes(std::size_t size) {
-  std::mt19937_64 engine{17};
-  std::string data(size, '\0');
-  for (auto& c : data) c = static_cast<char>(engine() & 0xff);
-  return data;
-}
+std::string random_bytes(std::size_t size) { return exedev::test::random_bytes(size, 17); }
 
 std::string source_text(std::size_t size) {
   std::mt19937_64 engine{23};

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <random>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -71,5 +72,13 @@ boost::asio::awaitable<std::optional<std::string>> error_of(boost::asio::awaitab
 }
 
 inline bool running_as_root() { return ::geteuid() == 0; }
+
+// `size` bytes of every value, the same for the same seed: data that does not compress.
+inline std::string random_bytes(std::size_t size, std::uint64_t seed) {
+  std::mt19937_64 engine{seed};
+  std::string data(size, '\0');
+  for (auto& c : data) c = static_cast<char>(engine() & 0xFF);
+  return data;
+}
 
 }  // namespace exedev::test
