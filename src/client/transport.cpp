@@ -461,7 +461,9 @@ HttpResponse parse_http_response(std::string_view raw, const BodySink& sink) {
       if (got > 0 && !collector.body(std::string_view(chunk.data(), got))) return collector.stopped();
     }
     if (ec) throw ProtocolError(fmt::format("exe.dev sent an unreadable HTTP response: {}", ec.message()));
-    if (raw.empty() && used == 0 && !parser.is_done() && !(parser.is_header_done() && !header_seen)) {
+    // Nothing consumed and nothing completed: the parser needs bytes that never came (with
+    // bytes left, they end inside a header line or a chunk size).
+    if (used == 0 && !parser.is_done() && !(parser.is_header_done() && !header_seen)) {
       throw ProtocolError("exe.dev response is incomplete");
     }
   }

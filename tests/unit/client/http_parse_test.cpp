@@ -49,3 +49,12 @@ TEST_CASE("a sink can stop the body; broken messages are protocol errors") {
   CHECK_THROWS_AS(parse_http_response("garbage\r\n\r\n"), ProtocolError);
   CHECK_THROWS_AS(parse_http_response("HTTP/1.1 200 OK\r\nX: " + std::string(70000, 'x') + "\r\n\r\n"), ProtocolError);
 }
+
+TEST_CASE("a response that ends inside a header line or a chunk size is incomplete, not a hang") {
+  // Found by fuzz_http_response: bytes the parser cannot use without more used to loop forever.
+  CHECK_THROWS_AS(parse_http_response("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A"), ProtocolError);
+  CHECK_THROWS_AS(parse_http_response("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1"), ProtocolError);
+  CHECK_THROWS_AS(parse_http_response("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-Exe-Exit: 0"),
+                  ProtocolError);
+  CHECK_THROWS_AS(parse_http_response("HTTP/1.1 2"), ProtocolError);
+}
