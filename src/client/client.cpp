@@ -5,6 +5,7 @@
 #include "client/lobby.hpp"
 #include "client/retry.hpp"
 #include "client/run_protocol.hpp"
+#include "client/run_recovery.hpp"
 #include "client/script_exec.hpp"
 #include "client/settings.hpp"
 #include "client/transport.hpp"
@@ -46,8 +47,6 @@ constexpr auto request_slack = 25s;
 constexpr auto vm_report_grace = 8s;
 constexpr auto stop_bound = 12s;
 static_assert(vm_report_grace + stop_bound <= 20s, "RunOptions::timeout documents a grace of 20 s");
-// Consecutive failed polls (connection errors, 5xx) before the outcome is declared unknown.
-constexpr int max_poll_failures = 6;
 
 
 }  // namespace
@@ -120,11 +119,16 @@ struct Client::Impl {
   // The retry policy's backoff before retry number `attempt` (0-based), logged with `why`.
   asio::awaitable<void> wait_before_retry(std::string_view command, std::string_view why, int attempt,
                                           std::optional<std::chrono::milliseconds> retry_after) {
-    const double r = std::uniform_real_distribution<double>(0.0, 1.0)(jitter);
-    const auto delay = detail::backoff_delay(options.retry, attempt, r, retry_after);
+    const auto delay = retry_delay(attempt, retry_after);
     log(LogLevel::info, fmt::format("exe.dev: \"{}\" {}; retry {} of {} in {} ms", command, why, attempt + 1,
                                     std::max(options.retry.max_retries, 0), delay.count()));
     co_await sleep_for(delay);
+  }
+
+  // The retry policy's jittered backoff before retry number `attempt` (0-based).
+  std::chrono::milliseconds retry_delay(int attempt, std::optional<std::chrono::milliseconds> retry_after) {
+    const double r = std::uniform_real_distribution<double>(0.0, 1.0)(jitter);
+    return detail::backoff_delay(options.retry, attempt, r, retry_after);
   }
 
   // A lobby command whose answer must be a success: returns the body.
@@ -175,14 +179,7 @@ struct RunState {
   }
 };
 
-struct Outcome {
-  enum class Kind { exited, running, lost, not_created, limit, http_error, cut } kind = Kind::cut;
-  int exit_code = 0;
-  char flag = '-';
-  unsigned status = 0;
-  std::string body;
-  bool sent = true;  ///< for cut: whether the request may have reached the server
-};
+using Outcome = detail::RunAnswer;
 
 Outcome limit_outcome() {
   Outcome o;
@@ -263,6 +260,9 @@ asio::awaitable<Outcome> run_request(Client::Impl& impl, RunState& st, const det
     outcome.kind = Outcome::Kind::http_error;
     outcome.status = response.status;
     outcome.body = std::move(response.body);
+    if (response.retry_after) {
+      outcome.retry_after = detail::parse_retry_after(*response.retry_after, std::chrono::system_clock::now());
+    }
     co_return outcome;
   }
   // The exit status comes from the final frame only: the script exits 0 once it has reported,
@@ -329,33 +329,35 @@ detail::ScriptRequest script_request(Client::Impl& impl, const RunState& st, det
   return r;
 }
 
-// What stopping a remote command achieved.
-enum class Stop {
-  stopped,      ///< the VM reported the command's end and removed its record
-  never_started,  ///< no record existed: a tombstone now keeps a late launch from starting it
-  unconfirmed,  ///< no readable answer within stop_bound: the command may still run
-};
+using detail::StopResult;
 
 // Stops the remote command (TERM, then KILL to its process group) and removes its record, in
 // at most stop_bound. Failures are logged, not thrown.
-asio::awaitable<Stop> stop_remote(Client::Impl& impl, RunState& st) {
+asio::awaitable<StopResult> stop_remote(Client::Impl& impl, RunState& st) {
   try {
     auto request = script_request(impl, st, detail::ScriptMode::stop, 6);
     request.skip_output = st.limit_hit;
-    const auto outcome = co_await request_until(impl, st, request, Clock::now() + stop_bound);
+    const auto until = Clock::now() + stop_bound;
+    auto outcome = co_await request_until(impl, st, request, until);
+    // A 429 is answered before anything runs: sent again (within the stop's bound).
+    for (int attempt = 0; outcome && outcome->kind == Outcome::Kind::http_error && outcome->status == 429 &&
+                          attempt < std::max(impl.options.retry.max_retries, 0);
+         ++attempt) {
+      outcome = co_await request_until(impl, st, request, until, impl.retry_delay(attempt, outcome->retry_after));
+    }
     if (outcome && outcome->kind == Outcome::Kind::exited) {
       impl.log(LogLevel::debug, fmt::format("exe.dev: stopped the command on VM \"{}\"", st.vm));
-      co_return Stop::stopped;
+      co_return StopResult::stopped;
     }
     if (outcome && outcome->kind == Outcome::Kind::lost) {
       impl.acks[st.vm].push_back(st.id);  // the tombstone
-      co_return Stop::never_started;
+      co_return StopResult::never_started;
     }
     impl.log(LogLevel::warning, fmt::format("exe.dev: could not confirm that the command on VM \"{}\" stopped", st.vm));
   } catch (const std::exception& e) {
     impl.log(LogLevel::warning, fmt::format("exe.dev: stopping the command on VM \"{}\" failed: {}", st.vm, e.what()));
   }
-  co_return Stop::unconfirmed;
+  co_return StopResult::unconfirmed;
 }
 
 // Removes the records of finished runs, one request per VM. Records a request did not remove
@@ -378,7 +380,14 @@ asio::awaitable<std::exception_ptr> remove_finished_records(std::shared_ptr<Clie
     request.acks = ids;
     std::exception_ptr failure;
     try {
-      const auto outcome = co_await run_request(*impl, st, request);
+      auto outcome = co_await run_request(*impl, st, request);
+      // A 429 is answered before anything runs: sent again under the retry policy.
+      for (int attempt = 0; outcome.kind == Outcome::Kind::http_error && outcome.status == 429 &&
+                            attempt < std::max(impl->options.retry.max_retries, 0);
+           ++attempt) {
+        co_await impl->wait_before_retry("ssh", "got HTTP 429", attempt, outcome.retry_after);
+        outcome = co_await run_request(*impl, st, request);
+      }
       const auto& left = impl->acks[vm];
       const bool removed = std::none_of(ids.begin(), ids.end(), [&](const std::string& id) {
         return std::find(left.begin(), left.end(), id) != left.end();
@@ -561,12 +570,13 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions o
 
   std::optional<Clock::time_point> deadline = detail::deadline_after(options.timeout);
   if (deadline) *deadline += vm_report_grace;
-  // Lowered when the server cuts requests sooner than expected, so later polls end first.
-  int poll_seconds = long_poll_seconds;
+  // Every decision (which request next, what an error may claim) is the recovery machine's;
+  // this coroutine sends, waits and throws.
+  detail::RunRecovery recovery(long_poll_seconds, impl->options.retry.max_retries);
   const auto wait_seconds = [&] {
-    if (!deadline) return poll_seconds;
+    if (!deadline) return recovery.poll_seconds();
     const auto left = std::chrono::duration_cast<std::chrono::seconds>(*deadline - Clock::now()).count();
-    return static_cast<int>(std::clamp<long long>(left, 1, poll_seconds));
+    return static_cast<int>(std::clamp<long long>(left, 1, recovery.poll_seconds()));
   };
 
   auto launch = script_request(*impl, st, detail::ScriptMode::launch, wait_seconds());
@@ -584,81 +594,77 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions o
                                vm_gone);
   };
 
-  detail::ScriptMode mode = detail::ScriptMode::launch;
-  int failures = 0;
-  std::chrono::milliseconds pending_delay{0};
+  std::chrono::milliseconds delay{0};
+  detail::RunStep step;
   std::exception_ptr abort;  // a cancellation or error that must stop the remote command first
-  bool timed_out = false;
   for (;;) {
+    const auto mode = recovery.mode();
     auto request = mode == detail::ScriptMode::launch ? launch : script_request(*impl, st, mode, wait_seconds());
     std::optional<Outcome> result;
-    const Clock::time_point sent_at = Clock::now() + pending_delay;
+    const Clock::time_point sent_at = Clock::now() + delay;
     try {
-      result = co_await request_until(*impl, st, request, deadline, pending_delay);
+      result = co_await request_until(*impl, st, request, deadline, delay);
     } catch (...) {
       abort = std::current_exception();
     }
-    if (abort || !result) {
-      timed_out = !abort;
-      break;
+    if (abort) {
+      bool unreadable = false;
+      if (!is_cancellation(abort)) {
+        try {
+          std::rethrow_exception(abort);
+        } catch (const ProtocolError&) {
+          unreadable = true;
+        } catch (...) {
+        }
+      }
+      step = recovery.on_error(unreadable ? detail::StopReason::unreadable : detail::StopReason::interrupted);
+    } else if (!result) {
+      step = recovery.on_deadline();
+    } else {
+      const auto lasted = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - sent_at);
+      step = recovery.on_answer(*result, st.started, lasted);
     }
-    Outcome& outcome = *result;
-    using K = Outcome::Kind;
-    switch (outcome.kind) {
-      case K::exited: {
-        impl->acks[st.vm].push_back(st.id);
-        if (outcome.flag == 't') {
+    if (step.forget_record) impl->acks[st.vm].push_back(st.id);
+    if (step.kind == detail::RunStep::Kind::stop) break;
+    if (step.kind == detail::RunStep::Kind::finish) co_return RunResult{step.exit_code, std::move(st.out), std::move(st.err)};
+    const Outcome& outcome = *result;
+    if (step.kind == detail::RunStep::Kind::fail) {
+      using F = detail::RunFailure;
+      switch (step.failure) {
+        case F::timed_out_on_vm:
           throw RunTimeoutError(fmt::format("run on VM \"{}\" passed its timeout; the command was stopped", st.vm),
                                 std::move(st.out), std::move(st.err));
-        }
-        co_return RunResult{outcome.exit_code, std::move(st.out), std::move(st.err)};
-      }
-      case K::limit: break;
-      case K::running:
-        mode = detail::ScriptMode::follow;
-        failures = 0;
-        pending_delay = 0ms;
-        continue;
-      case K::lost:
-        if (mode == detail::ScriptMode::probe && !st.started) {
-          impl->acks[st.vm].push_back(st.id);  // the tombstone
+        case F::refused:
+          detail::throw_api_error(outcome.status, "ssh", outcome.body, impl->secrets(secrets));  // not started
+          break;
+        case F::not_started:
           throw ConnectionError(
               fmt::format("run on VM \"{}\": the launch request failed and the command was not started", st.vm), false);
-        }
-        throw unknown("its record on the VM is lost");
-      case K::not_created:
-        throw ProtocolError(fmt::format("run on VM \"{}\": could not create the command's record; nothing was started", st.vm));
-      case K::http_error:
-        if (mode == detail::ScriptMode::launch && outcome.status < 500) {
-          detail::throw_api_error(outcome.status, "ssh", outcome.body, impl->secrets(secrets));  // refused: not started
-        }
-        if (mode != detail::ScriptMode::launch && outcome.status == 422) {
+        case F::not_sent:
+          throw ConnectionError(fmt::format("run on VM \"{}\": could not send the command; it was not started", st.vm), false);
+        case F::record_lost: throw unknown("its record on the VM is lost");
+        case F::record_not_created:
+          throw ProtocolError(
+              fmt::format("run on VM \"{}\": could not create the command's record; nothing was started", st.vm));
+        case F::poll_refused: {
           const auto message = detail::server_message(outcome.body, impl->secrets(secrets));
           throw unknown(fmt::format("exe.dev answered: {}", message), message.find("not found") != std::string::npos);
         }
-        if (mode != detail::ScriptMode::launch && outcome.status != 429 && outcome.status < 500) {
-          throw unknown(fmt::format("polling failed with HTTP {}", outcome.status));
-        }
-        break;
-      case K::cut: {
-        if (mode == detail::ScriptMode::launch && !st.started && !outcome.sent) {
-          throw ConnectionError(fmt::format("run on VM \"{}\": could not send the command; it was not started", st.vm), false);
-        }
-        // A response cut after a while is most likely the server's own request limit: wait
-        // less per request from now on.
-        const auto lasted = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - sent_at).count();
-        if (outcome.sent && lasted >= 2) poll_seconds = static_cast<int>(std::clamp<long long>(lasted - 1, 1, poll_seconds));
-        break;
+        case F::poll_status: throw unknown(fmt::format("polling failed with HTTP {}", outcome.status));
+        case F::unreachable: throw unknown("the VM could not be reached to collect the result");
       }
     }
-    if (outcome.kind == K::limit) break;
-    // Recover from the record: never by launching again.
-    if (mode == detail::ScriptMode::launch) mode = st.started ? detail::ScriptMode::follow : detail::ScriptMode::probe;
-    if (st.started && mode == detail::ScriptMode::probe) mode = detail::ScriptMode::follow;
-    if (++failures > max_poll_failures) throw unknown("the VM could not be reached to collect the result");
-    pending_delay = std::min<std::chrono::milliseconds>(std::chrono::milliseconds(250 << failures), std::chrono::milliseconds(4000));
-    impl->log(LogLevel::info, fmt::format("exe.dev: run on VM \"{}\": request ended without the result; "
-                                          "reading its record again in {} ms", st.vm, pending_delay.count()));
+    delay = step.delay;
+    if (step.retry > 0) {
+      // The launch was refused before anything ran (429): the retry policy's backoff.
+      delay = impl->retry_delay(step.retry - 1, outcome.retry_after);
+      impl->log(LogLevel::info, fmt::format("exe.dev: run on VM \"{}\": the launch got HTTP {}; retry {} of {} in {} ms",
+                                            st.vm, outcome.status, step.retry, impl->options.retry.max_retries,
+                                            delay.count()));
+    } else if (delay.count() > 0) {
+      impl->log(LogLevel::info, fmt::format("exe.dev: run on VM \"{}\": request ended without the result; "
+                                            "reading its record again in {} ms", st.vm, delay.count()));
+    }
   }
 
   // Cancelled, timed out locally, over the output limit, or failed after the launch request
@@ -668,35 +674,37 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions o
   const bool previous = co_await asio::this_coro::throw_if_cancelled();
   co_await asio::this_coro::throw_if_cancelled(false);
   st.stopping = true;  // a callback that threw must not be called again
-  const Stop stop = co_await detail::shielded(stop_remote(*impl, st));
+  const StopResult stop = co_await detail::shielded(stop_remote(*impl, st));
   co_await asio::this_coro::throw_if_cancelled(previous);
-  // What the errors say about the command: only what the VM confirmed.
-  const std::string fate = stop == Stop::stopped         ? "the command was stopped"
-                           : stop == Stop::never_started ? "the command was never started"
-                                                         : "the VM did not confirm that the command stopped; it may still be running";
-  if (abort) {
-    if (!is_cancellation(abort)) {
+  const std::string fate = detail::stop_fate(stop);
+  using C = detail::RunConclusion;
+  switch (detail::conclude(step.reason, stop)) {
+    case C::timeout:
+      throw RunTimeoutError(fmt::format("run on VM \"{}\" passed its timeout; {}", st.vm, fate), std::move(st.out),
+                            std::move(st.err));
+    case C::timeout_unknown: throw unknown("it passed its timeout and " + fate);
+    case C::output_limit:
+      throw OutputLimitError(fmt::format("run on VM \"{}\" wrote more than {} bytes of output; {}", st.vm,
+                                         options.max_output_bytes, fate),
+                             options.max_output_bytes, std::move(st.out), std::move(st.err));
+    case C::unreadable_unknown:
       try {
         std::rethrow_exception(abort);
       } catch (const ProtocolError& e) {
-        if (stop == Stop::unconfirmed) {
-          std::throw_with_nested(unknown(fmt::format("exe.dev's answer could not be read ({})", e.what())));
-        }
+        std::throw_with_nested(unknown(fmt::format("exe.dev's answer could not be read ({})", e.what())));
+      }
+      break;
+    case C::unreadable:
+      try {
+        std::rethrow_exception(abort);
+      } catch (const ProtocolError&) {
         std::throw_with_nested(
             ProtocolError(fmt::format("run on VM \"{}\": exe.dev's answer could not be read; {}", st.vm, fate)));
-      } catch (...) {
       }
-    }
-    std::rethrow_exception(abort);  // a cancellation, or an output callback's exception, as it is
+      break;
+    case C::rethrow: break;
   }
-  if (timed_out) {
-    if (stop == Stop::unconfirmed) throw unknown("it passed its timeout and " + fate);
-    throw RunTimeoutError(fmt::format("run on VM \"{}\" passed its timeout; {}", st.vm, fate), std::move(st.out),
-                          std::move(st.err));
-  }
-  throw OutputLimitError(fmt::format("run on VM \"{}\" wrote more than {} bytes of output; {}", st.vm,
-                                     options.max_output_bytes, fate),
-                         options.max_output_bytes, std::move(st.out), std::move(st.err));
+  std::rethrow_exception(abort);  // a cancellation, or an output callback's exception, as it is
 }
 
 // ---- run_script() -----------------------------------------------------------------------------

@@ -388,6 +388,41 @@ TEST_CASE("run: a stream cut mid-command is recovered from the record; the comma
       limits(120s));
 }
 
+TEST_CASE("run: a launch refused with 429 is sent again once the limit allows; each command runs once") {
+  emulator::Options options;
+  options.modes.rate_limit.enabled = true;
+  options.modes.rate_limit.burst = 2;
+  options.modes.rate_limit.refill_per_second = 5;
+  options.modes.rate_limit.overdraft = 0;
+  options.modes.rate_limit.retry_after = true;
+  Fixture f(options);
+  exedev::testing::run(
+      [&](boost::asio::any_io_executor ex) -> Task0 {
+        auto o = f.options();
+        o.retry.max_retries = 20;
+        Client c(ex, o);
+        co_await make_vm(c, "limited-vm");
+        f.emu.clear_commands();
+        constexpr int runs = 8;
+        for (int i = 0; i < runs; ++i) {
+          const std::string line = "echo " + std::to_string(i) + " >> ran.txt; echo ok";
+          const auto r = co_await c.run("limited-vm", line);
+          CHECK(r.exit_code == 0);
+          CHECK(r.stdout_bytes == "ok\n");
+        }
+        // Launches were refused (the client logged each retry) and every command ran once.
+        const auto refused = std::count_if(f.logs.begin(), f.logs.end(), [](const std::string& line) {
+          return line.find("the launch got HTTP 429") != std::string::npos;
+        });
+        CHECK(refused > 0);
+        CHECK(launches(f.emu) == runs);
+        const auto ran = co_await c.run("limited-vm", "cat ran.txt");
+        CHECK(ran.stdout_bytes == "0\n1\n2\n3\n4\n5\n6\n7\n");
+        co_await c.close();
+      },
+      limits(120s));
+}
+
 TEST_CASE("run: a VM removed mid-command gives OutcomeUnknownError with what arrived") {
   Fixture f;
   exedev::testing::run(
