@@ -353,6 +353,12 @@ class Client {
   std::shared_ptr<Impl> impl_;
 };
 
+/// The largest /exec request body run() sends for this VM, command and options (its launch,
+/// with the most records of finished runs a request removes), so callers can tell whether a
+/// command fits exe.dev's 64 KiB limit. Throws std::invalid_argument as run() would.
+[[nodiscard]] std::size_t run_request_bytes(const std::string& vm, const std::string& shell_line,
+                                            const RunOptions& options);
+
 /// The size of the /exec request body run_script sends for this VM, script and arguments (so
 /// callers can fill a request to exe.dev's 64 KiB limit). Throws std::invalid_argument as
 /// run_script would.

@@ -47,6 +47,18 @@ constexpr auto request_slack = 25s;
 constexpr auto vm_report_grace = 8s;
 constexpr auto stop_bound = 12s;
 static_assert(vm_report_grace + stop_bound <= 20s, "RunOptions::timeout documents a grace of 20 s");
+// Records of finished runs one run request removes at most (the rest wait for the next), so
+// a request's size stays bounded: run_request_bytes counts this many.
+constexpr std::size_t max_acks_per_request = 16;
+// Run record ids and boundaries: this many random bytes, in hex.
+constexpr std::size_t run_id_bytes = 12;
+
+std::string run_boundary(std::string_view random) { return "#EXEDEV-" + std::string(random) + "#"; }
+
+// The lobby line of one run request (launch, poll, stop or cleanup).
+std::string run_lobby_line(const std::string& vm, const detail::ScriptRequest& request) {
+  return "ssh " + lobby_quote(vm) + " " + lobby_quote(detail::remote_command(detail::build_script(request)));
+}
 
 
 }  // namespace
@@ -147,8 +159,8 @@ namespace {
 
 struct RunState {
   std::string vm;
-  std::string id = detail::random_hex(12);
-  std::string boundary = "#EXEDEV-" + detail::random_hex(12) + "#";
+  std::string id = detail::random_hex(run_id_bytes);
+  std::string boundary = run_boundary(detail::random_hex(run_id_bytes));
   const RunOptions* options = nullptr;
   std::string out, err;
   std::uint64_t out_offset = 0, err_offset = 0;
@@ -192,8 +204,7 @@ Outcome limit_outcome() {
 namespace {
 
 asio::awaitable<Outcome> run_request(Client::Impl& impl, RunState& st, const detail::ScriptRequest& request) {
-  const auto script = detail::build_script(request);
-  const auto line = "ssh " + lobby_quote(st.vm) + " " + lobby_quote(detail::remote_command(script));
+  const auto line = run_lobby_line(st.vm, request);
   detail::check_body_size(line.size(), "ssh");
   const auto& token = detail::require_token(impl.settings);
 
@@ -325,7 +336,10 @@ detail::ScriptRequest script_request(Client::Impl& impl, const RunState& st, det
   r.out_offset = st.out_offset;
   r.err_offset = st.err_offset;
   r.wait_seconds = wait;
-  if (auto it = impl.acks.find(st.vm); it != impl.acks.end()) r.acks = it->second;
+  if (auto it = impl.acks.find(st.vm); it != impl.acks.end()) {
+    const auto& pending = it->second;
+    r.acks.assign(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(std::min(pending.size(), max_acks_per_request)));
+  }
   return r;
 }
 
@@ -364,50 +378,50 @@ asio::awaitable<StopResult> stop_remote(Client::Impl& impl, RunState& st) {
 // stay listed, so the next close() (or run on that VM) tries again. Returns the first failure.
 asio::awaitable<std::exception_ptr> remove_finished_records(std::shared_ptr<Client::Impl> impl) {
   std::exception_ptr first_failure;
-  const auto pending = impl->acks;  // a copy: run_request unlists what a request removed
-  for (const auto& entry : pending) {
-    const std::string& vm = entry.first;
-    const std::vector<std::string>& ids = entry.second;
-    if (ids.empty()) continue;
-    RunState st;
-    st.vm = vm;
-    RunOptions none;
-    st.options = &none;
-    detail::ScriptRequest request;
-    request.mode = detail::ScriptMode::cleanup;
-    request.id = ids.front();
-    request.boundary = st.boundary;
-    request.acks = ids;
+  std::vector<std::string> vms;
+  for (const auto& entry : impl->acks) vms.push_back(entry.first);
+  for (const std::string& vm : vms) {
     std::exception_ptr failure;
     try {
-      auto outcome = co_await run_request(*impl, st, request);
-      // A 429 is answered before anything runs: sent again under the retry policy.
-      for (int attempt = 0; outcome.kind == Outcome::Kind::http_error && outcome.status == 429 &&
-                            attempt < std::max(impl->options.retry.max_retries, 0);
-           ++attempt) {
-        co_await impl->wait_before_retry("ssh", "got HTTP 429", attempt, outcome.retry_after);
-        outcome = co_await run_request(*impl, st, request);
-      }
-      const auto& left = impl->acks[vm];
-      const bool removed = std::none_of(ids.begin(), ids.end(), [&](const std::string& id) {
-        return std::find(left.begin(), left.end(), id) != left.end();
-      });
-      if (!removed && outcome.kind == Outcome::Kind::http_error && outcome.status == 422) {
-        // exe.dev refused the VM itself (deleted, or paused): nothing to retry. A deleted VM
-        // has no records left; a paused one keeps a few bytes until a later run removes them.
-        impl->log(LogLevel::info, fmt::format("exe.dev: the records of finished runs on VM \"{}\" were left: {}", vm,
-                                              detail::server_message(outcome.body, impl->secrets())));
-        impl->acks.erase(vm);
-        continue;
-      }
-      if (!removed && outcome.kind == Outcome::Kind::http_error) {
-        detail::throw_api_error(outcome.status, "ssh", outcome.body, impl->secrets());
-      }
-      if (!removed) {
-        throw ConnectionError(fmt::format("removing the records of finished runs on VM \"{}\": the request ended "
-                                          "before exe.dev answered",
-                                          vm),
-                              outcome.sent);
+      // A request removes at most max_acks_per_request records: as many as it takes.
+      for (bool left_over = true; left_over;) {
+        RunState st;
+        st.vm = vm;
+        RunOptions none;
+        st.options = &none;
+        auto request = script_request(*impl, st, detail::ScriptMode::cleanup, long_poll_seconds);
+        if (request.acks.empty()) break;
+        request.id = request.acks.front();
+        auto outcome = co_await run_request(*impl, st, request);
+        // A 429 is answered before anything runs: sent again under the retry policy.
+        for (int attempt = 0; outcome.kind == Outcome::Kind::http_error && outcome.status == 429 &&
+                              attempt < std::max(impl->options.retry.max_retries, 0);
+             ++attempt) {
+          co_await impl->wait_before_retry("ssh", "got HTTP 429", attempt, outcome.retry_after);
+          outcome = co_await run_request(*impl, st, request);
+        }
+        const auto& left = impl->acks[vm];
+        const bool removed = std::none_of(request.acks.begin(), request.acks.end(), [&](const std::string& id) {
+          return std::find(left.begin(), left.end(), id) != left.end();
+        });
+        if (!removed && outcome.kind == Outcome::Kind::http_error && outcome.status == 422) {
+          // exe.dev refused the VM itself (deleted, or paused): nothing to retry. A deleted VM
+          // has no records left; a paused one keeps a few bytes until a later run removes them.
+          impl->log(LogLevel::info, fmt::format("exe.dev: the records of finished runs on VM \"{}\" were left: {}", vm,
+                                                detail::server_message(outcome.body, impl->secrets())));
+          impl->acks.erase(vm);
+          break;
+        }
+        if (!removed && outcome.kind == Outcome::Kind::http_error) {
+          detail::throw_api_error(outcome.status, "ssh", outcome.body, impl->secrets());
+        }
+        if (!removed) {
+          throw ConnectionError(fmt::format("removing the records of finished runs on VM \"{}\": the request ended "
+                                            "before exe.dev answered",
+                                            vm),
+                                outcome.sent);
+        }
+        left_over = !left.empty();
       }
     } catch (...) {
       failure = std::current_exception();
@@ -768,6 +782,21 @@ Task<RunResult> Client::run_script(std::string vm, std::string script, ScriptOpt
     }
     co_return RunResult{output->exit_code, std::move(output->stdout_bytes), std::move(output->stderr_bytes)};
   }
+}
+
+std::size_t run_request_bytes(const std::string& vm, const std::string& shell_line, const RunOptions& options) {
+  // Random parts at their real lengths; the most records of finished runs a request carries.
+  const std::string random(2 * run_id_bytes, 'f');
+  detail::ScriptRequest launch;
+  launch.mode = detail::ScriptMode::launch;
+  launch.id = random;
+  launch.boundary = run_boundary(random);
+  launch.acks.assign(max_acks_per_request, random);
+  launch.shell_line = shell_line;
+  launch.env = options.env;
+  launch.working_dir = options.working_dir;
+  if (options.timeout && *options.timeout < detail::no_practical_limit) launch.timeout_seconds = options.timeout->count();
+  return run_lobby_line(vm, launch).size();
 }
 
 std::size_t script_request_bytes(const std::string& vm, const std::string& script, const std::vector<std::string>& args) {

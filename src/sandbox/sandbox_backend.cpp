@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "client/run_protocol.hpp"
 #include "sandbox/core.hpp"
 #include "workspace/shell_filesystem.hpp"
 
@@ -21,8 +20,6 @@ namespace {
 // base64-encoded with the script) up to this many bytes; longer ones are refused by the client
 // (413, nothing sent).
 constexpr std::size_t kPathAllowance = 1024;
-// Records of finished runs the client may acknowledge in the same run request.
-constexpr std::size_t kAckAllowance = 16;
 // Commands need at least this much of a request once env and working_dir are in.
 constexpr std::size_t kMinimumCommandRoom = 16 * 1024;
 constexpr std::size_t kLongestVmName = 52;
@@ -33,19 +30,13 @@ constexpr std::size_t kReferencePageBytes = 64 * 1024;
 constexpr std::size_t kMaximumReadPageBytes = 5 * 1024 * 1024 + 512 * 1024;
 static_assert((kMaximumReadPageBytes + kMaximumReadPageBytes / 1000 + 1024) / 57 * 77 + 1024 < max_command_output_bytes);
 
+// The largest request Client::run sends for `shell_line` with this env and working directory.
 std::size_t lobby_line_size(const std::string& shell_line, const workspace::Env& env,
                             const std::optional<std::string>& working_dir) {
-  detail::ScriptRequest request;
-  request.mode = detail::ScriptMode::launch;
-  request.id = std::string(32, 'f');
-  request.boundary = std::string(40, 'B');
-  for (std::size_t i = 0; i < kAckAllowance; ++i) request.acks.push_back(std::string(32, 'a'));
-  request.shell_line = shell_line;
-  request.env = std::map<std::string, std::string>(env.begin(), env.end());
-  request.working_dir = working_dir;
-  // As Client::run builds it.
-  const std::string vm(kLongestVmName, 'v');
-  return ("ssh " + lobby_quote(vm) + " " + lobby_quote(detail::remote_command(detail::build_script(request)))).size();
+  RunOptions options;
+  options.env = std::map<std::string, std::string>(env.begin(), env.end());
+  options.working_dir = working_dir;
+  return run_request_bytes(std::string(kLongestVmName, 'v'), shell_line, options);
 }
 
 // The largest request a write chunk of `chars` base64 characters travels in: the whole-file

@@ -2,7 +2,11 @@
 // removes them on the next close.
 #include "support.hpp"
 
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
+
 #include <filesystem>
+#include <vector>
 
 using namespace exedev;
 using namespace exedev::test;
@@ -56,5 +60,27 @@ TEST_CASE("close: exe.dev's error answer to the cleanup is raised as its APIErro
     f.emu.clear_commands();
     co_await c.close();
     CHECK(f.count("ssh") == 1);  // retried, although the first request had run
+  });
+}
+
+TEST_CASE("close: the records of many finished runs are removed in requests of bounded size") {
+  Fixture f;
+  exedev::testing::run([&](boost::asio::any_io_executor ex) -> Task0 {
+    namespace asio = boost::asio;
+    Client c(ex, f.options());
+    co_await make_vm(c, "many-vm");
+    // Twenty runs at once: each launch leaves the others' records alone, so twenty finished
+    // records wait for close(), more than one request removes.
+    using Op = decltype(asio::co_spawn(ex, c.run("many-vm", "true"), asio::deferred));
+    std::vector<Op> runs;
+    for (int i = 0; i < 20; ++i) runs.push_back(asio::co_spawn(ex, c.run("many-vm", "true"), asio::deferred));
+    auto group = asio::experimental::make_parallel_group(std::move(runs));
+    const auto ended = co_await group.async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
+    for (const auto& error : std::get<1>(ended)) CHECK_FALSE(error);
+    REQUIRE(has_records(f.emu, "many-vm"));
+    f.emu.clear_commands();
+    co_await c.close();
+    CHECK(f.count("ssh") == 2);  // 16 records, then the other 4
+    CHECK_FALSE(has_records(f.emu, "many-vm"));
   });
 }
