@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "sandbox/core.hpp"
+#include "sandbox/run_errors.hpp"
 #include "workspace/shell_filesystem.hpp"
 
 namespace exedev {
@@ -191,35 +192,23 @@ struct SandboxBackend::Impl {
   // Throws what a failed client.run means for the workspace, or returns true when the VM was
   // paused (it is resumed: run the command once more).
   Task<bool> handle_run_error(Client c, const std::string& name, std::exception_ptr error, bool may_resume) {
-    try {
-      std::rethrow_exception(error);
-    } catch (const RunTimeoutError& e) {
-      throw workspace::WorkspaceTimeoutError("a command on VM \"" + name + "\" passed its timeout and was stopped",
-                                             workspace::utf8_replace_invalid(e.stdout_bytes()),
-                                             workspace::utf8_replace_invalid(e.stderr_bytes()));
-    } catch (const OutputLimitError& e) {
-      throw workspace::WorkspaceOutputLimitError("a command on VM \"" + name + "\" wrote more than " +
-                                                     std::to_string(e.limit()) + " bytes of output and was stopped",
-                                                 e.limit(), workspace::utf8_replace_invalid(e.stdout_bytes()),
-                                                 workspace::utf8_replace_invalid(e.stderr_bytes()));
-    } catch (const ConnectionError& e) {
-      if (!e.sent()) throw;  // nothing ran: a transient error the caller may retry
-    } catch (const CommandFailedError&) {
-      // Refused before it started: the VM may be gone or paused.
-    } catch (const OutcomeUnknownError&) {
-    } catch (const ProtocolError&) {
-    } catch (const APIError& e) {
-      if (e.status() < 500) throw;
+    using K = detail::RunErrorClass::Kind;
+    auto failure = detail::classify_run_error(error);
+    switch (failure.kind) {
+      case K::timeout:
+        throw workspace::WorkspaceTimeoutError("a command on VM \"" + name + "\" passed its timeout and was stopped",
+                                               workspace::utf8_replace_invalid(failure.stdout_bytes),
+                                               workspace::utf8_replace_invalid(failure.stderr_bytes));
+      case K::output_limit:
+        throw workspace::WorkspaceOutputLimitError("a command on VM \"" + name + "\" wrote more than " +
+                                                       std::to_string(failure.limit) + " bytes of output and was stopped",
+                                                   failure.limit, workspace::utf8_replace_invalid(failure.stdout_bytes),
+                                                   workspace::utf8_replace_invalid(failure.stderr_bytes));
+      case K::not_run: std::rethrow_exception(error);
+      case K::refused:
+      case K::may_have_run: break;
     }
-    const bool refused = [&] {
-      try {
-        std::rethrow_exception(error);
-      } catch (const CommandFailedError&) {
-        return true;
-      } catch (...) {
-        return false;
-      }
-    }();
+    // Refused, or it may have run: first, does the VM still exist?
     std::optional<VMInfo> info;
     std::exception_ptr check_error;
     try {
@@ -231,7 +220,7 @@ struct SandboxBackend::Impl {
       check_error = std::current_exception();
     }
     if (!check_error && !info) throw VMNotFoundError(name);
-    if (refused) {
+    if (failure.kind == K::refused) {
       if (info && may_resume && info->status.kind == VMStatus::Kind::paused) {
         std::exception_ptr resume_error;
         try {
@@ -249,18 +238,11 @@ struct SandboxBackend::Impl {
       }
       std::rethrow_exception(error);
     }
-    std::string out, err;
-    try {
-      std::rethrow_exception(error);
-    } catch (const OutcomeUnknownError& e) {
-      out = workspace::utf8_replace_invalid(e.stdout_bytes());
-      err = workspace::utf8_replace_invalid(e.stderr_bytes());
-    } catch (...) {
-    }
     try {
       std::rethrow_exception(error);
     } catch (...) {
-      std::throw_with_nested(CommandOutcomeUnknownError(name, std::move(out), std::move(err)));
+      std::throw_with_nested(CommandOutcomeUnknownError(name, workspace::utf8_replace_invalid(failure.stdout_bytes),
+                                                        workspace::utf8_replace_invalid(failure.stderr_bytes)));
     }
   }
 
