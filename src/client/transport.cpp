@@ -338,7 +338,8 @@ asio::awaitable<HttpResponse> exchange(Transport::Impl& impl, Stream& stream, Co
                            sent);
   };
 
-  auto [wec, written] = co_await asio::async_write(stream, asio::buffer(request), use_tuple);
+  const auto bytes = asio::buffer(request);  // named: no temporary inside co_await (GCC 12)
+  auto [wec, written] = co_await asio::async_write(stream, bytes, use_tuple);
   if (wec && deadline.expired()) wec = beast::error::timeout;
   if (wec == asio::error::operation_aborted) throw_cancelled(wec);
   if (wec) {
