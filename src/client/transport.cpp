@@ -9,6 +9,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
@@ -17,7 +18,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <deque>
+#include <memory>
+#include <stdexcept>
+
+#include <sys/socket.h>
 
 namespace exedev::detail {
 
@@ -102,34 +108,65 @@ bool is_parse_error(const error_code& ec) {
 }
 
 struct Connection {
-  std::optional<beast::tcp_stream> plain;
-  std::optional<beast::ssl_stream<beast::tcp_stream>> tls;
+  // One of the two is set once the TCP connection is made.
+  std::optional<tcp::socket> plain;
+  std::optional<beast::ssl_stream<tcp::socket>> tls;
   beast::flat_buffer buffer;
   unsigned uses = 0;
 
-  beast::tcp_stream& tcp() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
+  tcp::socket& socket() { return tls ? tls->next_layer() : *plain; }
 
   // An idle connection is usable when the server has sent nothing since the last response: a
   // FIN (EOF), a TLS close_notify or any stray byte all mean it must not be reused. The
-  // request has not been written yet, so dropping it is always safe.
+  // request has not been written yet, so dropping it is always safe. One non-blocking peek
+  // (MSG_DONTWAIT), without switching the socket's mode back and forth.
   bool idle_usable() {
-    auto& socket = tcp().socket();
-    if (!socket.is_open() || buffer.size() != 0) return false;
-    error_code ec;
-    socket.non_blocking(true, ec);
-    if (ec) return false;
+    auto& s = socket();
+    if (!s.is_open() || buffer.size() != 0) return false;
     char byte = 0;
-    const auto n = socket.receive(asio::buffer(&byte, 1), tcp::socket::message_peek, ec);
-    error_code ignored;
-    socket.non_blocking(false, ignored);
-    return n == 0 && ec == asio::error::would_block;
+    const auto n = ::recv(s.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
   }
 
   void close() {
+    if (!tls && !plain) return;  // connecting failed before there was a socket
     error_code ignored;
-    tcp().socket().shutdown(tcp::socket::shutdown_both, ignored);
-    tcp().socket().close(ignored);
+    socket().shutdown(tcp::socket::shutdown_both, ignored);
+    socket().close(ignored);
   }
+};
+
+// Ends a phase (the TLS handshake, or an exchange: writing the request and reading the whole
+// answer) that outlives its time: one timer, armed once for the phase rather than once per
+// socket operation, closes the socket when it fires, which ends the read or write in
+// progress. The handler only touches the connection while the guard exists.
+class Deadline {
+ public:
+  Deadline(Connection& c, std::chrono::steady_clock::duration timeout)
+      : timer_(c.socket().get_executor(), timeout), state_(std::make_shared<State>(State{&c, false})) {
+    timer_.async_wait([state = state_](const error_code& ec) {
+      if (ec || state->connection == nullptr) return;
+      state->expired = true;
+      state->connection->close();
+    });
+  }
+  ~Deadline() {
+    state_->connection = nullptr;
+    timer_.cancel();
+  }
+  Deadline(const Deadline&) = delete;
+  Deadline& operator=(const Deadline&) = delete;
+
+  /// The time ran out (the socket is closed): an operation that failed, failed because of that.
+  [[nodiscard]] bool expired() const { return state_->expired; }
+
+ private:
+  struct State {
+    Connection* connection;
+    bool expired;
+  };
+  asio::steady_timer timer_;
+  std::shared_ptr<State> state_;
 };
 
 struct Waiter {
@@ -153,6 +190,7 @@ struct Transport::Impl {
   std::size_t open = 0;  ///< Slots in use: idle + busy + connecting.
   std::deque<Waiter*> waiters;
   std::size_t opened = 0;
+  std::string request_head;  ///< Every request's header up to the token (see request_head()).
 
   void log(LogLevel level, std::string_view text) const {
     if (config.logger) config.logger(level, text);
@@ -247,8 +285,27 @@ asio::awaitable<void> connect(Transport::Impl& impl, Connection& c) {
                                       resolve_timed_out ? std::string("timed out") : rec.message()),
                           false);
   }
-  if (ep.tls) {
-    c.tls.emplace(impl.executor, *impl.tls_context);
+  // beast::tcp_stream times the whole connect over every resolved address; the connection
+  // then runs on the bare socket, timed per phase (Deadline).
+  beast::tcp_stream connecting(impl.executor);
+  connecting.expires_after(impl.config.connect_timeout);
+  auto [cec, endpoint] = co_await connecting.async_connect(results, use_tuple);
+  if (cec == asio::error::operation_aborted) throw_cancelled(cec);
+  if (cec) {
+    throw ConnectionError(fmt::format("exe.dev: cannot connect to {}: {}", impl.where(),
+                                      cec == beast::error::timeout ? std::string("timed out") : cec.message()),
+                          false);
+  }
+  connecting.expires_never();
+  tcp::socket socket = connecting.release_socket();
+  // A request ends in a small write (its last TLS record); without this, Nagle's algorithm
+  // meets the server's delayed ACK and such a request waits ~40 ms.
+  beast::error_code ignored;
+  socket.set_option(tcp::no_delay(true), ignored);
+  if (!ep.tls) {
+    c.plain.emplace(std::move(socket));
+  } else {
+    c.tls.emplace(std::move(socket), *impl.tls_context);
     if (!is_ip_literal(ep.host)) {
       if (!SSL_set_tlsext_host_name(c.tls->native_handle(), ep.host.c_str())) {
         throw ConnectionError(fmt::format("exe.dev: cannot set TLS server name for {}", ep.host), false);
@@ -256,24 +313,9 @@ asio::awaitable<void> connect(Transport::Impl& impl, Connection& c) {
     }
     c.tls->set_verify_mode(ssl::verify_peer);
     c.tls->set_verify_callback(ssl::host_name_verification(ep.host));
-  } else {
-    c.plain.emplace(impl.executor);
-  }
-  c.tcp().expires_after(impl.config.connect_timeout);
-  auto [cec, endpoint] = co_await c.tcp().async_connect(results, use_tuple);
-  if (cec == asio::error::operation_aborted) throw_cancelled(cec);
-  if (cec) {
-    throw ConnectionError(fmt::format("exe.dev: cannot connect to {}: {}", impl.where(),
-                                      cec == beast::error::timeout ? std::string("timed out") : cec.message()),
-                          false);
-  }
-  // Requests go out as several small writes (headers, body, TLS records); without this, Nagle's
-  // algorithm meets the server's delayed ACK and every request waits ~40 ms.
-  beast::error_code ignored;
-  c.tcp().socket().set_option(tcp::no_delay(true), ignored);
-  if (ep.tls) {
-    c.tcp().expires_after(impl.config.handshake_timeout);
+    const Deadline deadline(c, impl.config.handshake_timeout);
     auto [hec] = co_await c.tls->async_handshake(ssl::stream_base::client, use_tuple);
+    if (hec && deadline.expired()) hec = beast::error::timeout;
     if (hec == asio::error::operation_aborted) throw_cancelled(hec);
     if (hec) {
       throw ConnectionError(fmt::format("exe.dev: TLS handshake with {} failed: {}", impl.where(),
@@ -281,24 +323,24 @@ asio::awaitable<void> connect(Transport::Impl& impl, Connection& c) {
                             false);
     }
   }
-  c.tcp().expires_never();
   ++impl.opened;
   impl.log(LogLevel::debug, fmt::format("exe.dev: connected to {}", impl.where()));
 }
 
 template <typename Stream>
 asio::awaitable<HttpResponse> exchange(Transport::Impl& impl, Stream& stream, Connection& c,
-                                       const http::request<http::string_body>& request, const PostOptions& options,
-                                       bool reused, Exchange& result) {
-  const auto deadline = std::chrono::steady_clock::now() + options.timeout;
+                                       const std::string& request, const PostOptions& options, bool reused,
+                                       Exchange& result) {
+  const Deadline deadline(c, options.timeout);
   const auto fail = [&](std::string_view what, const error_code& ec, bool sent) -> ConnectionError {
     return ConnectionError(fmt::format("exe.dev: {} {} failed: {}", what, impl.where(),
                                        ec == beast::error::timeout ? std::string("timed out") : ec.message()),
                            sent);
   };
 
-  c.tcp().expires_at(deadline);
-  auto [wec, written] = co_await http::async_write(stream, request, use_tuple);
+  const auto bytes = asio::buffer(request);  // named: no temporary inside co_await (GCC 12)
+  auto [wec, written] = co_await asio::async_write(stream, bytes, use_tuple);
+  if (wec && deadline.expired()) wec = beast::error::timeout;
   if (wec == asio::error::operation_aborted) throw_cancelled(wec);
   if (wec) {
     if (written == 0 && wec != beast::error::timeout) {
@@ -315,8 +357,8 @@ asio::awaitable<HttpResponse> exchange(Transport::Impl& impl, Stream& stream, Co
   Parser parser;
   configure(parser, impl.config.max_header_bytes);
   Collector collector(options.sink, impl.config.max_body_bytes);
-  c.tcp().expires_at(deadline);
   auto [hec, hn] = co_await http::async_read_header(stream, c.buffer, parser, use_tuple);
+  if (hec && deadline.expired()) hec = beast::error::timeout;
   if (hec == asio::error::operation_aborted) throw_cancelled(hec);
   if (hec) {
     if (is_eof(hec) && !parser.got_some() && c.buffer.size() == 0 && reused && options.idempotent) {
@@ -337,11 +379,18 @@ asio::awaitable<HttpResponse> exchange(Transport::Impl& impl, Stream& stream, Co
   while (!parser.is_done()) {
     parser.get().body().data = chunk.data();
     parser.get().body().size = chunk.size();
-    c.tcp().expires_at(deadline);
-    // read_some, not read: read would wait until the 64 KiB chunk is full, holding back the
-    // output of a slow command (live output is delivered as each read arrives).
-    auto [bec, bn] = co_await http::async_read_some(stream, c.buffer, parser, use_tuple);
+    // What came with the header (often the whole body) is parsed at once; an asynchronous
+    // read_some would parse it too, but only after a round through the executor.
+    error_code bec = http::error::need_more;
+    if (c.buffer.size() != 0) c.buffer.consume(parser.put(c.buffer.data(), bec));
+    if (bec == http::error::need_more) {
+      // read_some, not read: read would wait until the 64 KiB chunk is full, holding back the
+      // output of a slow command (live output is delivered as each read arrives).
+      auto [rec, rn] = co_await http::async_read_some(stream, c.buffer, parser, use_tuple);
+      bec = rec;
+    }
     if (bec == http::error::need_buffer) bec = {};
+    if (bec && deadline.expired()) bec = beast::error::timeout;
     const std::size_t got = chunk.size() - parser.get().body().size;
     if (got > 0 && !collector.body(std::string_view(chunk.data(), got))) {
       result.reusable = false;
@@ -355,9 +404,25 @@ asio::awaitable<HttpResponse> exchange(Transport::Impl& impl, Stream& stream, Co
       throw fail("reading the response from", bec, true);
     }
   }
-  c.tcp().expires_never();
   result.reusable = parser.get().keep_alive() && c.buffer.size() == 0;
   co_return collector.finish(parser);
+}
+
+// The fields every request shares, built once; a request adds the token, Content-Length and
+// the body. HTTP/1.1 keeps the connection alive without a Connection field.
+std::string request_head(const TransportConfig& config) {
+  const auto& ep = config.endpoint;
+  if (std::any_of(config.user_agent.begin(), config.user_agent.end(), [](char ch) {
+        return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f;
+      })) {
+    throw std::invalid_argument("exe.dev: the user agent contains control characters");
+  }
+  const bool default_port = (ep.tls && ep.port == "443") || (!ep.tls && ep.port == "80");
+  const std::string host = ep.host.find(':') != std::string::npos ? "[" + ep.host + "]" : ep.host;
+  std::string head = fmt::format("POST {} HTTP/1.1\r\nHost: {}\r\n", ep.target, default_port ? host : host + ":" + ep.port);
+  if (!config.user_agent.empty()) head += fmt::format("User-Agent: {}\r\n", config.user_agent);
+  head += "Content-Type: text/plain; charset=utf-8\r\nAuthorization: Bearer ";
+  return head;
 }
 
 }  // namespace
@@ -365,6 +430,7 @@ asio::awaitable<HttpResponse> exchange(Transport::Impl& impl, Stream& stream, Co
 Transport::Transport(asio::any_io_executor executor, TransportConfig config) : impl_(std::make_shared<Impl>()) {
   impl_->executor = std::move(executor);
   impl_->config = std::move(config);
+  impl_->request_head = request_head(impl_->config);
   if (impl_->config.endpoint.tls) {
     auto& ctx = impl_->tls_context.emplace(ssl::context::tls_client);
     SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION);
@@ -392,17 +458,11 @@ std::size_t Transport::connections_opened() const noexcept { return impl_->opene
 
 asio::awaitable<HttpResponse> Transport::post(const std::string& body, const std::string& token, const PostOptions& options) {
   auto impl = impl_;  // the pool outlives this request even if the Transport is destroyed
-  const auto& ep = impl->config.endpoint;
-  http::request<http::string_body> request{http::verb::post, ep.target, 11};
-  const bool default_port = (ep.tls && ep.port == "443") || (!ep.tls && ep.port == "80");
-  const std::string host = ep.host.find(':') != std::string::npos ? "[" + ep.host + "]" : ep.host;
-  request.set(http::field::host, default_port ? host : host + ":" + ep.port);
-  request.set(http::field::user_agent, impl->config.user_agent);
-  request.set(http::field::authorization, "Bearer " + token);
-  request.set(http::field::content_type, "text/plain; charset=utf-8");
-  request.keep_alive(true);
-  request.body() = body;
-  request.prepare_payload();
+  // The whole request in one buffer: one TLS record and one write for a small request.
+  std::string request;
+  request.reserve(impl->request_head.size() + token.size() + body.size() + 32);
+  request.append(impl->request_head).append(token);
+  request.append(fmt::format("\r\nContent-Length: {}\r\n\r\n", body.size())).append(body);
 
   for (int attempt = 0;; ++attempt) {
     Lease lease = co_await acquire(impl);

@@ -2,6 +2,7 @@
 #include "support.hpp"
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/ip/tcp.hpp>
 
 using namespace exedev;
 using namespace exedev::test;
@@ -147,6 +148,24 @@ TEST_CASE("a stalled answer ends at request_timeout: sent, never re-sent for a s
     for (int i = 0; i < 100 && f.count("ls") < 2; ++i) co_await sleep_for(100ms);
     CHECK(f.count("ls") == 2);
     CHECK(f.count("pause") == 1);
+  });
+}
+
+TEST_CASE("a server that never answers the TLS handshake ends at handshake_timeout: not sent") {
+  Fixture f;
+  exedev::testing::run([&](boost::asio::any_io_executor ex) -> Task0 {
+    // The kernel completes the TCP handshake for the listener's backlog; nothing ever reads the
+    // ClientHello.
+    boost::asio::ip::tcp::acceptor silent(ex, {boost::asio::ip::make_address("127.0.0.1"), 0});
+    auto o = f.options();
+    o.endpoint = "https://127.0.0.1:" + std::to_string(silent.local_endpoint().port());
+    o.handshake_timeout = 300ms;
+    o.retry.max_retries = 0;
+    Client c(ex, o);
+    const auto e = co_await f.expect<ConnectionError>(c.whoami());
+    CHECK_FALSE(e.sent());
+    CHECK(std::string(e.what()).find("TLS handshake") != std::string::npos);
+    CHECK(std::string(e.what()).find("timed out") != std::string::npos);
   });
 }
 

@@ -142,4 +142,6 @@ TEST_CASE("a 200 with {\"error\":\"unknown command\"} is a 404") {
   }
   CHECK_THROWS_AS(check_lobby_answer(200, "x", "{\"error\":\"other\"}\n", {}), CommandFailedError);
   CHECK_NOTHROW(check_lobby_answer(200, "ls", "{\"vms\":[]}\n", {}));
+  // The key spelt with an escape is the same key.
+  CHECK_THROWS_AS(check_lobby_answer(200, "x", R"({"\u0065rror":"other"})", {}), CommandFailedError);
 }
