@@ -1,6 +1,8 @@
 // The client's only Beast/OpenSSL translation unit: connections, TLS, HTTP framing, the pool.
 #include "client/transport.hpp"
 
+#include "client/resend.hpp"
+
 #include <exedev/errors.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -174,9 +176,11 @@ struct Waiter {
   bool ready = false;
 };
 
-// What exchange() learned beyond the response: whether to resend on a fresh connection.
+// What exchange() learned beyond the response: a failure the resend rule decides on (with
+// the message its ConnectionError would carry), and whether the connection may be reused.
 struct Exchange {
-  bool resend = false;   ///< The request provably did not reach the server (or may be re-sent).
+  std::optional<FailedExchange> failure;
+  std::string failure_message;
   bool reusable = false;
 };
 
@@ -332,10 +336,17 @@ asio::awaitable<HttpResponse> exchange(Transport::Impl& impl, Stream& stream, Co
                                        const std::string& request, const PostOptions& options, bool reused,
                                        Exchange& result) {
   const Deadline deadline(c, options.timeout);
-  const auto fail = [&](std::string_view what, const error_code& ec, bool sent) -> ConnectionError {
-    return ConnectionError(fmt::format("exe.dev: {} {} failed: {}", what, impl.where(),
-                                       ec == beast::error::timeout ? std::string("timed out") : ec.message()),
-                           sent);
+  const auto message = [&](std::string_view what, const error_code& ec) {
+    return fmt::format("exe.dev: {} {} failed: {}", what, impl.where(),
+                       ec == beast::error::timeout ? std::string("timed out") : ec.message());
+  };
+  // A failure the resend rule decides on (Transport::post): resend, or which error.
+  const auto decide = [&](FailedExchange failure, std::string text) {
+    failure.reused = reused;
+    failure.idempotent = options.idempotent;
+    result.failure = failure;
+    result.failure_message = std::move(text);
+    return HttpResponse{};
   };
 
   const auto bytes = asio::buffer(request);  // named: no temporary inside co_await (GCC 12)
@@ -343,15 +354,11 @@ asio::awaitable<HttpResponse> exchange(Transport::Impl& impl, Stream& stream, Co
   if (wec && deadline.expired()) wec = beast::error::timeout;
   if (wec == asio::error::operation_aborted) throw_cancelled(wec);
   if (wec) {
-    if (written == 0 && wec != beast::error::timeout) {
-      // Nothing of the request left this process: it never reached the server.
-      if (reused) {
-        result.resend = true;
-        co_return HttpResponse{};
-      }
-      throw fail("request to", wec, false);
-    }
-    throw fail("request to", wec, true);
+    FailedExchange failure;
+    failure.kind = FailedExchange::Kind::write_failed;
+    failure.written = written;
+    failure.timed_out = wec == beast::error::timeout;
+    co_return decide(failure, message("request to", wec));
   }
 
   Parser parser;
@@ -361,17 +368,16 @@ asio::awaitable<HttpResponse> exchange(Transport::Impl& impl, Stream& stream, Co
   if (hec && deadline.expired()) hec = beast::error::timeout;
   if (hec == asio::error::operation_aborted) throw_cancelled(hec);
   if (hec) {
-    if (is_eof(hec) && !parser.got_some() && c.buffer.size() == 0 && reused && options.idempotent) {
-      // A keep-alive connection the server closed as the request went out: safe to re-send
-      // only because this request is idempotent.
-      result.resend = true;
-      co_return HttpResponse{};
+    if (is_eof(hec) && !parser.got_some() && c.buffer.size() == 0) {
+      FailedExchange failure;  // perhaps a keep-alive connection closed as the request went out
+      failure.kind = FailedExchange::Kind::closed_silently;
+      co_return decide(failure, message("reading the response from", hec));
     }
     if (hec == http::error::header_limit) throw ProtocolError("exe.dev response header exceeds the size limit");
     if (is_parse_error(hec)) {
       throw ProtocolError(fmt::format("exe.dev sent an unreadable HTTP response: {}", hec.message()));
     }
-    throw fail("reading the response from", hec, true);
+    throw ConnectionError(message("reading the response from", hec), true);
   }
   collector.header(parser);
 
@@ -401,7 +407,7 @@ asio::awaitable<HttpResponse> exchange(Transport::Impl& impl, Stream& stream, Co
       if (is_parse_error(bec)) {
         throw ProtocolError(fmt::format("exe.dev sent an unreadable HTTP response: {}", bec.message()));
       }
-      throw fail("reading the response from", bec, true);
+      throw ConnectionError(message("reading the response from", bec), true);
     }
   }
   result.reusable = parser.get().keep_alive() && c.buffer.size() == 0;
@@ -464,7 +470,8 @@ asio::awaitable<HttpResponse> Transport::post(const std::string& body, const std
   request.append(impl->request_head).append(token);
   request.append(fmt::format("\r\nContent-Length: {}\r\n\r\n", body.size())).append(body);
 
-  for (int attempt = 0;; ++attempt) {
+  ResendRule resend_rule;
+  for (;;) {
     Lease lease = co_await acquire(impl);
     const bool reused = lease.connection != nullptr;
     if (!reused) {
@@ -481,10 +488,14 @@ asio::awaitable<HttpResponse> Transport::post(const std::string& body, const std
     } else {
       response = co_await exchange(*impl, *c.plain, c, request, options, reused, result);
     }
-    if (result.resend) {
-      impl->log(LogLevel::debug, "exe.dev: the server had closed a keep-alive connection; re-sending on a new one");
-      if (attempt >= 3) throw ConnectionError(fmt::format("exe.dev: connections to {} keep closing", impl->where()), false);
-      continue;
+    if (result.failure) {
+      switch (resend_rule.on_failure(*result.failure)) {
+        case ResendRule::Decision::resend:
+          impl->log(LogLevel::debug, "exe.dev: the server had closed a keep-alive connection; re-sending on a new one");
+          continue;
+        case ResendRule::Decision::not_sent: throw ConnectionError(result.failure_message, false);
+        case ResendRule::Decision::sent: throw ConnectionError(result.failure_message, true);
+      }
     }
     lease.reusable = result.reusable;
     co_return response;
