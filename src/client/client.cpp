@@ -8,7 +8,9 @@
 #include "client/script_exec.hpp"
 #include "client/settings.hpp"
 #include "client/transport.hpp"
+#include "common/backoff.hpp"
 #include "common/coroutines.hpp"
+#include "common/random_ids.hpp"
 #include "common/time_limits.hpp"
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -58,7 +60,6 @@ struct Client::Impl {
   detail::Settings settings;
   std::unique_ptr<detail::Transport> transport;
   std::map<std::string, std::vector<std::string>> acks;  ///< VM → finished run records to remove
-  std::mt19937_64 jitter{std::random_device{}()};
   std::optional<detail::TokenBucket> pacing;  ///< Made on first use, from the final options.
 
   void log(LogLevel level, std::string_view text) const {
@@ -120,7 +121,7 @@ struct Client::Impl {
   // The retry policy's backoff before retry number `attempt` (0-based), logged with `why`.
   asio::awaitable<void> wait_before_retry(std::string_view command, std::string_view why, int attempt,
                                           std::optional<std::chrono::milliseconds> retry_after) {
-    const double r = std::uniform_real_distribution<double>(0.0, 1.0)(jitter);
+    const double r = std::uniform_real_distribution<double>(0.0, 1.0)(detail::random_engine());
     const auto delay = detail::backoff_delay(options.retry, attempt, r, retry_after);
     log(LogLevel::info, fmt::format("exe.dev: \"{}\" {}; retry {} of {} in {} ms", command, why, attempt + 1,
                                     std::max(options.retry.max_retries, 0), delay.count()));
@@ -359,8 +360,9 @@ asio::awaitable<Stop> stop_remote(Client::Impl& impl, RunState& st) {
 }
 
 // Removes the records of finished runs, one request per VM. Records a request did not remove
-// stay listed, so the next close() (or run on that VM) tries again. Returns the first failure.
-asio::awaitable<std::exception_ptr> remove_finished_records(std::shared_ptr<Client::Impl> impl) {
+// stay listed, so the next close() (or run on that VM) tries again. Throws the first failure
+// once every VM was tried.
+asio::awaitable<void> remove_finished_records(std::shared_ptr<Client::Impl> impl) {
   std::exception_ptr first_failure;
   const auto pending = impl->acks;  // a copy: run_request unlists what a request removed
   for (const auto& entry : pending) {
@@ -413,7 +415,7 @@ asio::awaitable<std::exception_ptr> remove_finished_records(std::shared_ptr<Clie
     if (!first_failure) first_failure = failure;
   }
   std::erase_if(impl->acks, [](const auto& entry) { return entry.second.empty(); });
-  co_return first_failure;
+  if (first_failure) std::rethrow_exception(first_failure);
 }
 
 }  // namespace
@@ -656,7 +658,7 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions o
     if (mode == detail::ScriptMode::launch) mode = st.started ? detail::ScriptMode::follow : detail::ScriptMode::probe;
     if (st.started && mode == detail::ScriptMode::probe) mode = detail::ScriptMode::follow;
     if (++failures > max_poll_failures) throw unknown("the VM could not be reached to collect the result");
-    pending_delay = std::min<std::chrono::milliseconds>(std::chrono::milliseconds(250 << failures), std::chrono::milliseconds(4000));
+    pending_delay = detail::doubled_delay(std::chrono::milliseconds(250), failures, std::chrono::milliseconds(4000));
     impl->log(LogLevel::info, fmt::format("exe.dev: run on VM \"{}\": request ended without the result; "
                                           "reading its record again in {} ms", st.vm, pending_delay.count()));
   }
@@ -665,11 +667,12 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions o
   // went out: stop the remote command first, shielded from further cancellation (bounded by
   // stop_bound). Only this coroutine's throw_if_cancelled is touched (and restored): resetting
   // the cancellation state would switch cancellation off for the caller's whole coroutine chain.
-  const bool previous = co_await asio::this_coro::throw_if_cancelled();
-  co_await asio::this_coro::throw_if_cancelled(false);
   st.stopping = true;  // a callback that threw must not be called again
-  const Stop stop = co_await detail::shielded(stop_remote(*impl, st));
-  co_await asio::this_coro::throw_if_cancelled(previous);
+  Stop stop = Stop::unconfirmed;
+  EXEDEV_AWAIT_DESPITE_CANCELLATION(stop_error, [](Client::Impl& impl, RunState& st, Stop& stop) -> asio::awaitable<void> {
+    stop = co_await detail::shielded(stop_remote(impl, st));
+  }(*impl, st, stop));
+  if (stop_error) std::rethrow_exception(stop_error);
   // What the errors say about the command: only what the VM confirmed.
   const std::string fate = stop == Stop::stopped         ? "the command was stopped"
                            : stop == Stop::never_started ? "the command was never started"
@@ -768,10 +771,7 @@ std::size_t script_request_bytes(const std::string& vm, const std::string& scrip
 
 Task<void> Client::close() {
   // Removing finished runs' records is cleanup: it finishes before a cancellation is delivered.
-  const bool previous = co_await asio::this_coro::throw_if_cancelled();
-  co_await asio::this_coro::throw_if_cancelled(false);
-  const auto failure = co_await detail::shielded(remove_finished_records(impl_));
-  co_await asio::this_coro::throw_if_cancelled(previous);
+  EXEDEV_AWAIT_DESPITE_CANCELLATION(failure, detail::shielded(remove_finished_records(impl_)));
   impl_->transport->close_idle();
   if (failure) std::rethrow_exception(failure);
 }
