@@ -38,8 +38,6 @@
 #include <mutex>
 #include <set>
 #include <stdexcept>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 #include <utility>
