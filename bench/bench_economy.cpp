@@ -15,6 +15,7 @@
 #include <exedev/testing/run.hpp>
 #include <exedev/workspace/workspace.hpp>
 
+#include "common/base64.hpp"
 #include "workspace/data_codec.hpp"
 #include "workspace/shell_filesystem.hpp"
 
@@ -93,13 +94,13 @@ void codec_costs(const std::vector<std::pair<std::string, ws::Bytes>>& payloads)
     const auto& data = payload.second;
     const auto page = data.substr(0, 4 * kMiB);
     const auto member = d::gzip_compress(page);
-    const auto page_text = d::base64_encode(page);
+    const auto page_text = exedev::detail::base64_encode(page);
     volatile std::size_t sink = 0;  // keeps each timed call from being optimized away
     const double sample = best_ms([&] { sink = d::compresses_well(data); });
     const double gzip = best_ms([&] { sink = d::gzip_compress(data).size(); });
     const double sha = best_ms([&] { sink = d::sha256_hex(data).size(); });
-    const double encode = best_ms([&] { sink = d::base64_encode(data).size(); });
-    const double decode = best_ms([&] { sink = d::base64_decode(page_text)->size(); });
+    const double encode = best_ms([&] { sink = exedev::detail::base64_encode(data).size(); });
+    const double decode = best_ms([&] { sink = exedev::detail::base64_decode(page_text)->size(); });
     const double gunzip = best_ms([&] { sink = d::gzip_decompress(member, page.size())->size(); });
     std::printf("%-8s %9.1f %9.1f %9.1f %9.1f %11.1f %11.1f %9.2f\n", payload.first.c_str(), sample, gzip, sha, encode,
                 decode, gunzip, static_cast<double>(member.size()) / static_cast<double>(page.size()));

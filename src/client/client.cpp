@@ -9,7 +9,9 @@
 #include "client/script_exec.hpp"
 #include "client/settings.hpp"
 #include "client/transport.hpp"
+#include "common/backoff.hpp"
 #include "common/coroutines.hpp"
+#include "common/random_ids.hpp"
 #include "common/time_limits.hpp"
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -69,7 +71,6 @@ struct Client::Impl {
   detail::Settings settings;
   std::unique_ptr<detail::Transport> transport;
   std::map<std::string, std::vector<std::string>> acks;  ///< VM → finished run records to remove
-  std::mt19937_64 jitter{std::random_device{}()};
   std::optional<detail::TokenBucket> pacing;  ///< Made on first use, from the final options.
 
   void log(LogLevel level, std::string_view text) const {
@@ -139,7 +140,7 @@ struct Client::Impl {
 
   // The retry policy's jittered backoff before retry number `attempt` (0-based).
   std::chrono::milliseconds retry_delay(int attempt, std::optional<std::chrono::milliseconds> retry_after) {
-    const double r = std::uniform_real_distribution<double>(0.0, 1.0)(jitter);
+    const double r = std::uniform_real_distribution<double>(0.0, 1.0)(detail::random_engine());
     return detail::backoff_delay(options.retry, attempt, r, retry_after);
   }
 
@@ -374,9 +375,10 @@ asio::awaitable<StopResult> stop_remote(Client::Impl& impl, RunState& st) {
   co_return StopResult::unconfirmed;
 }
 
-// Removes the records of finished runs, one request per VM. Records a request did not remove
-// stay listed, so the next close() (or run on that VM) tries again. Returns the first failure.
-asio::awaitable<std::exception_ptr> remove_finished_records(std::shared_ptr<Client::Impl> impl) {
+// Removes the records of finished runs, in requests of at most max_acks_per_request per VM.
+// Records a request did not remove stay listed, so the next close() (or run on that VM) tries again. Throws the first failure
+// once every VM was tried.
+asio::awaitable<void> remove_finished_records(std::shared_ptr<Client::Impl> impl) {
   std::exception_ptr first_failure;
   std::vector<std::string> vms;
   for (const auto& entry : impl->acks) vms.push_back(entry.first);
@@ -436,7 +438,7 @@ asio::awaitable<std::exception_ptr> remove_finished_records(std::shared_ptr<Clie
     if (!first_failure) first_failure = failure;
   }
   std::erase_if(impl->acks, [](const auto& entry) { return entry.second.empty(); });
-  co_return first_failure;
+  if (first_failure) std::rethrow_exception(first_failure);
 }
 
 }  // namespace
@@ -685,11 +687,12 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions o
   // went out: stop the remote command first, shielded from further cancellation (bounded by
   // stop_bound). Only this coroutine's throw_if_cancelled is touched (and restored): resetting
   // the cancellation state would switch cancellation off for the caller's whole coroutine chain.
-  const bool previous = co_await asio::this_coro::throw_if_cancelled();
-  co_await asio::this_coro::throw_if_cancelled(false);
   st.stopping = true;  // a callback that threw must not be called again
-  const StopResult stop = co_await detail::shielded(stop_remote(*impl, st));
-  co_await asio::this_coro::throw_if_cancelled(previous);
+  StopResult stop = StopResult::unconfirmed;
+  EXEDEV_AWAIT_DESPITE_CANCELLATION(stop_error, [](Client::Impl& impl, RunState& st, StopResult& stop) -> asio::awaitable<void> {
+    stop = co_await detail::shielded(stop_remote(impl, st));
+  }(*impl, st, stop));
+  if (stop_error) std::rethrow_exception(stop_error);
   const std::string fate = detail::stop_fate(stop);
   using C = detail::RunConclusion;
   switch (detail::conclude(step.reason, stop)) {
@@ -805,10 +808,7 @@ std::size_t script_request_bytes(const std::string& vm, const std::string& scrip
 
 Task<void> Client::close() {
   // Removing finished runs' records is cleanup: it finishes before a cancellation is delivered.
-  const bool previous = co_await asio::this_coro::throw_if_cancelled();
-  co_await asio::this_coro::throw_if_cancelled(false);
-  const auto failure = co_await detail::shielded(remove_finished_records(impl_));
-  co_await asio::this_coro::throw_if_cancelled(previous);
+  EXEDEV_AWAIT_DESPITE_CANCELLATION(failure, detail::shielded(remove_finished_records(impl_)));
   impl_->transport->close_idle();
   if (failure) std::rethrow_exception(failure);
 }

@@ -2,61 +2,24 @@
 
 #include <exedev/errors.hpp>
 
+#include "common/shell_quote.hpp"
+#include "common/utf8.hpp"
+
 #include <fmt/format.h>
 
 #include <stdexcept>
 
 namespace exedev {
 
-namespace {
-
-// The lexer reads UTF-8 runes: an invalid sequence would arrive as U+FFFD, not as sent.
-bool valid_utf8(std::string_view text) {
-  std::size_t i = 0;
-  while (i < text.size()) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    std::size_t len = 0;
-    char32_t cp = 0;
-    if (c < 0x80) { ++i; continue; }
-    if ((c & 0xE0) == 0xC0) { len = 2; cp = c & 0x1F; }
-    else if ((c & 0xF0) == 0xE0) { len = 3; cp = c & 0x0F; }
-    else if ((c & 0xF8) == 0xF0) { len = 4; cp = c & 0x07; }
-    else return false;
-    if (i + len > text.size()) return false;
-    for (std::size_t k = 1; k < len; ++k) {
-      const auto cc = static_cast<unsigned char>(text[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    const char32_t min = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += len;
-  }
-  return true;
-}
-
-}  // namespace
-
 std::string lobby_quote(std::string_view word) {
   if (word.empty()) throw std::invalid_argument("an empty word cannot be sent to exe.dev: the lobby lexer drops it");
   if (word.find('\0') != std::string_view::npos) throw std::invalid_argument("a NUL byte cannot be sent to exe.dev");
-  if (!valid_utf8(word)) throw std::invalid_argument("a word sent to exe.dev must be valid UTF-8");
-  return detail::sh_quote(word);
+  // The lexer reads UTF-8 runes: an invalid sequence would arrive as U+FFFD, not as sent.
+  if (!detail::is_valid_utf8(word)) throw std::invalid_argument("a word sent to exe.dev must be valid UTF-8");
+  return detail::sh_single_quote(word);
 }
 
 namespace detail {
-
-std::string sh_quote(std::string_view word) {
-  std::string out;
-  out.reserve(word.size() + 2);
-  out += '\'';
-  for (const char c : word) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
-  }
-  out += '\'';
-  return out;
-}
 
 LobbyLine::LobbyLine(std::string command) : command_(std::move(command)) {}
 

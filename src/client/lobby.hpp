@@ -16,9 +16,6 @@ namespace exedev::detail {
 /// The largest body /exec accepts (64 KiB); longer ones are refused before sending.
 inline constexpr std::size_t max_request_body = 64 * 1024;
 
-/// POSIX sh single-quoting: 'it'\''s'. The empty string gives ''.
-[[nodiscard]] std::string sh_quote(std::string_view word);
-
 /// One lobby command line under construction.
 class LobbyLine {
  public:

@@ -1,5 +1,7 @@
 #include "client/retry.hpp"
 
+#include "common/backoff.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <ctime>
@@ -39,11 +41,7 @@ std::optional<milliseconds> parse_retry_after(std::string_view value, system_clo
 }
 
 milliseconds backoff_delay(const RetryPolicy& policy, int attempt, double random01, std::optional<milliseconds> retry_after) {
-  const double base = static_cast<double>(std::max<milliseconds::rep>(policy.initial_backoff.count(), 0));
-  const double top = static_cast<double>(std::max<milliseconds::rep>(policy.max_backoff.count(), 0));
-  double delay = base;
-  for (int i = 0; i < attempt && delay < top; ++i) delay *= 2;
-  delay = std::min(delay, top);
+  const auto delay = static_cast<double>(doubled_delay(policy.initial_backoff, attempt, policy.max_backoff).count());
   random01 = std::clamp(random01, 0.0, 1.0);
   const auto jittered = milliseconds(static_cast<milliseconds::rep>(delay / 2 + delay / 2 * random01));
   if (retry_after && *retry_after > jittered) return *retry_after;

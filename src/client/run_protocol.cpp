@@ -1,6 +1,7 @@
+#include "common/shell_quote.hpp"
 #include "client/run_protocol.hpp"
 
-#include "client/base64.hpp"
+#include "common/base64.hpp"
 #include "client/lobby.hpp"
 
 #include <exedev/errors.hpp>
@@ -8,7 +9,6 @@
 #include <fmt/format.h>
 
 #include <charconv>
-#include <random>
 #include <stdexcept>
 
 namespace exedev::detail {
@@ -123,12 +123,12 @@ std::string command_text(const ScriptRequest& r) {
   if (r.working_dir) {
     require_no_nul(*r.working_dir, "the working directory");
     if (r.working_dir->empty()) throw std::invalid_argument("run: the working directory must not be empty");
-    text += "cd -- " + sh_quote(*r.working_dir) + " || exit 1\n";
+    text += "cd -- " + sh_single_quote(*r.working_dir) + " || exit 1\n";
   }
   for (const auto& [name, value] : r.env) {
     if (!valid_env_name(name)) throw std::invalid_argument("run: an environment variable name must match [A-Za-z_][A-Za-z0-9_]*");
     require_no_nul(value, "an environment value");
-    text += "export " + name + "=" + sh_quote(value) + "\n";
+    text += "export " + name + "=" + sh_single_quote(value) + "\n";
   }
   text += r.shell_line;
   text += '\n';
@@ -145,7 +145,7 @@ std::string build_script(const ScriptRequest& r) {
   }
   std::string s(poll_functions);
   s += "main() {\n";
-  s += "B=" + sh_quote(r.boundary) + "\n";
+  s += "B=" + sh_single_quote(r.boundary) + "\n";
   s += "r=\"${XDG_STATE_HOME:-$HOME/.local/state}/exedev-cpp/runs\"\n";
   s += "d=\"$r/" + r.id + "\"\n";
   if (!r.acks.empty()) {
@@ -163,14 +163,14 @@ std::string build_script(const ScriptRequest& r) {
       }
       s += "mkdir -p -- \"$r\" 2>/dev/null\n";
       s += "if ! mkdir -- \"$d\" 2>/dev/null; then printf '%s n\\n' \"$B\"; exit 0; fi\n";
-      s += "if ! printf '%s' " + sh_quote(command_text(r)) + " >\"$d/cmd\" || ! printf '%s' " +
-           sh_quote(runner_script) + " >\"$d/run\"; then rm -rf -- \"$d\"; printf '%s n\\n' \"$B\"; exit 0; fi\n";
+      s += "if ! printf '%s' " + sh_single_quote(command_text(r)) + " >\"$d/cmd\" || ! printf '%s' " +
+           sh_single_quote(runner_script) + " >\"$d/run\"; then rm -rf -- \"$d\"; printf '%s n\\n' \"$B\"; exit 0; fi\n";
       // The command runs in the login shell the ssh session names (POSIX-compatible ones only:
       // the record's preamble is sh syntax), else /bin/sh.
       s += "S=${SHELL:-/bin/sh}\n";
       s += "case ${S##*/} in csh|tcsh|fish|nu|xonsh|elvish|pwsh) S=/bin/sh ;; esac\n";
       s += "[ -x \"$S\" ] || S=/bin/sh\n";
-      s += "setsid /bin/sh \"$d/run\" \"$d\" " + sh_quote(timeout) + " \"$S\" </dev/null >/dev/null 2>&1 &\n";
+      s += "setsid /bin/sh \"$d/run\" \"$d\" " + sh_single_quote(timeout) + " \"$S\" </dev/null >/dev/null 2>&1 &\n";
       s += "printf '%s s\\n' \"$B\"\n";
       s += fmt::format("pollw {}\n", r.wait_seconds);
       break;
@@ -291,17 +291,6 @@ void FrameParser::line(std::string_view text, std::vector<FrameEvent>& out) {
   }
   if (!rest.empty()) throw garbled();
   out.push_back(std::move(ev));
-}
-
-std::string random_hex(std::size_t bytes) {
-  static thread_local std::mt19937_64 engine{[] {
-    std::random_device rd;
-    std::seed_seq seq{rd(), rd(), rd(), rd(), rd(), rd(), rd(), rd()};
-    return std::mt19937_64(seq);
-  }()};
-  std::string out;
-  for (std::size_t i = 0; i < bytes; ++i) out += fmt::format("{:02x}", static_cast<unsigned>(engine() & 0xFF));
-  return out;
 }
 
 }  // namespace exedev::detail

@@ -94,7 +94,4 @@ class FrameParser {
   std::uint64_t offset_ = 0;
 };
 
-/// A random lowercase hex string of `bytes` random bytes.
-[[nodiscard]] std::string random_hex(std::size_t bytes);
-
 }  // namespace exedev::detail

@@ -1,5 +1,7 @@
 #include "client/run_recovery.hpp"
 
+#include "common/backoff.hpp"
+
 #include <algorithm>
 
 namespace exedev::detail {
@@ -8,8 +10,7 @@ RunRecovery::RunRecovery(int poll_seconds, int max_launch_retries)
     : poll_seconds_(std::max(poll_seconds, 1)), max_launch_retries_(std::max(max_launch_retries, 0)) {}
 
 std::chrono::milliseconds RunRecovery::poll_retry_delay(int failures) {
-  const int doublings = std::clamp(failures, 1, 5);
-  return std::min(std::chrono::milliseconds(250 << doublings), std::chrono::milliseconds(4000));
+  return doubled_delay(std::chrono::milliseconds(250), std::max(failures, 1), std::chrono::milliseconds(4000));
 }
 
 RunStep RunRecovery::on_answer(const RunAnswer& answer, bool started, std::chrono::seconds lasted) {

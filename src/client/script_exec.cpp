@@ -1,6 +1,8 @@
+#include "common/shell_quote.hpp"
 #include "client/script_exec.hpp"
 
-#include "client/base64.hpp"
+#include "common/base64.hpp"
+#include "common/random_ids.hpp"
 #include "client/lobby.hpp"
 #include "client/run_protocol.hpp"
 
@@ -41,7 +43,7 @@ std::string script_remote_command(const std::string& script, const std::vector<s
   // The script runs in a subshell so that its `exit` still lets the wrapper report; stdin is
   // /dev/null so that it cannot read the rest of the wrapper from the pipe.
   std::string wrapper = "main() {\n" + script + "\n}\n";
-  wrapper += "B=" + sh_quote(boundary) + "\n";
+  wrapper += "B=" + sh_single_quote(boundary) + "\n";
   wrapper += "e=$(mktemp 2>/dev/null) || e=/dev/null\n";
   wrapper += "printf '%s b\\n' \"$B\"\n";
   wrapper += "(main \"$@\") </dev/null 2>\"$e\"\n";

@@ -50,8 +50,8 @@ boost::asio::awaitable<std::exception_ptr> capture(boost::asio::awaitable<T> op)
 /// Runs `op` to completion whatever happens to the caller: `op` runs on a coroutine of its own
 /// with no cancellation slot, so a cancellation of the caller is not forwarded to it (it stays
 /// recorded in the caller's cancellation state). A caller that may already have been cancelled
-/// must set `this_coro::throw_if_cancelled(false)` before co_awaiting this (Asio refuses to
-/// start an awaitable in a cancelled coroutine otherwise) and restore it afterwards.
+/// awaits this through EXEDEV_AWAIT_DESPITE_CANCELLATION (Asio refuses to start an awaitable in
+/// a cancelled coroutine otherwise).
 template <typename T>
 boost::asio::awaitable<T> shielded(boost::asio::awaitable<T> op) {
   namespace asio = boost::asio;
@@ -61,3 +61,19 @@ boost::asio::awaitable<T> shielded(boost::asio::awaitable<T> op) {
 }
 
 }  // namespace exedev::detail
+
+/// Awaits `op` (an awaitable) to its end even when the calling coroutine has been cancelled, and
+/// declares `failure`, a std::exception_ptr to what `op` threw (null when it returned). The
+/// caller's throw_if_cancelled setting is put back afterwards, so a cancellation is still raised
+/// at its next co_await. A macro, not a coroutine: Asio refuses every co_await in a cancelled
+/// coroutine while throw_if_cancelled is on, the co_await of a helper coroutine included, so the
+/// switch must happen in the caller's own frame. `op` is made into a named task before any
+/// co_await (GCC 12 destroys temporaries of a co_await expression twice, README "Compilers"),
+/// so a lambda's coroutine must take what it uses as parameters: captures would die with the
+/// closure, a temporary.
+#define EXEDEV_AWAIT_DESPITE_CANCELLATION(failure, op)                                               \
+  auto failure##_task = op;                                                                          \
+  const bool failure##_throw_if_cancelled = co_await ::boost::asio::this_coro::throw_if_cancelled(); \
+  co_await ::boost::asio::this_coro::throw_if_cancelled(false);                                      \
+  const ::std::exception_ptr failure = co_await ::exedev::detail::capture(::std::move(failure##_task)); \
+  co_await ::boost::asio::this_coro::throw_if_cancelled(failure##_throw_if_cancelled)

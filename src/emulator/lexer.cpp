@@ -1,5 +1,7 @@
 #include "emulator/lexer.hpp"
 
+#include "common/utf8.hpp"
+
 #include <cstdint>
 
 namespace exedev::emulator {
@@ -10,61 +12,9 @@ constexpr char32_t replacement_rune = 0xFFFD;
 // Decodes one rune like Go's utf8.DecodeRune: an invalid or truncated sequence yields U+FFFD
 // and consumes one byte.
 char32_t decode_rune(std::string_view s, std::size_t& pos) {
-  const auto byte = [&](std::size_t i) { return static_cast<std::uint8_t>(s[i]); };
-  const std::uint8_t b0 = byte(pos);
-  if (b0 < 0x80) {
-    ++pos;
-    return b0;
-  }
-  std::size_t len = 0;
-  char32_t rune = 0;
-  char32_t min = 0;
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    len = 2, rune = b0 & 0x1F, min = 0x80;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    len = 3, rune = b0 & 0x0F, min = 0x800;
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    len = 4, rune = b0 & 0x07, min = 0x10000;
-  } else {
-    ++pos;
-    return replacement_rune;
-  }
-  if (pos + len > s.size()) {
-    ++pos;
-    return replacement_rune;
-  }
-  for (std::size_t i = 1; i < len; ++i) {
-    const std::uint8_t b = byte(pos + i);
-    if ((b & 0xC0) != 0x80) {
-      ++pos;
-      return replacement_rune;
-    }
-    rune = (rune << 6) | (b & 0x3F);
-  }
-  if (rune < min || rune > 0x10FFFF || (rune >= 0xD800 && rune <= 0xDFFF)) {
-    ++pos;
-    return replacement_rune;
-  }
-  pos += len;
-  return rune;
-}
-
-void append_rune(std::string& out, char32_t r) {
-  if (r < 0x80) {
-    out += static_cast<char>(r);
-  } else if (r < 0x800) {
-    out += static_cast<char>(0xC0 | (r >> 6));
-    out += static_cast<char>(0x80 | (r & 0x3F));
-  } else if (r < 0x10000) {
-    out += static_cast<char>(0xE0 | (r >> 12));
-    out += static_cast<char>(0x80 | ((r >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (r & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (r >> 18));
-    out += static_cast<char>(0x80 | ((r >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((r >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (r & 0x3F));
-  }
+  const auto sequence = detail::utf8_sequence_at(s, pos);
+  pos += sequence.code_point ? sequence.length : 1;
+  return sequence.code_point.value_or(replacement_rune);
 }
 
 // go-shlex's DefaultTokenizer classes. IsWord (letters, digits, '_') is not needed: with
@@ -141,7 +91,7 @@ LexResult lex(std::string_view line) {
           state = next;
         } else {
           token.clear();
-          append_rune(token, next);
+          detail::append_utf8(token, next);
           state = st_word;
         }
       } else if (is_quote(state)) {
@@ -152,12 +102,12 @@ LexResult lex(std::string_view line) {
           escaped_state = state;
           state = next;
         } else {
-          append_rune(token, next);
+          detail::append_utf8(token, next);
         }
       } else if (is_escape(state)) {
         // Inside double quotes only \" and \\ are escapes; anything else keeps the backslash.
-        if (is_quote(escaped_state) && next != state && next != escaped_state) append_rune(token, state);
-        append_rune(token, next);
+        if (is_quote(escaped_state) && next != state && next != escaped_state) detail::append_utf8(token, state);
+        detail::append_utf8(token, next);
         state = escaped_state;
       } else {  // st_word
         if (is_go_space(next)) {
@@ -168,7 +118,7 @@ LexResult lex(std::string_view line) {
           escaped_state = st_word;
           state = next;
         } else {
-          append_rune(token, next);
+          detail::append_utf8(token, next);
         }
       }
     }

@@ -6,6 +6,9 @@
 #include "emulator/processes.hpp"
 #include "emulator/validation.hpp"
 
+#include "common/base64.hpp"
+#include "common/random_ids.hpp"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -57,42 +60,10 @@ std::optional<Reply> refuse_egress(const std::string& egress) {
 
 }  // namespace
 
-std::mt19937_64& rng() {
-  thread_local std::mt19937_64 engine{std::random_device{}()};
-  return engine;
-}
-
-std::string random_chars(std::string_view alphabet, std::size_t count) {
-  std::uniform_int_distribution<std::size_t> pick(0, alphabet.size() - 1);
-  std::string out;
-  for (std::size_t i = 0; i < count; ++i) out += alphabet[pick(rng())];
-  return out;
-}
-
 namespace {
 
-std::string new_token() { return "exe1." + random_chars("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 26); }
-std::string new_id() { return random_chars("0123456789abcdef", 16); }
-
-std::string base64(const std::string& bytes) {
-  static const char* table = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  std::size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    const unsigned v = (static_cast<unsigned char>(bytes[i]) << 16) | (static_cast<unsigned char>(bytes[i + 1]) << 8) |
-                       static_cast<unsigned char>(bytes[i + 2]);
-    for (int s = 18; s >= 0; s -= 6) out += table[(v >> s) & 63];
-  }
-  if (i < bytes.size()) {
-    unsigned v = static_cast<unsigned char>(bytes[i]) << 16;
-    if (i + 1 < bytes.size()) v |= static_cast<unsigned char>(bytes[i + 1]) << 8;
-    out += table[(v >> 18) & 63];
-    out += table[(v >> 12) & 63];
-    out += i + 1 < bytes.size() ? table[(v >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
+std::string new_token() { return "exe1." + detail::random_chars("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 26); }
+std::string new_id() { return detail::random_hex(8); }
 
 }  // namespace
 
@@ -385,9 +356,9 @@ std::string Lobby::add_key(Key key) {
   // An OpenSSH ed25519 public key blob: length-prefixed type name, then 32 key bytes.
   std::string blob("\0\0\0\x0bssh-ed25519\0\0\0\x20", 19);
   std::uniform_int_distribution<int> byte(0, 255);
-  for (int i = 0; i < 32; ++i) blob += static_cast<char>(byte(rng()));
-  key.public_key = "ssh-ed25519 " + base64(blob);
-  key.fingerprint = "SHA256:" + random_chars("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", 43);
+  for (int i = 0; i < 32; ++i) blob += static_cast<char>(byte(detail::random_engine()));
+  key.public_key = "ssh-ed25519 " + detail::base64_encode(blob);
+  key.fingerprint = "SHA256:" + detail::random_chars("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", 43);
   const std::string token = key.token;
   keys_[token] = std::move(key);
   return token;
@@ -517,7 +488,7 @@ std::string Lobby::unused_name() const {
   std::uniform_int_distribution<int> pick(0, 15);
   std::uniform_int_distribution<int> number(10, 9999);
   while (true) {
-    std::string name = fmt::format("{}-{}-{}", adjectives[pick(rng())], nouns[pick(rng())], number(rng()));
+    std::string name = fmt::format("{}-{}-{}", adjectives[pick(detail::random_engine())], nouns[pick(detail::random_engine())], number(detail::random_engine()));
     if (!vms_.count(name)) return name;
   }
 }

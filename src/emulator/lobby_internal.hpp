@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
-#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,8 +62,6 @@ Reply json_reply(unsigned status, std::string body);
 Reply ok(const Json& json);
 /// 422 {"error": message}.
 Reply fail(const std::string& message);
-std::mt19937_64& rng();
-std::string random_chars(std::string_view alphabet, std::size_t count);
 std::string rfc3339(SysClock::time_point t);
 /// `<vm>.exe.xyz`.
 std::string host_of(const std::string& vm);

@@ -3,9 +3,11 @@
 // shell lines that point a default exedev::Client at it; --background serves from a child
 // process so that `eval "$(exedev-emulator --background --print-env)"` returns.
 #include <exedev/emulator/emulator.hpp>
-#include <exedev/workspace/types.hpp>
 
 #include "emulator/control.hpp"
+
+#include "common/command_line.hpp"
+#include "common/shell_quote.hpp"
 
 #include <cerrno>
 #include <csignal>
@@ -75,12 +77,12 @@ DUR is N (milliseconds), Nms, Ns or Nm.
 
 // What the emulator prints once it listens (see the usage text).
 std::string ready_lines(const Emulator& emulator, bool print_env, std::optional<pid_t> background_pid) {
-  using exedev::workspace::shell_quote;
+  using exedev::detail::sh_quote_if_needed;
   std::ostringstream out;
   if (print_env) {
-    out << "export EXE_BASE_URL=" << shell_quote(emulator.url()) << "\n"
-        << "export EXE_TOKEN=" << shell_quote(emulator.token()) << "\n"
-        << "export EXE_CA_FILE=" << shell_quote(emulator.ca_file().string()) << "\n";
+    out << "export EXE_BASE_URL=" << sh_quote_if_needed(emulator.url()) << "\n"
+        << "export EXE_TOKEN=" << sh_quote_if_needed(emulator.token()) << "\n"
+        << "export EXE_CA_FILE=" << sh_quote_if_needed(emulator.ca_file().string()) << "\n";
     if (background_pid) out << "export EXEDEV_EMULATOR_PID=" << *background_pid << "\n";
   } else {
     out << "url=" << emulator.url() << "\n"
@@ -181,24 +183,16 @@ int main(int argc, char** argv) {
   bool print_env = false;
   bool background = false;
   for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const auto eq = arg.find('=');
-    const std::string name = arg.substr(0, eq);
-    const bool has_value = eq != std::string::npos;
-    const std::string value = has_value ? arg.substr(eq + 1) : std::string();
+    const auto flag = exedev::detail::split_flag(argv[i]);
+    const std::string& name = flag.name;
     const auto need_value = [&] {
-      if (!has_value) bad(name + " needs a value (" + name + "=…)");
-      return value;
+      if (!flag.value) bad(name + " needs a value (" + name + "=…)");
+      return *flag.value;
     };
     const auto number = [&] {
-      const std::string text = need_value();
-      try {
-        std::size_t used = 0;
-        const double parsed = std::stod(text, &used);
-        if (used == text.size() && parsed >= 0) return parsed;
-      } catch (const std::exception&) {
-      }
-      bad("invalid number for " + name);
+      const auto parsed = exedev::detail::parse_number(need_value());
+      if (!parsed || !(*parsed >= 0)) bad("invalid number for " + name);
+      return *parsed;
     };
     const auto duration = [&] {
       const auto parsed = need(duration_from(need_value()), name);

@@ -10,6 +10,10 @@
 #include "emulator/processes.hpp"
 #include "emulator/tls.hpp"
 
+#include "common/event.hpp"
+#include "common/random_ids.hpp"
+#include "common/subprocess.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -32,11 +36,8 @@
 #include <fcntl.h>
 #include <fstream>
 #include <mutex>
-#include <random>
 #include <set>
 #include <stdexcept>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 #include <utility>
@@ -64,19 +65,6 @@ bool is_loopback_host(const std::string& host) {
   return !ec && address.is_loopback();
 }
 
-std::string random_secret() {
-  std::random_device device;
-  std::string out;
-  for (int i = 0; i < 32; ++i) out += "0123456789abcdef"[device() % 16];
-  return out;
-}
-
-int exit_code_of(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 255;
-}
-
 // A command of `ssh` running as a child process in its own process group.
 //
 // Two coroutines own it (through shared_ptr) until it is over: `pump` reads the output pipe and
@@ -85,55 +73,40 @@ int exit_code_of(int status) {
 class Process : public std::enable_shared_from_this<Process> {
  public:
   Process(asio::io_context& ioc, pid_t pid, int out_fd, int pid_fd)
-      : pid_(pid), out_(ioc, out_fd), pidfd_(ioc, pid_fd), signal_(ioc), space_(ioc), grace_(ioc) {}
+      : pid_(pid), out_(ioc, out_fd), pidfd_(ioc, pid_fd), grace_(ioc) {}
 
   static std::shared_ptr<Process> spawn(asio::io_context& ioc, const SshPlan& plan, const std::string& login_shell) {
-    // Everything the child needs is built before fork: after it only async-signal-safe calls.
-    std::vector<std::string> env = {"HOME=" + plan.home.string(), "PWD=" + plan.home.string(),
-                                    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                                    "SHELL=" + login_shell, "LANG=C.UTF-8", "USER=exedev", "LOGNAME=exedev",
-                                    std::string(vm_marker_variable) + "=" + plan.vm_id,
-                                    "EXEDEV_EMULATOR_VM_NAME=" + plan.vm};
-    env.insert(env.end(), plan.env.begin(), plan.env.end());
-    std::vector<char*> envp;
-    for (std::string& entry : env) envp.push_back(entry.data());
-    envp.push_back(nullptr);
-    std::string shell = login_shell, dash_c = "-c", line = plan.line, home = plan.home.string();
-    char* argv[] = {shell.data(), dash_c.data(), line.data(), nullptr};
-
+    detail::SpawnRequest request;
+    request.program = login_shell;
+    request.argv = {login_shell, "-c", plan.line};
+    request.environment = {"HOME=" + plan.home.string(), "PWD=" + plan.home.string(),
+                           "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                           "SHELL=" + login_shell, "LANG=C.UTF-8", "USER=exedev", "LOGNAME=exedev",
+                           std::string(vm_marker_variable) + "=" + plan.vm_id,
+                           "EXEDEV_EMULATOR_VM_NAME=" + plan.vm};
+    request.environment.insert(request.environment.end(), plan.env.begin(), plan.env.end());
+    request.directory = plan.home.string();
+    request.grouping = detail::ProcessGrouping::new_group;
     int pipe_fds[2];
     if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe2");
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-      const int error = errno;
-      ::close(pipe_fds[0]);
-      ::close(pipe_fds[1]);
-      throw std::system_error(error, std::generic_category(), "fork");
-    }
-    if (pid == 0) {
-      ::setpgid(0, 0);
-      sigset_t all;
-      sigemptyset(&all);
-      ::sigprocmask(SIG_SETMASK, &all, nullptr);
-      for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
-      const int devnull = ::open("/dev/null", O_RDONLY);
-      ::dup2(devnull, 0);
-      ::dup2(pipe_fds[1], 1);
-      ::dup2(pipe_fds[1], 2);
-      if (::chdir(home.c_str()) != 0) ::_exit(126);
-      ::syscall(SYS_close_range, 3u, ~0u, 0u);
-      ::execve(argv[0], argv, envp.data());
-      ::_exit(127);
-    }
-    ::setpgid(pid, pid);  // also in the parent, so the group exists before we may signal it
+    request.stdout_fd = pipe_fds[1];
+    request.stderr_fd = pipe_fds[1];
+    // A login shell or home that cannot be used is refused (422 "failed to start command"), as a
+    // failed fork is: nothing ran.
+    const auto started = detail::spawn_process(request);
     ::close(pipe_fds[1]);
-    const int pid_fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-    if (pid_fd < 0) {
-      const int error = errno;
-      ::kill(-pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
+    if (started.error != 0) {
       ::close(pipe_fds[0]);
-      throw std::system_error(error, std::generic_category(), "pidfd_open");
+      throw std::system_error(started.error, std::generic_category(), "cannot start " + login_shell);
+    }
+    const pid_t pid = started.pid;
+    int pid_fd = -1;
+    try {
+      pid_fd = detail::open_pidfd(pid);
+    } catch (...) {
+      detail::kill_and_reap_now(pid);
+      ::close(pipe_fds[0]);
+      throw;
     }
     auto process = std::make_shared<Process>(ioc, pid, pipe_fds[0], pid_fd);
     asio::co_spawn(ioc, process->pump(process), asio::detached);
@@ -148,7 +121,7 @@ class Process : public std::enable_shared_from_this<Process> {
   std::string take_output() {
     std::string out;
     out.swap(pending_);
-    space_.cancel();
+    space_freed_.notify();
     return out;
   }
 
@@ -156,35 +129,31 @@ class Process : public std::enable_shared_from_this<Process> {
   void detach() {
     attached_ = false;
     pending_.clear();
-    space_.cancel();
+    space_freed_.notify();
   }
 
-  void kill_group() { ::kill(-pid_, SIGKILL); }
+  void kill_group() { detail::kill_process_group(pid_); }
 
   // Waits until something changes (output, EOF, exit) or `deadline`.
   asio::awaitable<void> wait(Clock::time_point deadline) {
-    signal_.expires_at(deadline);
-    co_await signal_.async_wait(use_tuple);
+    co_await changed_.wait_until(deadline);
   }
 
   // Kills and reaps the process if it still runs (server shutdown, on the caller's thread).
   void terminate_now() {
     if (exit_code_) return;
-    ::kill(-pid_, SIGKILL);
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
+    detail::kill_and_reap_now(pid_);
     exit_code_ = 128 + SIGKILL;
   }
 
  private:
-  void notify() { signal_.cancel(); }
+  void notify() { changed_.notify(); }
 
   asio::awaitable<void> pump(std::shared_ptr<Process> /*keeps this alive*/) {
     std::array<char, 64 * 1024> buffer;
     while (true) {
       while (attached_ && pending_.size() >= max_pending_output) {
-        space_.expires_at(Clock::time_point::max());
-        co_await space_.async_wait(use_tuple);
+        co_await space_freed_.wait();
       }
       const auto [ec, n] = co_await out_.async_read_some(asio::buffer(buffer), use_tuple);
       if (n > 0 && attached_) pending_.append(buffer.data(), n);
@@ -198,10 +167,8 @@ class Process : public std::enable_shared_from_this<Process> {
   }
 
   asio::awaitable<void> reap(std::shared_ptr<Process> /*keeps this alive*/) {
-    co_await pidfd_.async_wait(asio::posix::descriptor_base::wait_read, use_tuple);
-    int status = 0;
-    if (::waitpid(pid_, &status, 0) == pid_) exit_code_ = exit_code_of(status);
-    else exit_code_ = 255;
+    const auto status = co_await detail::reap_when_exited(pidfd_, pid_);
+    exit_code_ = status ? detail::exit_code_of(*status) : 255;  // 255: no exit status, as ssh says
     boost::system::error_code ignored;
     pidfd_.close(ignored);
     notify();
@@ -216,8 +183,8 @@ class Process : public std::enable_shared_from_this<Process> {
   pid_t pid_;
   asio::posix::stream_descriptor out_;
   asio::posix::stream_descriptor pidfd_;
-  asio::steady_timer signal_;
-  asio::steady_timer space_;
+  detail::Event changed_;
+  detail::Event space_freed_;
   asio::steady_timer grace_;
   std::string pending_;
   bool attached_ = true;
@@ -672,7 +639,7 @@ asio::awaitable<bool> Emulator::Impl::run_ssh(Stream& stream, const http::reques
   bool client_gone = false;
   bool watcher_running = false;
   const auto executor = co_await asio::this_coro::executor;
-  asio::steady_timer watcher_done(executor, Clock::time_point::max());
+  detail::Event watcher_done;
   if (kill_on_disconnect && process) {
     watcher_running = true;
     asio::co_spawn(
@@ -683,7 +650,7 @@ asio::awaitable<bool> Emulator::Impl::run_ssh(Stream& stream, const http::reques
           client_gone = true;
           watcher_running = false;
           watched->kill_group();
-          watcher_done.cancel();
+          watcher_done.notify();
         },
         asio::detached);
   }
@@ -691,7 +658,7 @@ asio::awaitable<bool> Emulator::Impl::run_ssh(Stream& stream, const http::reques
     if (!watcher_running) co_return;
     boost::system::error_code ignored;
     socket_of(stream).cancel(ignored);
-    while (watcher_running) co_await watcher_done.async_wait(use_tuple);
+    while (watcher_running) co_await watcher_done.wait();
   };
 
   std::size_t sent = 0;
@@ -779,7 +746,7 @@ Emulator::Emulator(Options options) : impl_(std::make_unique<Impl>()) {
     impl.state_dir = std::filesystem::absolute(options.state_dir);
     std::filesystem::create_directories(impl.state_dir);
   }
-  impl.control_secret = options.control_secret.empty() ? random_secret() : options.control_secret;
+  impl.control_secret = options.control_secret.empty() ? detail::secret_hex(16) : options.control_secret;
   impl.login_shell = !options.login_shell.empty()              ? options.login_shell
                      : ::access("/bin/bash", X_OK) == 0 ? std::string("/bin/bash")
                                                          : std::string("/bin/sh");

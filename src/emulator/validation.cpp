@@ -1,5 +1,7 @@
 #include "emulator/validation.hpp"
 
+#include "common/utf8.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -56,22 +58,13 @@ std::optional<std::string> validate_tag(std::string_view tag) {
 
 std::optional<std::string> validate_comment(std::string_view comment) {
   if (comment.size() > 200) return std::string("comment must be at most 200 bytes");
-  // Decode UTF-8 strictly: the rune checks below need code points.
-  std::size_t i = 0;
-  while (i < comment.size()) {
-    const auto b0 = static_cast<unsigned char>(comment[i]);
-    std::size_t len = b0 < 0x80 ? 1 : (b0 >= 0xC2 && b0 <= 0xDF) ? 2 : (b0 >= 0xE0 && b0 <= 0xEF) ? 3
-                                  : (b0 >= 0xF0 && b0 <= 0xF4) ? 4 : 0;
-    if (len == 0 || i + len > comment.size()) return std::string("comment must be valid UTF-8");
-    char32_t r = len == 1 ? b0 : len == 2 ? (b0 & 0x1F) : len == 3 ? (b0 & 0x0F) : (b0 & 0x07);
-    for (std::size_t k = 1; k < len; ++k) {
-      const auto b = static_cast<unsigned char>(comment[i + k]);
-      if ((b & 0xC0) != 0x80) return std::string("comment must be valid UTF-8");
-      r = (r << 6) | (b & 0x3F);
-    }
-    const char32_t min = len == 2 ? 0x80 : len == 3 ? 0x800 : len == 4 ? 0x10000 : 0;
-    if (r < min || r > 0x10FFFF || (r >= 0xD800 && r <= 0xDFFF)) return std::string("comment must be valid UTF-8");
-    i += len;
+  // Decode UTF-8 strictly, one rune at a time: the rune checks below need code points, and the
+  // first problem in the text is the one reported.
+  for (std::size_t i = 0; i < comment.size();) {
+    const auto sequence = detail::utf8_sequence_at(comment, i);
+    if (!sequence.code_point) return std::string("comment must be valid UTF-8");
+    const char32_t r = *sequence.code_point;
+    i += sequence.length;
     if (r == '\t' || r == '\r' || r == '\n') return std::string("comment must not contain tabs or line breaks");
     if (r < 0x20 || (r >= 0x7F && r <= 0x9F)) return std::string("comment must not contain control characters");
     if ((r >= 0x200B && r <= 0x200F) || (r >= 0x202A && r <= 0x202E) || (r >= 0x2066 && r <= 0x2069) ||

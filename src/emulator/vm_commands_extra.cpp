@@ -7,6 +7,8 @@
 
 #include "emulator/validation.hpp"
 
+#include "common/random_ids.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -255,7 +257,7 @@ std::variant<Reply, SshPlan> Lobby::cmd_share_add_link(const Key& key, const Pre
   Vm* vm = shared_vm(key, flags->positional[0], error);
   if (vm == nullptr) return *error;
   // crypto/rand.Text(): 26 characters of the base32 alphabet.
-  const std::string token = random_chars("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 26);
+  const std::string token = detail::random_chars("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 26);
   vm->share_links.push_back(ShareLink{token, SysClock::now()});
   persist();
   return ok_sorted({{"status", "success"}, {"vm_name", vm->record.name}, {"token", token},

@@ -1,6 +1,7 @@
 // exedev-mcp: an MCP server on stdin/stdout serving the FileSystem and Shell tool sets over one
 // workspace: a local directory, an exe.dev VM (new or attached), or a VM on the bundled
 // emulator. docs/mcp.md describes every flag.
+#include "common/command_line.hpp"
 #include "common/coroutines.hpp"
 #include "mcp/server.hpp"
 
@@ -94,24 +95,17 @@ Config parse(int argc, char** argv) {
   };
   bool spec_given = false;
   for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const auto eq = arg.find('=');
-    const std::string name = arg.substr(0, eq);
-    const bool has_value = eq != std::string::npos;
-    const std::string value = has_value ? arg.substr(eq + 1) : std::string();
+    const auto flag = exedev::detail::split_flag(argv[i]);
+    const std::string& name = flag.name;
+    const std::string value = flag.value.value_or("");
     const auto need_value = [&] {
-      if (!has_value || value.empty()) bad_usage(name + " needs a value (" + name + "=...)");
+      if (value.empty()) bad_usage(name + " needs a value (" + name + "=...)");
       return value;
     };
     const auto number = [&] {
-      const std::string text = need_value();
-      try {
-        std::size_t used = 0;
-        const double parsed = std::stod(text, &used);
-        if (used == text.size() && parsed > 0) return parsed;
-      } catch (const std::exception&) {
-      }
-      bad_usage("invalid number for " + name);
+      const auto parsed = exedev::detail::parse_number(need_value());
+      if (!parsed || !(*parsed > 0)) bad_usage("invalid number for " + name);
+      return *parsed;
     };
     const auto spec_field = [&]() -> std::optional<std::string>& {
       spec_given = true;
@@ -132,7 +126,7 @@ Config parse(int argc, char** argv) {
       choose(WorkspaceKind::local);
       config.local_dir = need_value();
     } else if (name == "--emulator" || name == "--exedev") {
-      if (has_value) bad_usage(name + " takes no value");
+      if (flag.value) bad_usage(name + " takes no value");
       choose(name == "--emulator" ? WorkspaceKind::emulator : WorkspaceKind::exedev);
     } else if (name == "--vm") {
       choose(WorkspaceKind::attach);

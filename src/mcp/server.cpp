@@ -1,6 +1,7 @@
 #include "mcp/server.hpp"
 
 #include "common/coroutines.hpp"
+#include "common/event.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -38,20 +39,6 @@ int duplicate(int fd) {
   return copy;
 }
 
-// A wake-up for a coroutine waiting on a condition of this single-threaded server.
-class Signal {
- public:
-  explicit Signal(const asio::any_io_executor& executor) : timer_(executor, asio::steady_timer::time_point::max()) {}
-  void notify() { timer_.cancel(); }
-  asio::awaitable<void> wait() {
-    timer_.expires_at(asio::steady_timer::time_point::max());
-    co_await timer_.async_wait(asio::as_tuple(use_awaitable));
-  }
-
- private:
-  asio::steady_timer timer_;
-};
-
 class Server {
  public:
   Server(const asio::any_io_executor& executor, std::vector<std::shared_ptr<Toolset>> toolsets, ServeOptions options)
@@ -60,10 +47,7 @@ class Server {
         session_(options_.info),
         toolsets_(std::move(toolsets)),
         input_(executor, duplicate(options_.input_fd)),
-        output_(executor, duplicate(options_.output_fd)),
-        outbox_ready_(executor),
-        work_done_(executor),
-        writer_done_(executor) {}
+        output_(executor, duplicate(options_.output_fd)) {}
 
   asio::awaitable<int> run() {
     start_writer();
@@ -220,9 +204,10 @@ class Server {
   asio::posix::stream_descriptor input_;
   asio::posix::stream_descriptor output_;
   std::deque<std::string> outbox_;
-  Signal outbox_ready_;
-  Signal work_done_;
-  Signal writer_done_;
+  // Wake-ups for coroutines of this single-threaded server waiting on a condition.
+  exedev::detail::Event outbox_ready_;
+  exedev::detail::Event work_done_;
+  exedev::detail::Event writer_done_;
   bool writer_stopping_ = false;
   bool writer_finished_ = false;
   bool output_broken_ = false;

@@ -1,6 +1,7 @@
 #include "sandbox/core.hpp"
 
 #include "common/coroutines.hpp"
+#include "common/random_ids.hpp"
 
 #include "client/run_protocol.hpp"
 
@@ -71,17 +72,8 @@ Task<Client> ClientHolder::get() {
 Task<void> ClientHolder::close() {
   if (!made_) co_return;
   // The close runs even if the caller was cancelled before it started, and is not interrupted.
-  const bool previous = co_await asio::this_coro::throw_if_cancelled();
-  co_await asio::this_coro::throw_if_cancelled(false);
-  std::exception_ptr error;
-  try {
-    auto closing = shielded(made_->close());
-    co_await std::move(closing);
-    made_.reset();
-  } catch (...) {
-    error = std::current_exception();  // the client is kept: close() again retries
-  }
-  co_await asio::this_coro::throw_if_cancelled(previous);
+  EXEDEV_AWAIT_DESPITE_CANCELLATION(error, shielded(made_->close()));
+  if (!error) made_.reset();  // after a failure the client is kept: close() again retries
   if (was_cancelled(co_await asio::this_coro::cancellation_state)) throw_cancelled(error);
   if (error) std::rethrow_exception(error);
 }
@@ -324,16 +316,10 @@ Task<VMState> provision(Client client, VMSpec spec, std::optional<std::string> s
   // A cancellation at any point after the create, including the final state read, leaves no VM.
   const bool cancelled = is_cancellation(error) || was_cancelled(co_await asio::this_coro::cancellation_state);
   if (cancelled && hooks.delete_on_cancel) {
-    // The delete runs although the caller is cancelled, then the cancellation is raised.
-    const bool previous = co_await asio::this_coro::throw_if_cancelled();
-    co_await asio::this_coro::throw_if_cancelled(false);
-    try {
-      auto removing = shielded(client.remove_vms(one(name)));
-      co_await std::move(removing);
-    } catch (...) {
-      // The cancellation is what the caller asked about; lookup(spec) finds a VM left behind.
-    }
-    co_await asio::this_coro::throw_if_cancelled(previous);
+    // The delete runs although the caller is cancelled, then the cancellation is raised. A failed
+    // delete is not reported: the cancellation is what the caller asked about, and lookup(spec)
+    // finds a VM left behind.
+    EXEDEV_AWAIT_DESPITE_CANCELLATION(ignored, shielded(client.remove_vms(one(name))));
     throw_cancelled(nullptr);
   }
   if (!initialized || is_cancellation(error)) std::rethrow_exception(error);

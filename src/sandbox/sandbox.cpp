@@ -2,6 +2,7 @@
 
 #include <boost/asio/this_coro.hpp>
 
+#include "common/coroutines.hpp"
 #include "sandbox/core.hpp"
 
 namespace exedev {
@@ -43,15 +44,7 @@ Task<void> Sandbox::with_run(std::optional<workspace::WorkspaceRef> ref, std::fu
     body_error = std::current_exception();
   }
   // The run's end closes its client however the body ended, cancellation included.
-  const bool previous = co_await asio::this_coro::throw_if_cancelled();
-  co_await asio::this_coro::throw_if_cancelled(false);
-  std::exception_ptr close_error;
-  try {
-    co_await finish_run(run);
-  } catch (...) {
-    close_error = std::current_exception();
-  }
-  co_await asio::this_coro::throw_if_cancelled(previous);
+  EXEDEV_AWAIT_DESPITE_CANCELLATION(close_error, finish_run(run));
   detail::raise_after_close(body_error, close_error);
 }
 
@@ -70,15 +63,7 @@ Task<bool> Sandbox::destroy(workspace::WorkspaceRef ref) const {
   } catch (...) {
     error = std::current_exception();
   }
-  const bool previous = co_await asio::this_coro::throw_if_cancelled();
-  co_await asio::this_coro::throw_if_cancelled(false);
-  std::exception_ptr close_error;
-  try {
-    co_await manager.close();
-  } catch (...) {
-    close_error = std::current_exception();
-  }
-  co_await asio::this_coro::throw_if_cancelled(previous);
+  EXEDEV_AWAIT_DESPITE_CANCELLATION(close_error, manager.close());
   detail::raise_after_close(error, close_error);
   co_return deleted;
 }

@@ -1,11 +1,12 @@
 #include <exedev/sandbox/sandbox_backend.hpp>
 
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 
 #include <algorithm>
 #include <stdexcept>
 
+#include "common/coroutines.hpp"
+#include "common/event.hpp"
 #include "sandbox/core.hpp"
 #include "sandbox/run_errors.hpp"
 #include "workspace/shell_filesystem.hpp"
@@ -99,7 +100,7 @@ struct SandboxBackend::Impl {
   std::optional<WorkspaceRef> ref;
   std::exception_ptr unknown_outcome;
   // Waiters of a busy phase wait on this timer; a phase change cancels it.
-  std::shared_ptr<asio::steady_timer> wake;
+  detail::Event phase_changed;
   std::optional<std::string> canonical_working_dir;
 
   explicit Impl(SandboxBackendOptions& o)
@@ -110,21 +111,13 @@ struct SandboxBackend::Impl {
     if (o.ref) ref = vm_ref(VMTarget(*o.ref).name());
   }
 
-  void notify() {
-    if (wake) {
-      wake->cancel();
-      wake.reset();
-    }
-  }
-
   // Waits until the phase may have changed. A cancellable wait raises a cancellation of the
   // caller; the other kind returns and lets the caller look at the phase again.
   Task<void> wait_for_change(bool cancellable = true) {
-    if (!wake) wake = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor, asio::steady_timer::time_point::max());
-    const auto timer = wake;
-    boost::system::error_code ignored;
-    co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
-    if (cancellable && detail::was_cancelled(co_await asio::this_coro::cancellation_state)) detail::throw_cancelled(nullptr);
+    co_await phase_changed.wait();
+    // The state is named first: GCC 12 miscompiles a co_await in a short-circuit operand.
+    const auto state = co_await asio::this_coro::cancellation_state;
+    if (cancellable && detail::was_cancelled(state)) detail::throw_cancelled(nullptr);
   }
 
   // One step from `from`; sets the phase it reaches.
@@ -184,7 +177,7 @@ struct SandboxBackend::Impl {
         error = std::current_exception();
       }
       if (error) phase = phase_after(from, error);
-      notify();
+      phase_changed.notify();
       if (error) std::rethrow_exception(error);
     }
   }
@@ -358,19 +351,13 @@ Task<std::string> SandboxBackend::working_dir() {
 }
 
 Task<void> SandboxBackend::close() {
-  const bool previous = co_await asio::this_coro::throw_if_cancelled();
-  co_await asio::this_coro::throw_if_cancelled(false);
   // Wait for a VM being provisioned, so that its ref is recorded before the client goes. A
   // cancellation (even one from before: a run that was cancelled is ending) does not cut this
   // short; it is raised once the client is closed.
-  while (impl_->phase == Impl::Phase::busy) co_await impl_->wait_for_change(false);
-  std::exception_ptr error;
-  try {
-    co_await impl_->client.close();
-  } catch (...) {
-    error = std::current_exception();
-  }
-  co_await asio::this_coro::throw_if_cancelled(previous);
+  EXEDEV_AWAIT_DESPITE_CANCELLATION(error, [](Impl& impl) -> Task<void> {
+    while (impl.phase == Impl::Phase::busy) co_await impl.wait_for_change(false);
+    co_await impl.client.close();
+  }(*impl_));
   if (error) std::rethrow_exception(error);
 }
 

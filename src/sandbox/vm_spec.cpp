@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "sandbox/utf8.hpp"
+#include "common/utf8.hpp"
 
 namespace exedev {
 namespace {

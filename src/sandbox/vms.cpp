@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "common/coroutines.hpp"
 #include "sandbox/core.hpp"
 
 namespace exedev {
@@ -195,15 +196,7 @@ Task<bool> VMs::destroy(VMTarget vm) {
 
 Task<void> VMs::close() {
   // The close runs even if the caller was cancelled before it started (the holder shields it).
-  const bool previous = co_await boost::asio::this_coro::throw_if_cancelled();
-  co_await boost::asio::this_coro::throw_if_cancelled(false);
-  std::exception_ptr error;
-  try {
-    co_await impl_->client.close();
-  } catch (...) {
-    error = std::current_exception();
-  }
-  co_await boost::asio::this_coro::throw_if_cancelled(previous);
+  EXEDEV_AWAIT_DESPITE_CANCELLATION(error, impl_->client.close());
   if (error) std::rethrow_exception(error);
 }
 

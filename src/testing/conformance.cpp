@@ -18,7 +18,6 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
-#include <random>
 #include <stdexcept>
 #include <system_error>
 #include <type_traits>
@@ -29,6 +28,7 @@
 #include <exedev/testing/co_check.hpp>
 
 #include "common/coroutines.hpp"
+#include "common/random_ids.hpp"
 
 namespace exedev::testing {
 
@@ -64,17 +64,6 @@ std::vector<std::string>& skips() {
 int& rules_run() {
   static int n = 0;
   return n;
-}
-
-std::string random_hex() {
-  thread_local std::mt19937_64 generator{std::random_device{}()};
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string out;
-  for (int i = 0; i < 2; ++i) {
-    auto value = generator();
-    for (int k = 0; k < 16; ++k, value >>= 4) out += digits[value & 15];
-  }
-  return out;
 }
 
 struct Rule {
@@ -155,7 +144,7 @@ Task<void> expect_errc(Task<T> op, std::errc code, std::string what) {
 
 // The reference suite's scratch directory: <working_dir>/.exedev-conformance-<hex>, removed after.
 Task<void> with_scratch(Rule& r, std::function<Task<void>(std::string)> body) {
-  const auto dir = co_await r.ws->resolve(".exedev-conformance-" + random_hex());
+  const auto dir = co_await r.ws->resolve(".exedev-conformance-" + exedev::detail::random_hex(16));
   co_await r.ws->make_dir(dir);
   std::exception_ptr error;
   try {
@@ -310,23 +299,13 @@ Task<void> test_background_child_does_not_hold_up_completed_command(Rule& r) {
     }
     // Let the background child finish before the scratch directory goes, even when this rule
     // was cancelled (shielded, 30 s): otherwise its loop would outlive the directory it waits on.
-    // (The lambda's coroutine must be awaited in the expression that makes it: its frame refers
-    // to the closure, a temporary.)
-    const bool previous = co_await boost::asio::this_coro::throw_if_cancelled();
-    co_await boost::asio::this_coro::throw_if_cancelled(false);
-    std::exception_ptr release_error;
-    try {
-      co_await exedev::detail::shielded(within(
-          [&]() -> Task<void> {
-            co_await r.ws->write_bytes(release, "go");
-            const bool ended = co_await poll_until([&]() { return r.ws->exists(finished); }, 30s);
-            CHECK(ended);
-          }(),
-          30s, "releasing the background child"));
-    } catch (...) {
-      release_error = std::current_exception();
-    }
-    co_await boost::asio::this_coro::throw_if_cancelled(previous);
+    const auto releasing = [](Rule& r, std::string release, std::string finished) -> Task<void> {
+      co_await r.ws->write_bytes(release, "go");
+      const bool ended = co_await poll_until([&]() { return r.ws->exists(finished); }, 30s);
+      CHECK(ended);
+    };
+    EXEDEV_AWAIT_DESPITE_CANCELLATION(
+        release_error, exedev::detail::shielded(within(releasing(r, release, finished), 30s, "releasing the background child")));
     if (error) std::rethrow_exception(error);
     if (release_error) std::rethrow_exception(release_error);
   });
@@ -481,7 +460,7 @@ Task<void> test_concurrent_first_use_shares_one_environment(Rule& r) {
   REQUIRE_FALSE(fresh->ref().has_value());
   Workspace fws(fresh);
   std::vector<std::string> names;
-  for (int i = 0; i < 5; ++i) names.push_back("concurrent-" + random_hex());
+  for (int i = 0; i < 5; ++i) names.push_back("concurrent-" + exedev::detail::random_hex(16));
   std::exception_ptr error;
   try {
     using namespace asio::experimental::awaitable_operators;
@@ -745,7 +724,7 @@ Task<void> test_native_realpath_keeps_the_working_dir_and_missing_names(Rule& r)
   if (!native) throw SkipRule{"the backend does not implement SupportsRealpath"};
   const auto wd = co_await r.backend->working_dir();
   CO_CHECK(co_await native->realpath(wd) == wd);
-  const auto missing = wd + "/.exedev-conformance-missing-" + random_hex();
+  const auto missing = wd + "/.exedev-conformance-missing-" + exedev::detail::random_hex(16);
   CO_CHECK(co_await native->realpath(missing) == missing);
 }
 
@@ -781,7 +760,7 @@ Task<void> test_destroying_environment_during_command_raises_unavailable(Rule& r
   (void)commands(b);
   Workspace bws(b);
   const auto wd = co_await b->working_dir();
-  const auto marker = wd + "/.exedev-started-" + random_hex();
+  const auto marker = wd + "/.exedev-started-" + exedev::detail::random_hex(16);
   Background task;
   task.start(r.ex, [](BackendPtr b, std::string marker, std::string wd) -> Task<void> {
     RunOptions options;

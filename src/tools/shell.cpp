@@ -1,6 +1,7 @@
 #include <exedev/tools/shell.hpp>
 
 #include "common/coroutines.hpp"
+#include "common/random_ids.hpp"
 #include "tools/arguments.hpp"
 #include "tools/content_hash.hpp"
 #include "tools/outcome.hpp"
@@ -382,7 +383,7 @@ Task<std::string> Shell::State::run_command(std::string command, std::optional<d
   auto script = command;
   if (options.persist_cwd) {
     // pwd goes to a file, never to stdout, so the command's output cannot spoof it.
-    capture = posix_join(co_await base(), "cwd-" + ws::detail::random_hex());
+    capture = posix_join(co_await base(), "cwd-" + exedev::detail::random_hex(16));
     script = detail::capture_cwd_script(command, *capture);
   }
   std::string output;
@@ -455,7 +456,7 @@ Task<std::string> Shell::State::start_command(std::string command, std::string r
   }
   detail::LaunchRequest request;
   const auto directory = co_await base();
-  request.directory = posix_join(directory, job_id.value_or(ws::detail::random_hex()));
+  request.directory = posix_join(directory, job_id.value_or(exedev::detail::random_hex(16)));
   request.exclusive = job_id.has_value();
   request.cwd = co_await cwd_for(run_id);
   request.combined = false;

@@ -1,5 +1,7 @@
 #include "tools/shell_jobs.hpp"
 
+#include "common/backoff.hpp"
+#include "common/base64.hpp"
 #include "common/coroutines.hpp"
 #include "tools/outcome.hpp"
 #include "tools/text.hpp"
@@ -39,20 +41,8 @@ std::string lowercase(std::string text) {
 }  // namespace
 
 Task<void> finish_despite_cancellation(Task<void> op, std::optional<std::chrono::steady_clock::duration> limit) {
-  // Asio refuses any co_await in a cancelled coroutine unless told otherwise.
-  const bool previous = co_await boost::asio::this_coro::throw_if_cancelled();
-  co_await boost::asio::this_coro::throw_if_cancelled(false);
-  std::exception_ptr error;
-  try {
-    if (limit) {
-      co_await ws::detail::run_shielded(std::move(op), *limit);
-    } else {
-      co_await exedev::detail::shielded(std::move(op));
-    }
-  } catch (...) {
-    error = std::current_exception();
-  }
-  co_await boost::asio::this_coro::throw_if_cancelled(previous);
+  EXEDEV_AWAIT_DESPITE_CANCELLATION(error, limit ? ws::detail::run_shielded(std::move(op), *limit)
+                                                 : exedev::detail::shielded(std::move(op)));
   if (error) std::rethrow_exception(error);
 }
 
@@ -163,7 +153,7 @@ Task<std::string> Job::read(std::string path, std::uint64_t offset, std::uint64_
   const auto result = co_await workspace_->run(std::move(command), control_options());
   if (result.exit_code == kLogMissing) co_return std::string();
   std::optional<std::string> bytes;
-  if (result.exit_code == 0) bytes = ws::detail::base64_decode(result.stdout_text);
+  if (result.exit_code == 0) bytes = exedev::detail::base64_decode(result.stdout_text);
   if (!bytes) {
     auto message = strip(result.stderr_text);
     throw ws::WorkspaceError(message.empty() ? "Unable to read job log " + python_repr(path) + "." : message);
@@ -199,15 +189,15 @@ Task<void> Job::kill() {
     co_return;
   }
   const auto deadline = std::chrono::steady_clock::now() + kKillGrace;
-  auto interval = std::chrono::steady_clock::duration(kPollMin);
+  exedev::detail::Backoff poll(kPollMin, kPollMax);
   while (co_await send("0")) {
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) {
       co_await send("KILL");
       co_return;
     }
-    co_await exedev::detail::sleep_for(std::min(interval, deadline - now));
-    interval = std::min<std::chrono::steady_clock::duration>(interval * 2, kPollMax);
+    co_await exedev::detail::sleep_for(std::min(poll.current(), deadline - now));
+    poll.advance();
   }
 }
 

@@ -1,6 +1,8 @@
 #include "tools/shell_persistent.hpp"
 
+#include "common/backoff.hpp"
 #include "common/coroutines.hpp"
+#include "common/random_ids.hpp"
 #include "tools/outcome.hpp"
 #include "tools/text.hpp"
 #include "tools/shell_jobs.hpp"
@@ -69,14 +71,13 @@ Task<std::string> follow(Job job, bool foreground, double timeout, std::function
   if (foreground) {
     const auto deadline = std::chrono::steady_clock::now() +
                           std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout));
-    auto interval = std::chrono::steady_clock::duration(kPollMin);
+    exedev::detail::Backoff poll(kPollMin, kPollMax);
     while (!(co_await job.exit_code())) {
       const bool emitted = co_await output.emit();
       const auto now = std::chrono::steady_clock::now();
       if (now >= deadline) break;
-      co_await exedev::detail::sleep_for(std::min(interval, deadline - now));
-      interval = emitted ? std::chrono::steady_clock::duration(kPollMin)
-                         : std::min<std::chrono::steady_clock::duration>(interval * 2, kPollMax);
+      co_await exedev::detail::sleep_for(std::min(poll.current(), deadline - now));
+      poll.advance(emitted);
     }
     co_await output.drain();
   }
@@ -119,7 +120,7 @@ Task<std::string> run_persistent(std::shared_ptr<ws::Workspace> workspace, Persi
   }
   LaunchRequest launch;
   launch.cwd = request.cwd;
-  launch.directory = ws::detail::posix_join(request.base, ws::detail::random_hex());
+  launch.directory = ws::detail::posix_join(request.base, exedev::detail::random_hex(16));
   launch.combined = true;
   launch.command = request.command;
   auto job = co_await Job::launch(workspace, std::move(launch), std::move(request.env));

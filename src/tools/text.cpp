@@ -1,5 +1,7 @@
 #include "tools/text.hpp"
 
+#include "common/utf8.hpp"
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -12,27 +14,6 @@ namespace exedev::tools::detail {
 namespace {
 
 // ---- repr() ----
-
-// The code point of the UTF-8 sequence at text[i] and its length, or nullopt when invalid.
-std::optional<std::pair<char32_t, std::size_t>> decode_at(std::string_view text, std::size_t i) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char lead = byte(i);
-  std::size_t length = 0;
-  char32_t code = 0;
-  char32_t minimum = 0;
-  if (lead < 0x80) return std::pair<char32_t, std::size_t>{lead, 1};
-  if (lead >= 0xC2 && lead <= 0xDF) { length = 2; code = lead & 0x1F; minimum = 0x80; }
-  else if (lead >= 0xE0 && lead <= 0xEF) { length = 3; code = lead & 0x0F; minimum = 0x800; }
-  else if (lead >= 0xF0 && lead <= 0xF4) { length = 4; code = lead & 0x07; minimum = 0x10000; }
-  else return std::nullopt;
-  if (i + length > text.size()) return std::nullopt;
-  for (std::size_t k = 1; k < length; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return std::nullopt;
-    code = (code << 6) | (byte(i + k) & 0x3F);
-  }
-  if (code < minimum || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return std::nullopt;
-  return std::pair<char32_t, std::size_t>{code, length};
-}
 
 // Code points str.isprintable() rejects, besides the ASCII controls: the C1 controls, the
 // format characters (Cf), the separators other than the ASCII space (Zs, Zl, Zp) and private use.
@@ -118,14 +99,15 @@ std::string python_repr(std::string_view text) {
   const char quote = has_single && !has_double ? '"' : '\'';
   std::string out(1, quote);
   for (std::size_t i = 0; i < text.size();) {
-    const auto decoded = decode_at(text, i);
-    if (!decoded) {
+    const auto sequence = exedev::detail::utf8_sequence_at(text, i);
+    if (!sequence.code_point) {
       // Python sees an undecodable byte as the surrogate U+DC80..U+DCFF.
       append_escape(out, 0xDC00 + static_cast<unsigned char>(text[i]));
       ++i;
       continue;
     }
-    const auto [c, length] = *decoded;
+    const char32_t c = *sequence.code_point;
+    const std::size_t length = sequence.length;
     if (c == static_cast<char32_t>(quote) || c == U'\\') {
       out += '\\';
       out += static_cast<char>(c);
@@ -207,45 +189,24 @@ std::string with_thousands(std::size_t value) {
 }
 
 std::optional<std::string> utf8_decode_error(std::string_view bytes) {
-  const auto byte_at = [&](std::size_t i) { return static_cast<unsigned char>(bytes[i]); };
-  const auto error = [](std::string what) { return "'utf-8' codec can't decode " + what; };
-  std::size_t i = 0;
-  while (i < bytes.size()) {
-    const unsigned char lead = byte_at(i);
-    if (lead < 0x80) {
-      ++i;
+  for (std::size_t i = 0; i < bytes.size();) {
+    const auto sequence = exedev::detail::utf8_sequence_at(bytes, i);
+    if (sequence.code_point) {
+      i += sequence.length;
       continue;
     }
-    std::size_t length = 0;
-    unsigned char low = 0x80;
-    unsigned char high = 0xBF;
-    if (lead >= 0xC2 && lead <= 0xDF) length = 2;
-    else if (lead >= 0xE0 && lead <= 0xEF) {
-      length = 3;
-      if (lead == 0xE0) low = 0xA0;
-      if (lead == 0xED) high = 0x9F;  // no surrogates
-    } else if (lead >= 0xF0 && lead <= 0xF4) {
-      length = 4;
-      if (lead == 0xF0) low = 0x90;
-      if (lead == 0xF4) high = 0x8F;
-    }
     char hex[8];
-    std::snprintf(hex, sizeof hex, "0x%02x", lead);
-    if (length == 0) return error("byte " + std::string(hex) + " in position " + std::to_string(i) + ": invalid start byte");
-    std::size_t valid = 1;
-    for (; valid < length && i + valid < bytes.size(); ++valid) {
-      const unsigned char next = byte_at(i + valid);
-      const unsigned char min = valid == 1 ? low : 0x80;
-      const unsigned char max = valid == 1 ? high : 0xBF;
-      if (next < min || next > max) {
-        return error("byte " + std::string(hex) + " in position " + std::to_string(i) + ": invalid continuation byte");
-      }
+    std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned char>(bytes[i]));
+    const std::string at = "byte " + std::string(hex) + " in position " + std::to_string(i);
+    const std::string what = "'utf-8' codec can't decode ";
+    switch (sequence.fault) {
+      case exedev::detail::Utf8Fault::invalid_start: return what + at + ": invalid start byte";
+      case exedev::detail::Utf8Fault::truncated:
+        if (sequence.length == 1) return what + at + ": unexpected end of data";
+        return what + "bytes in position " + std::to_string(i) + "-" + std::to_string(i + sequence.length - 1) +
+               ": unexpected end of data";
+      default: return what + at + ": invalid continuation byte";
     }
-    if (valid < length) {  // the data ends inside the sequence
-      if (valid == 1) return error("byte " + std::string(hex) + " in position " + std::to_string(i) + ": unexpected end of data");
-      return error("bytes in position " + std::to_string(i) + "-" + std::to_string(i + valid - 1) + ": unexpected end of data");
-    }
-    i += length;
   }
   return std::nullopt;
 }

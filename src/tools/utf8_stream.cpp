@@ -2,19 +2,21 @@
 
 #include <exedev/workspace/types.hpp>
 
+#include "common/utf8.hpp"
+
 namespace exedev::tools::detail {
 
 namespace {
 
 // Where an incomplete sequence starts at the end of `bytes` (bytes.size() when there is none):
-// a lead byte among the last three whose sequence needs more bytes than follow it.
+// a sequence among the last three bytes that is valid so far but cut off by the end.
 std::size_t incomplete_tail(std::string_view bytes) {
   const std::size_t n = bytes.size();
   for (std::size_t back = 1; back <= 3 && back <= n; ++back) {
-    const auto c = static_cast<unsigned char>(bytes[n - back]);
-    if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back
-    const std::size_t needed = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 1;
-    return needed > back ? n - back : n;
+    // A continuation byte: look further back.
+    if ((static_cast<unsigned char>(bytes[n - back]) & 0xC0) == 0x80) continue;
+    const auto sequence = exedev::detail::utf8_sequence_at(bytes, n - back);
+    return sequence.fault == exedev::detail::Utf8Fault::truncated ? n - back : n;
   }
   return n;
 }

@@ -7,7 +7,6 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
@@ -19,10 +18,7 @@
 #include <ftw.h>
 #include <pwd.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,11 +34,12 @@
 #include <exedev/workspace/errors.hpp>
 #include <exedev/workspace/workspace.hpp>
 
+#include "common/coroutines.hpp"
+#include "common/event.hpp"
+#include "common/subprocess.hpp"
 #include "common/time_limits.hpp"
 #include "workspace/shell_filesystem.hpp"
 #include "workspace/shield.hpp"
-
-extern char** environ;
 
 namespace exedev::workspace {
 
@@ -331,9 +328,8 @@ struct Capture {
   int live = 0;
   std::exception_ptr failure;
   std::array<asio::cancellation_signal, 3> stop;
-  // run() waits on this timer; a helper that changed something cancels it to wake run().
-  std::optional<asio::steady_timer> wake;
-  void notify() { wake->cancel(); }
+  // run() waits on this; a helper that changed something wakes run().
+  exedev::detail::Event changed;
 };
 
 // The PATH lookup of execvp, done with the child's PATH: the first executable regular file
@@ -367,8 +363,7 @@ CommandResult not_runnable(const std::string& argv0, int code) {
   return CommandResult{code, "", argv0 + (code == 126 ? ": Permission denied\n" : ": command not found\n")};
 }
 
-// Starts the child: its own session, stdin at /dev/null, default signal dispositions, only the
-// pipes' write ends as stdout/stderr (every other descriptor of ours is close-on-exec).
+// Starts the child in a session of its own, with the pipes' write ends as stdout/stderr.
 // Returns errno on failure.
 int spawn(const std::string& program, const std::vector<std::string>& argv, const Env& env, const std::string& root,
           Spawned& child) {
@@ -378,37 +373,17 @@ int spawn(const std::string& program, const std::vector<std::string>& argv, cons
   Fd out_r(out_pipe[0]), out_w(out_pipe[1]);
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) return errno;
   Fd err_r(err_pipe[0]), err_w(err_pipe[1]);
-
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  std::vector<std::string> env_strings;
-  for (const auto& [key, value] : env) env_strings.push_back(key + "=" + value);
-  std::vector<char*> envp;
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attr;
-  ::posix_spawn_file_actions_init(&actions);
-  ::posix_spawnattr_init(&attr);
-  ::posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  ::posix_spawn_file_actions_adddup2(&actions, out_w.get(), 1);
-  ::posix_spawn_file_actions_adddup2(&actions, err_w.get(), 2);
-  ::posix_spawn_file_actions_addchdir_np(&actions, root.c_str());
-  sigset_t none;
-  sigset_t all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  ::posix_spawnattr_setsigmask(&attr, &none);
-  ::posix_spawnattr_setsigdefault(&attr, &all);
-  ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  pid_t pid = -1;
-  const int error = ::posix_spawn(&pid, program.c_str(), &actions, &attr, args.data(), envp.data());
-  ::posix_spawn_file_actions_destroy(&actions);
-  ::posix_spawnattr_destroy(&attr);
-  if (error != 0) return error;
-  child.pid = pid;
+  exedev::detail::SpawnRequest request;
+  request.program = program;
+  request.argv = argv;
+  for (const auto& [key, value] : env) request.environment.push_back(key + "=" + value);
+  request.directory = root;
+  request.grouping = exedev::detail::ProcessGrouping::new_session;
+  request.stdout_fd = out_w.get();
+  request.stderr_fd = err_w.get();
+  const auto started = exedev::detail::spawn_process(request);
+  if (started.error != 0) return started.error;
+  child.pid = started.pid;
   child.out.adopt(out_r.release());
   child.err.adopt(err_r.release());
   return 0;
@@ -443,36 +418,11 @@ Task<void> read_stream(asio::posix::stream_descriptor& pipe, int stream, std::sh
 // Waits for the direct child's exit and reaps it.
 Task<void> wait_exit(asio::posix::stream_descriptor& pidfd, pid_t pid, std::shared_ptr<Capture> capture) {
   co_await asio::this_coro::throw_if_cancelled(false);
-  asio::steady_timer pause(co_await asio::this_coro::executor);
-  // Error codes through redirect_error, not structured bindings: GCC 12 miscompiles the latter
-  // in coroutine loops.
-  boost::system::error_code ec;
-  int status = 0;
-  while (true) {
-    co_await pidfd.async_wait(asio::posix::stream_descriptor::wait_read, asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) co_return;
-    if (::waitpid(pid, &status, WNOHANG) == pid) break;
-    // Readiness was reported before the exit (the reactor can deliver an event meant for an
-    // earlier descriptor with the same number). Each wait re-polls the pidfd, so wait again,
-    // pausing briefly so that repeated false reports cannot spin.
-    pause.expires_after(5ms);
-    co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) co_return;
-  }
+  const auto status = co_await exedev::detail::reap_when_exited(pidfd, pid);
+  if (!status) co_return;
   capture->exited = true;
   capture->exit_time = Clock::now();
-  capture->status = status;
-}
-
-// Kills the child's process group when the child is known to be running; returns false when
-// the group could not be signalled (EPERM) and only the child itself was.
-bool kill_group(pid_t pid) {
-  if (::killpg(pid, SIGKILL) == 0 || errno == ESRCH) return true;
-  if (errno == EPERM) {
-    ::kill(pid, SIGKILL);
-    return false;
-  }
-  return true;
+  capture->status = *status;
 }
 
 // Reaps a killed child without blocking the executor, within the reap grace; past it, a
@@ -482,21 +432,11 @@ Task<void> reap(asio::posix::stream_descriptor& pidfd, pid_t pid, std::shared_pt
   auto done = std::make_shared<bool>(false);
   auto wait = [](asio::posix::stream_descriptor& fd, pid_t pid, std::shared_ptr<Capture> capture,
                  std::shared_ptr<bool> done) -> Task<void> {
-    asio::steady_timer pause(co_await asio::this_coro::executor);
-    boost::system::error_code ec;
-    while (true) {
-      co_await fd.async_wait(asio::posix::stream_descriptor::wait_read, asio::redirect_error(asio::use_awaitable, ec));
-      if (ec) co_return;
-      int status = 0;
-      if (::waitpid(pid, &status, WNOHANG) == pid) {
-        capture->exited = true;
-        capture->status = status;
-        *done = true;
-        co_return;
-      }
-      pause.expires_after(5ms);  // a readiness report that came early (see wait_exit)
-      co_await pause.async_wait(asio::use_awaitable);
-    }
+    const auto status = co_await exedev::detail::reap_when_exited(fd, pid);
+    if (!status) co_return;
+    capture->exited = true;
+    capture->status = *status;
+    *done = true;
   };
   try {
     co_await detail::run_shielded(wait(pidfd, pid, capture, done), kReapGrace);
@@ -509,22 +449,9 @@ Task<void> reap(asio::posix::stream_descriptor& pidfd, pid_t pid, std::shared_pt
   asio::co_spawn(
       owner->get_executor(),
       [](std::shared_ptr<asio::posix::stream_descriptor> fd, pid_t pid) -> Task<void> {
-        asio::steady_timer pause(fd->get_executor());
-        boost::system::error_code ec;
-        while (true) {
-          co_await fd->async_wait(asio::posix::stream_descriptor::wait_read, asio::redirect_error(asio::use_awaitable, ec));
-          if (ec || ::waitpid(pid, nullptr, WNOHANG) == pid) co_return;
-          pause.expires_after(5ms);
-          co_await pause.async_wait(asio::use_awaitable);
-        }
+        co_await exedev::detail::reap_when_exited(*fd, pid);
       }(owner, pid),
       asio::detached);
-}
-
-int exit_code_of(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 128;
 }
 
 std::string timeout_text(double seconds) { return fmt::format("{:g}", seconds); }
@@ -535,9 +462,7 @@ class ChildGuard {
  public:
   explicit ChildGuard(pid_t pid) : pid_(pid) {}
   ~ChildGuard() {
-    if (pid_ <= 0) return;
-    ::killpg(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
+    if (pid_ > 0) exedev::detail::kill_and_reap_now(pid_);
   }
   ChildGuard(const ChildGuard&) = delete;
   ChildGuard& operator=(const ChildGuard&) = delete;
@@ -551,22 +476,15 @@ class ChildGuard {
 
 Task<CommandResult> LocalBackend::run(Command command, RunOptions options) {
   // run_command() keeps awaiting (to kill and reap) after a cancellation, so it must not throw
-  // at its co_awaits; the caller's setting is restored afterwards.
-  const bool previous = co_await asio::this_coro::throw_if_cancelled();
-  co_await asio::this_coro::throw_if_cancelled(false);
-  const bool cancelled_before = co_await detail::cancellation_requested();
-  if (cancelled_before) {
-    co_await asio::this_coro::throw_if_cancelled(previous);
-    throw boost::system::system_error(asio::error::operation_aborted, "command cancelled before it started");
-  }
-  std::exception_ptr error;
+  // at its co_awaits.
   CommandResult result;
-  try {
-    result = co_await run_command(std::move(command), std::move(options));
-  } catch (...) {
-    error = std::current_exception();
-  }
-  co_await asio::this_coro::throw_if_cancelled(previous);
+  EXEDEV_AWAIT_DESPITE_CANCELLATION(
+      error, [](LocalBackend& backend, Command command, RunOptions options, CommandResult& result) -> Task<void> {
+        if (co_await detail::cancellation_requested()) {
+          throw boost::system::system_error(asio::error::operation_aborted, "command cancelled before it started");
+        }
+        result = co_await backend.run_command(std::move(command), std::move(options));
+      }(*this, std::move(command), std::move(options), result));
   if (error) std::rethrow_exception(error);
   co_return result;
 }
@@ -602,29 +520,26 @@ Task<CommandResult> LocalBackend::run_command(Command command, RunOptions option
   ChildGuard guard(child.pid);
 
   const auto executor = co_await asio::this_coro::executor;
-  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, child.pid, 0));
-  if (pidfd < 0) throw std::system_error(errno, std::generic_category(), "pidfd_open");
-  asio::posix::stream_descriptor exit_fd(executor, pidfd);
+  asio::posix::stream_descriptor exit_fd(executor, exedev::detail::open_pidfd(child.pid));
   asio::posix::stream_descriptor out(executor, child.out.release());
   asio::posix::stream_descriptor err(executor, child.err.release());
   auto capture = std::make_shared<Capture>();
 
   if (deadline && Clock::now() >= *deadline) {
-    kill_group(child.pid);
+    exedev::detail::kill_process_group(child.pid);
     co_await reap(exit_fd, child.pid, capture);
     guard.release();
     throw WorkspaceTimeoutError(
         fmt::format("command timed out after {}s during startup", timeout_text(options.timeout->count())), "", "");
   }
 
-  capture->wake.emplace(executor);
   auto start_helper = [&capture, &executor](std::size_t index, Task<void> task) {
     ++capture->live;
     asio::co_spawn(executor, std::move(task),
                    asio::bind_cancellation_slot(capture->stop[index].slot(), [capture](std::exception_ptr e) {
                      if (e && !capture->failure) capture->failure = e;
                      --capture->live;
-                     capture->notify();
+                     capture->changed.notify();
                    }));
   };
   start_helper(0, read_stream(out, Capture::kOut, capture, options.on_stdout));
@@ -634,7 +549,6 @@ Task<CommandResult> LocalBackend::run_command(Command command, RunOptions option
   // Wait until the outcome is known: exit with both pipes at EOF, exit plus the drain grace,
   // overflow, a helper failure, the deadline, or the caller's cancellation.
   bool cancelled = false;
-  boost::system::error_code ec;
   while (!capture->failure && !capture->overflow && !(capture->exited && capture->pipes_done())) {
     if (co_await detail::cancellation_requested()) {  // also a cancellation that came before the wait
       cancelled = true;
@@ -643,27 +557,22 @@ Task<CommandResult> LocalBackend::run_command(Command command, RunOptions option
     auto until = deadline.value_or(Clock::time_point::max());
     if (capture->exited) until = std::min(until, capture->exit_time + kOutputDrainGrace);
     if (Clock::now() >= until) break;
-    capture->wake->expires_at(until);
-    co_await capture->wake->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    co_await capture->changed.wait_until(until);
     if (co_await detail::cancellation_requested()) {
       cancelled = true;
       break;
     }
   }
-  // Stop the helpers and wait for them: they use this frame's descriptors. Unconnected slot:
-  // a further cancellation from the caller must not cut this wait short.
+  // Stop the helpers and wait for them: they use this frame's descriptors. A further
+  // cancellation from the caller only ends one wait early: the loop waits again.
   for (auto& signal : capture->stop) signal.emit(asio::cancellation_type::terminal);
-  while (capture->live > 0) {
-    capture->wake->expires_at(Clock::time_point::max());
-    co_await capture->wake->async_wait(
-        asio::bind_cancellation_slot(asio::cancellation_slot(), asio::redirect_error(asio::use_awaitable, ec)));
-  }
+  while (capture->live > 0) co_await capture->changed.wait();
   const std::exception_ptr failure = capture->failure;
   const bool exited = capture->exited;  // before reap() records the exit of a killed child
   const bool completed = exited && !cancelled && !capture->overflow && !failure;
   bool group_killed = true;
   if (!completed) {
-    if (!exited) group_killed = kill_group(child.pid);
+    if (!exited) group_killed = exedev::detail::kill_process_group(child.pid);
     else ::killpg(child.pid, SIGKILL);  // background jobs still holding the output
     co_await reap(exit_fd, child.pid, capture);
   }
@@ -691,7 +600,7 @@ Task<CommandResult> LocalBackend::run_command(Command command, RunOptions option
   state_->ensure_alive();
   // A named result, not `co_return T{...}`: GCC 12 can lose an aggregate built in co_return.
   CommandResult result;
-  result.exit_code = exit_code_of(capture->status);
+  result.exit_code = exedev::detail::exit_code_of(capture->status);
   result.stdout_text = decode(capture->streams[Capture::kOut]);
   result.stderr_text = decode(capture->streams[Capture::kErr]);
   co_return result;

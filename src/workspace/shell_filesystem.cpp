@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <random>
 #include <stdexcept>
 
 #include <exedev/workspace/workspace.hpp>
 
+#include "common/base64.hpp"
+#include "common/coroutines.hpp"
+#include "common/random_ids.hpp"
 #include "workspace/data_codec.hpp"
 #include "workspace/shield.hpp"
 
@@ -20,6 +22,9 @@
 #include <boost/asio/use_awaitable.hpp>
 
 namespace exedev::workspace::detail {
+
+using exedev::detail::base64_decode;
+using exedev::detail::base64_encode;
 
 DamagedOutputError::DamagedOutputError(const std::string& path)
     : WorkspaceError(fmt::format("shell filesystem returned damaged or incomplete output for '{}'", path)) {}
@@ -52,86 +57,11 @@ std::string posix_join(const std::string& a, const std::string& b) {
   return a + "/" + b;
 }
 
-// ---- base64 ----
-
-namespace {
-constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-}  // namespace
-
 std::string strip(const std::string& text) {
   const auto first = text.find_first_not_of(" \t\r\n\v\f");
   if (first == std::string::npos) return "";
   const auto last = text.find_last_not_of(" \t\r\n\v\f");
   return text.substr(first, last - first + 1);
-}
-
-std::string base64_encode(const std::string& data) {
-  std::string out;
-  out.reserve((data.size() + 2) / 3 * 4);
-  std::size_t i = 0;
-  for (; i + 2 < data.size(); i += 3) {
-    const auto n = (static_cast<unsigned char>(data[i]) << 16) | (static_cast<unsigned char>(data[i + 1]) << 8) |
-                   static_cast<unsigned char>(data[i + 2]);
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += kAlphabet[(n >> 6) & 63];
-    out += kAlphabet[n & 63];
-  }
-  if (i + 1 == data.size()) {
-    const auto n = static_cast<unsigned char>(data[i]) << 16;
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += "==";
-  } else if (i + 2 == data.size()) {
-    const auto n = (static_cast<unsigned char>(data[i]) << 16) | (static_cast<unsigned char>(data[i + 1]) << 8);
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += kAlphabet[(n >> 6) & 63];
-    out += '=';
-  }
-  return out;
-}
-
-std::optional<std::string> base64_decode(const std::string& text) {
-  // One pass over the text (pages are megabytes): line breaks are skipped, `=` may only end
-  // the last quartet, anything else outside the alphabet is refused.
-  static constexpr auto kValues = [] {
-    std::array<signed char, 256> values{};
-    values.fill(-1);
-    for (int i = 0; i < 64; ++i) values[static_cast<unsigned char>(kAlphabet[i])] = static_cast<signed char>(i);
-    return values;
-  }();
-  std::string out;
-  out.reserve(text.size() / 4 * 3);
-  std::uint32_t quartet = 0;
-  std::size_t digits = 0;   // in the current quartet
-  std::size_t padding = 0;  // `=` seen
-  for (const char c : text) {
-    if (c == '\n' || c == '\r') continue;
-    if (c == '=') {
-      ++padding;
-      continue;
-    }
-    const auto value = kValues[static_cast<unsigned char>(c)];
-    if (value < 0 || padding > 0) return std::nullopt;
-    quartet = quartet << 6 | static_cast<std::uint32_t>(value);
-    if (++digits == 4) {
-      out += static_cast<char>(quartet >> 16 & 0xFF);
-      out += static_cast<char>(quartet >> 8 & 0xFF);
-      out += static_cast<char>(quartet & 0xFF);
-      quartet = 0;
-      digits = 0;
-    }
-  }
-  // What is left is the last quartet's digits, completed by its padding.
-  if (digits + padding != (digits == 0 ? 0 : 4) || padding > 2) return std::nullopt;
-  if (digits == 3) {
-    out += static_cast<char>(quartet >> 10 & 0xFF);
-    out += static_cast<char>(quartet >> 2 & 0xFF);
-  } else if (digits == 2) {
-    out += static_cast<char>(quartet >> 4 & 0xFF);
-  }
-  return out;
 }
 
 // ---- script builders ----
@@ -443,11 +373,6 @@ void raise_operation_failed(const CommandResult& result, const std::string& path
   throw WorkspaceError(message);
 }
 
-std::string random_hex() {
-  thread_local std::mt19937_64 generator{std::random_device{}()};
-  return fmt::format("{:016x}{:016x}", generator(), generator());
-}
-
 // ---- ShellFilesystem ----
 
 ShellFilesystem::ShellFilesystem(std::shared_ptr<WorkspaceBackend> backend, SupportsCommands& commands)
@@ -633,7 +558,7 @@ Task<bool> ShellFilesystem::write_encoded(std::string path, std::string temp_nam
 }
 
 Task<void> ShellFilesystem::write_bytes(std::string path, Bytes data) {
-  const auto temp_name = ".exedev-" + random_hex() + ".tmp";
+  const auto temp_name = ".exedev-" + exedev::detail::random_hex(16) + ".tmp";
   WriteCheck verify;
   verify.size = data.size();
   verify.sha256 = sha256_hex(data);
@@ -654,17 +579,14 @@ Task<void> ShellFilesystem::write_bytes(std::string path, Bytes data) {
     error = std::current_exception();
   }
   if (error) {
-    // Asio refuses any co_await in a cancelled coroutine; the cleanup must still run.
-    const bool previous = co_await boost::asio::this_coro::throw_if_cancelled();
-    co_await boost::asio::this_coro::throw_if_cancelled(false);
-    co_await cleanup(write_cleanup_script(path, temp_name));
-    co_await boost::asio::this_coro::throw_if_cancelled(previous);
+    // The cleanup runs even when the write was cancelled; it is best effort (never throws).
+    EXEDEV_AWAIT_DESPITE_CANCELLATION(cleanup_error, cleanup(write_cleanup_script(path, temp_name)));
     std::rethrow_exception(error);
   }
 }
 
 Task<std::vector<FileEntry>> ShellFilesystem::list_dir(std::string path) {
-  const auto word = listing_temp_word(".exedev-" + random_hex() + ".list");
+  const auto word = listing_temp_word(".exedev-" + exedev::detail::random_hex(16) + ".list");
   std::exception_ptr error;
   CommandResult result;
   ListingOutput out;
@@ -679,13 +601,7 @@ Task<std::vector<FileEntry>> ShellFilesystem::list_dir(std::string path) {
   }
   const std::vector<std::string> leftovers{word};
   if (error) {
-    {
-    // Asio refuses any co_await in a cancelled coroutine; the cleanup must still run.
-    const bool previous = co_await boost::asio::this_coro::throw_if_cancelled();
-    co_await boost::asio::this_coro::throw_if_cancelled(false);
-    co_await cleanup(remove_files_script(leftovers));
-    co_await boost::asio::this_coro::throw_if_cancelled(previous);
-  }
+    EXEDEV_AWAIT_DESPITE_CANCELLATION(cleanup_error, cleanup(remove_files_script(leftovers)));
     std::rethrow_exception(error);
   }
   co_await check(result, path, false);
@@ -696,13 +612,7 @@ Task<std::vector<FileEntry>> ShellFilesystem::list_dir(std::string path) {
   } catch (...) {
     error = std::current_exception();
   }
-  {
-    // Asio refuses any co_await in a cancelled coroutine; the cleanup must still run.
-    const bool previous = co_await boost::asio::this_coro::throw_if_cancelled();
-    co_await boost::asio::this_coro::throw_if_cancelled(false);
-    co_await cleanup(remove_files_script(leftovers));
-    co_await boost::asio::this_coro::throw_if_cancelled(previous);
-  }
+  EXEDEV_AWAIT_DESPITE_CANCELLATION(cleanup_error, cleanup(remove_files_script(leftovers)));
   if (error) std::rethrow_exception(error);
   co_return parse_listing_records(records, path);
 }

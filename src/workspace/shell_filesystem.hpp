@@ -70,11 +70,6 @@ struct WriteCheck {
 /// output).
 [[nodiscard]] std::string strip(const std::string& text);
 
-// ---- base64 ----
-[[nodiscard]] std::string base64_encode(const std::string& data);
-/// Strict decoding; line breaks are ignored. nullopt for anything that is not base64.
-[[nodiscard]] std::optional<std::string> base64_decode(const std::string& text);
-
 // ---- script builders (Q = shell_quote(path)) ----
 /// `parent=...` must be set before it; walks up to the nearest existing ancestor.
 [[nodiscard]] std::string check_parents_fragment();
@@ -155,9 +150,6 @@ struct ListingOutput {
 void raise_for_private_status(const CommandResult& result, const std::string& path);
 /// WorkspaceError(stderr stripped, or "shell filesystem operation failed for '<path>'").
 [[noreturn]] void raise_operation_failed(const CommandResult& result, const std::string& path);
-
-/// A random 32-hex-digit name part (like uuid4().hex).
-[[nodiscard]] std::string random_hex();
 
 /// The derived filesystem itself. Cheap; built per operation by Workspace.
 class ShellFilesystem final : public SupportsFilesystem, public SupportsRealpath {

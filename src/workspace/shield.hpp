@@ -10,7 +10,7 @@ namespace exedev::workspace::detail {
 /// Runs `op` on a coroutine of its own that the caller's cancellation does not reach, bounded by
 /// `limit` (past it, `op` receives a terminal cancellation and this throws
 /// WorkspaceTimeoutError). Leaves the caller's cancellation state as it was; a caller that may
-/// already have been cancelled sets `this_coro::throw_if_cancelled(false)` before awaiting this
+/// already have been cancelled awaits this through EXEDEV_AWAIT_DESPITE_CANCELLATION
 /// (see exedev::detail::shielded). Rethrows what `op` threw.
 Task<void> run_shielded(Task<void> op, std::chrono::steady_clock::duration limit);
 

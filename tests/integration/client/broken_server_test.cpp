@@ -5,7 +5,7 @@
 // happened and claims no stop the server did not confirm, and no launch request sent twice.
 #include "support.hpp"
 
-#include "client/base64.hpp"
+#include "common/base64.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>

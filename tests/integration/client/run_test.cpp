@@ -2,7 +2,7 @@
 // stripped trailers, the 30 s request limit, cut streams, a VM removed mid-command.
 #include "support.hpp"
 
-#include "client/base64.hpp"
+#include "common/base64.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>

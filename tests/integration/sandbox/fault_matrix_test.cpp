@@ -5,7 +5,7 @@
 // a VM, no descriptor or child process leaked in this process.
 #include "fixture.hpp"
 
-#include "client/base64.hpp"
+#include "common/base64.hpp"
 
 #include <exedev/workspace/workspace.hpp>
 

@@ -1,4 +1,4 @@
-#include "client/base64.hpp"
+#include "common/base64.hpp"
 #include "client/run_protocol.hpp"
 
 #include <exedev/errors.hpp>
@@ -29,21 +29,6 @@ std::string joined(const std::vector<FrameEvent>& events, char stream) {
 }
 
 }  // namespace
-
-TEST_CASE("base64 round-trips every byte value") {
-  std::string all;
-  for (int i = 0; i < 256; ++i) all += static_cast<char>(i);
-  for (std::size_t n = 0; n <= all.size(); n += 37) {
-    const auto text = base64_encode(all.substr(0, n));
-    CHECK(base64_decode(text) == all.substr(0, n));
-  }
-  CHECK(base64_encode("f") == "Zg==");
-  CHECK(base64_encode("fo") == "Zm8=");
-  CHECK(base64_encode("foo") == "Zm9v");
-  CHECK_FALSE(base64_decode("Zg="));
-  CHECK_FALSE(base64_decode("Z#=="));
-  CHECK_FALSE(base64_decode("Zg==Zg=="));
-}
 
 TEST_CASE("frames parse whatever the read sizes, with noise ignored") {
   std::string bin;

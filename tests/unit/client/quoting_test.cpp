@@ -15,8 +15,8 @@ using namespace exedev::detail;
 
 namespace {
 
-// The POSIX-shlex rules of exedev-api.md §1.2, for the forms this client emits ('…' and bare
-// words): enough to check what a quoted line lexes to.
+// The POSIX-shlex rules of exedev-api.md §1.2, for the forms this client emits ('…', "'" and
+// bare words): enough to check what a quoted line lexes to.
 std::vector<std::string> lex_simple(std::string_view line) {
   std::vector<std::string> words;
   std::string word;
@@ -29,6 +29,13 @@ std::vector<std::string> lex_simple(std::string_view line) {
       word.append(line.substr(i + 1, close - i - 1));
       in_word = true;
       i = close;
+    } else if (c == '"') {
+      for (++i; i < line.size() && line[i] != '"'; ++i) {
+        if (line[i] == '\\' && i + 1 < line.size() && (line[i + 1] == '"' || line[i + 1] == '\\')) ++i;
+        word += line[i];
+      }
+      REQUIRE(i < line.size());
+      in_word = true;
     } else if (c == '\\') {
       REQUIRE(i + 1 < line.size());
       word += line[++i];
@@ -60,7 +67,7 @@ std::vector<std::string> lex(std::string_view line) {
 
 TEST_CASE("lobby_quote: the spec's recipe, and every awkward string round-trips") {
   CHECK(lobby_quote("abc") == "'abc'");
-  CHECK(lobby_quote("it's") == "'it'\\''s'");
+  CHECK(lobby_quote("it's") == "'it'\"'\"'s'");
   const std::vector<std::string> samples = {
       "plain", "two words", "it's", "'", "''", "\"double\"", "back\\slash", "new\nline", "tab\there",
       "$HOME `id` $(id) !x", "#hash", "a;b&&c|d", "--flag=value", "-", " leading and trailing ",

@@ -1,5 +1,7 @@
 // The run scripts executed by the local /bin/sh, as a VM's shell would run them: launch, long
 // poll, probe, stop, cleanup, timeout, exact bytes.
+#include "common/random_ids.hpp"
+#include "common/shell_quote.hpp"
 #include "client/lobby.hpp"
 #include <exedev/client.hpp>
 #include "client/run_protocol.hpp"
@@ -39,8 +41,8 @@ struct Result {
 
 // Runs the request as an ssh session whose login shell is `shell` would.
 Result execute(const Home& home, const ScriptRequest& request, const std::string& shell = "/bin/sh") {
-  const auto command = "cd " + sh_quote(home.dir.string()) + " && env -u XDG_STATE_HOME HOME=" + sh_quote(home.dir.string()) +
-                       " SHELL=" + sh_quote(shell) + " /bin/sh -c " + sh_quote(remote_command(build_script(request)));
+  const auto command = "cd " + sh_single_quote(home.dir.string()) + " && env -u XDG_STATE_HOME HOME=" + sh_single_quote(home.dir.string()) +
+                       " SHELL=" + sh_single_quote(shell) + " /bin/sh -c " + sh_single_quote(remote_command(build_script(request)));
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
   std::string bytes;

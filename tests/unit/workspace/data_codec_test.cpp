@@ -4,6 +4,7 @@
 // shell_filesystem_test (locally) and the sandbox transfer tests (through the emulator).
 #include <catch2/catch.hpp>
 
+#include "common/base64.hpp"
 #include "workspace/data_codec.hpp"
 #include "workspace/shell_filesystem.hpp"
 
@@ -106,16 +107,16 @@ TEST_CASE("sha256_hex is sha256sum's digest", "[unit][workspace]") {
 TEST_CASE("read pages: raw or gzip, exactly the bytes expected", "[unit][workspace]") {
   const std::string path = "/w/f";
   const auto data = text(5000);
-  CHECK(detail::decode_page("raw\n" + detail::base64_encode(data), data.size(), path) == data);
-  const auto packed = "gzip\n" + detail::base64_encode(detail::gzip_compress(data));
+  CHECK(detail::decode_page("raw\n" + exedev::detail::base64_encode(data), data.size(), path) == data);
+  const auto packed = "gzip\n" + exedev::detail::base64_encode(detail::gzip_compress(data));
   CHECK(detail::decode_page(packed, data.size(), path) == data);
   CHECK_THROWS_AS(detail::decode_page(packed, data.size() - 1, path), detail::DamagedOutputError);
   auto flipped = packed;
   flipped[flipped.size() / 2] = flipped[flipped.size() / 2] == 'A' ? 'B' : 'A';
   CHECK_THROWS_AS(detail::decode_page(flipped, data.size(), path), detail::DamagedOutputError);
-  CHECK_THROWS_AS(detail::decode_page("zstd\n" + detail::base64_encode(data), data.size(), path),
+  CHECK_THROWS_AS(detail::decode_page("zstd\n" + exedev::detail::base64_encode(data), data.size(), path),
                   detail::DamagedOutputError);
-  CHECK_THROWS_AS(detail::decode_page(detail::base64_encode(data), data.size(), path), detail::DamagedOutputError);
-  CHECK_THROWS_AS(detail::decode_page("gzip\n" + detail::base64_encode(data), data.size(), path),
+  CHECK_THROWS_AS(detail::decode_page(exedev::detail::base64_encode(data), data.size(), path), detail::DamagedOutputError);
+  CHECK_THROWS_AS(detail::decode_page("gzip\n" + exedev::detail::base64_encode(data), data.size(), path),
                   detail::DamagedOutputError);
 }

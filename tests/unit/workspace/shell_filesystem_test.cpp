@@ -22,6 +22,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/base64.hpp"
 #include "workspace/shell_filesystem.hpp"
 #include "unit/workspace/support.hpp"
 
@@ -234,7 +235,7 @@ TEST_CASE("shell filesystem: a read retries when the size changed, and gives up 
   const auto path = f.dir / "growing";
   std::ofstream(path) << "first";
   // The read's first answer: the size line, then the first page.
-  const auto first_page = ws::utf8_replace_invalid("5\nraw\n" + exedev::workspace::detail::base64_encode("first") + "\n");
+  const auto first_page = ws::utf8_replace_invalid("5\nraw\n" + exedev::detail::base64_encode("first") + "\n");
   bool changed = false;
   f.only->set_rewrite([&](ws::CommandResult r) {
     // The file changes size right after its first page was read: that page no longer matches.

@@ -1,0 +1,41 @@
+#include "common/base64.hpp"
+
+#include <catch2/catch.hpp>
+
+using exedev::detail::base64_decode;
+using exedev::detail::base64_encode;
+
+TEST_CASE("base64 round-trips every byte value at every length remainder", "[unit][common]") {
+  std::string all;
+  for (int i = 0; i < 256; ++i) all += static_cast<char>(i);
+  for (std::size_t n = 0; n <= all.size(); ++n) {
+    const auto text = base64_encode(all.substr(0, n));
+    CHECK(text.size() == (n + 2) / 3 * 4);
+    CHECK(base64_decode(text) == all.substr(0, n));
+  }
+}
+
+TEST_CASE("base64 encodes the RFC 4648 test vectors", "[unit][common]") {
+  const std::pair<const char*, const char*> vectors[] = {{"", ""},         {"f", "Zg=="},         {"fo", "Zm8="},
+                                                         {"foo", "Zm9v"}, {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="},
+                                                         {"foobar", "Zm9vYmFy"}};
+  for (const auto& [plain, encoded] : vectors) {
+    CHECK(base64_encode(plain) == encoded);
+    CHECK(base64_decode(encoded) == std::string(plain));
+  }
+  CHECK(base64_encode(std::string("\xFB\xFF", 2)) == "+/8=");
+}
+
+TEST_CASE("base64 decoding skips line breaks, as the base64 tool wraps its output", "[unit][common]") {
+  CHECK(base64_decode("YWJj\nZGVm\n") == std::string("abcdef"));
+  CHECK(base64_decode("YWI=\r\n") == std::string("ab"));
+  CHECK(base64_decode("\n") == std::string());
+}
+
+TEST_CASE("base64 decoding refuses anything that is not complete, well-padded base64", "[unit][common]") {
+  for (const char* bad : {"Zg=", "YWJ", "Z", "Z#==", "YW@j", "=YWJ", "Zg==Zg==", "Zg===", "Z===", "YWJj=", "YW=j",
+                          "YWJj YWJj", "YWJj\t", "YQ=\n=Q", "====", "Y==="}) {
+    INFO(bad);
+    CHECK_FALSE(base64_decode(bad).has_value());
+  }
+}
