@@ -786,7 +786,7 @@ std::variant<Reply, SshPlan> Lobby::cmd_pause(const Key& key, const Prepared& re
   if (vm == nullptr) return *error;
   if (!vm_ready(*vm)) return fail(fmt::format("VM \"{}\" is in state \"{}\" and cannot be paused", vm->record.name, vm_status(*vm)));
   if (vm->record.status == "paused") return fail(fmt::format("VM \"{}\" is already paused", vm->record.name));
-  signal_vm_processes(vm->id, SIGSTOP);
+  stop_vm_processes(vm->id);
   vm->record.status = "paused";
   persist();
   return ok({{"vm_name", vm->record.name}, {"status", "paused"}});

@@ -1,5 +1,6 @@
 #include "emulator/processes.hpp"
 
+#include <algorithm>
 #include <csignal>
 #include <dirent.h>
 #include <fcntl.h>
@@ -27,10 +28,16 @@ std::string read_small_file(const std::string& path) {
   return out;
 }
 
-bool is_zombie(int pid) {
+// The state letter of /proc/<pid>/stat ('R', 'S', 'T', 'Z', …); 'X' when the process is gone.
+char process_state(int pid) {
   const std::string stat = read_small_file("/proc/" + std::to_string(pid) + "/stat");
   const auto paren = stat.rfind(')');
-  return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] == 'Z' || stat[paren + 2] == 'X';
+  return paren == std::string::npos || paren + 2 >= stat.size() ? 'X' : stat[paren + 2];
+}
+
+bool is_zombie(int pid) {
+  const char state = process_state(pid);
+  return state == 'Z' || state == 'X';
 }
 
 }  // namespace
@@ -61,7 +68,11 @@ std::vector<int> find_vm_processes(const std::string& vm_id) {
   return pids;
 }
 
-std::size_t signal_vm_processes(const std::string& vm_id, int signal) {
+namespace {
+
+// Signals every process of the VM, scanning again until no new one shows up (a process may
+// fork while being signalled). Returns the processes signalled.
+std::set<int> signal_all(const std::string& vm_id, int signal) {
   std::set<int> done;
   for (int round = 0; round < 5; ++round) {
     bool fresh = false;
@@ -73,7 +84,26 @@ std::size_t signal_vm_processes(const std::string& vm_id, int signal) {
     }
     if (!fresh) break;
   }
-  return done.size();
+  return done;
+}
+
+}  // namespace
+
+std::size_t signal_vm_processes(const std::string& vm_id, int signal) { return signal_all(vm_id, signal).size(); }
+
+std::size_t stop_vm_processes(const std::string& vm_id) {
+  // kill() returns before a stop takes effect (a sleeping process must run to act on it, which
+  // takes long on a loaded machine); a paused VM is paused when `pause` answers.
+  const auto signalled = signal_all(vm_id, SIGSTOP);
+  for (int check = 0; check < 2000; ++check) {  // at most ~2 s
+    const bool all_stopped = std::all_of(signalled.begin(), signalled.end(), [](int pid) {
+      const char state = process_state(pid);
+      return state == 'T' || state == 't' || state == 'Z' || state == 'X';
+    });
+    if (all_stopped) break;
+    ::usleep(1000);
+  }
+  return signalled.size();
 }
 
 void kill_vm_processes(const std::string& vm_id) {

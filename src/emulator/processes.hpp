@@ -22,6 +22,9 @@ std::vector<int> find_vm_processes(const std::string& vm_id);
 /// (a process may fork while being signalled). Returns how many processes were signalled.
 std::size_t signal_vm_processes(const std::string& vm_id, int signal);
 
+/// SIGSTOPs every process of the VM as signal_vm_processes does, then waits (at most about 2 s)
+/// until each is stopped or gone. Returns how many processes were signalled.
+std::size_t stop_vm_processes(const std::string& vm_id);
 /// SIGKILLs every process of the VM (SIGCONT first, so stopped ones die at once).
 void kill_vm_processes(const std::string& vm_id);
 

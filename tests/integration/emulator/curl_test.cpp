@@ -343,8 +343,15 @@ TEST_CASE("curl: VM processes, pause, resume, rm, and commands that outlive the 
   const Response started = h.exec("ssh proc-vm 'setsid nohup sleep 300 >/dev/null 2>&1 < /dev/null & echo started'");
   CHECK(started.body == "started\n");
   CHECK(started.has_header("X-Exe-Exit: 0"));
-  REQUIRE(eventually([&] { return h.emulator.vm_processes("proc-vm").size() == 1; }));
-  const int pid = h.emulator.vm_processes("proc-vm").front();
+  // The one process left is `sleep` once setsid and nohup have exec'd into it (until then the
+  // list can hold a process about to be replaced, or momentarily none).
+  int pid = 0;
+  REQUIRE(eventually([&] {
+    const auto pids = h.emulator.vm_processes("proc-vm");
+    if (pids.size() != 1 || read_file("/proc/" + std::to_string(pids.front()) + "/comm") != "sleep\n") return false;
+    pid = pids.front();
+    return true;
+  }));
 
   CHECK(h.exec("pause proc-vm").status == 200);
   CHECK(process_state(pid) == 'T');
