@@ -3,8 +3,6 @@
 #include "common/coroutines.hpp"
 #include "common/random_ids.hpp"
 
-#include "client/run_protocol.hpp"
-
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/system_error.hpp>
 
