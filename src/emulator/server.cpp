@@ -1,62 +1,31 @@
-// The emulator's HTTP(S) server: the only translation unit with Beast and Asio SSL.
+// The emulator's HTTP(S) server: accepting, sessions, /exec and the Emulator facade. With
+// ssh_stream.cpp the only translation units with Beast and Asio SSL (server_impl.hpp).
 //
 // One thread runs one io_context. Every connection is a coroutine; `ssh` commands are child
 // processes whose output pipe and pidfd are read asynchronously on the same io_context.
 
-#include <exedev/emulator/emulator.hpp>
+#include "emulator/server_impl.hpp"
 
 #include "emulator/control.hpp"
-#include "emulator/lobby.hpp"
 #include "emulator/processes.hpp"
-#include "emulator/tls.hpp"
 
-#include "common/event.hpp"
 #include "common/random_ids.hpp"
-#include "common/subprocess.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
 
 #include <fmt/format.h>
 
-#include <array>
-#include <atomic>
-#include <csignal>
-#include <fcntl.h>
 #include <fstream>
-#include <mutex>
-#include <set>
 #include <stdexcept>
-#include <thread>
-#include <unistd.h>
 #include <utility>
 
 namespace exedev::emulator {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-namespace ssl = asio::ssl;
-using tcp = asio::ip::tcp;
-using Clock = std::chrono::steady_clock;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
-
 namespace {
 
 constexpr std::size_t max_body = 64 * 1024;           // 64 KiB; the 65 537th byte is refused
-constexpr std::size_t max_pending_output = 1 << 20;   // pause reading a child beyond this
-constexpr auto exit_drain_grace = std::chrono::seconds(1);
 
 bool is_loopback_host(const std::string& host) {
   if (host == "localhost" || host == "::1") return true;
@@ -64,185 +33,6 @@ bool is_loopback_host(const std::string& host) {
   const auto address = asio::ip::make_address(host, ec);
   return !ec && address.is_loopback();
 }
-
-// A command of `ssh` running as a child process in its own process group.
-//
-// Two coroutines own it (through shared_ptr) until it is over: `pump` reads the output pipe and
-// `reap` waits on the pidfd. A session consumes `pending`; once the session is gone (client left,
-// time limit) the output is discarded but the process keeps being drained and reaped.
-class Process : public std::enable_shared_from_this<Process> {
- public:
-  Process(asio::io_context& ioc, pid_t pid, int out_fd, int pid_fd)
-      : pid_(pid), out_(ioc, out_fd), pidfd_(ioc, pid_fd), grace_(ioc) {}
-
-  static std::shared_ptr<Process> spawn(asio::io_context& ioc, const SshPlan& plan, const std::string& login_shell) {
-    detail::SpawnRequest request;
-    request.program = login_shell;
-    request.argv = {login_shell, "-c", plan.line};
-    request.environment = {"HOME=" + plan.home.string(), "PWD=" + plan.home.string(),
-                           "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                           "SHELL=" + login_shell, "LANG=C.UTF-8", "USER=exedev", "LOGNAME=exedev",
-                           std::string(vm_marker_variable) + "=" + plan.vm_id,
-                           "EXEDEV_EMULATOR_VM_NAME=" + plan.vm};
-    request.environment.insert(request.environment.end(), plan.env.begin(), plan.env.end());
-    request.directory = plan.home.string();
-    request.grouping = detail::ProcessGrouping::new_group;
-    int pipe_fds[2];
-    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe2");
-    request.stdout_fd = pipe_fds[1];
-    request.stderr_fd = pipe_fds[1];
-    // A login shell or home that cannot be used is refused (422 "failed to start command"), as a
-    // failed fork is: nothing ran.
-    const auto started = detail::spawn_process(request);
-    ::close(pipe_fds[1]);
-    if (started.error != 0) {
-      ::close(pipe_fds[0]);
-      throw std::system_error(started.error, std::generic_category(), "cannot start " + login_shell);
-    }
-    const pid_t pid = started.pid;
-    int pid_fd = -1;
-    try {
-      pid_fd = detail::open_pidfd(pid);
-    } catch (...) {
-      detail::kill_and_reap_now(pid);
-      ::close(pipe_fds[0]);
-      throw;
-    }
-    auto process = std::make_shared<Process>(ioc, pid, pipe_fds[0], pid_fd);
-    asio::co_spawn(ioc, process->pump(process), asio::detached);
-    asio::co_spawn(ioc, process->reap(process), asio::detached);
-    return process;
-  }
-
-  bool finished() const { return eof_ && exit_code_.has_value(); }
-  std::optional<int> exit_code() const { return exit_code_; }
-  bool has_output() const { return !pending_.empty(); }
-
-  std::string take_output() {
-    std::string out;
-    out.swap(pending_);
-    space_freed_.notify();
-    return out;
-  }
-
-  // The consumer stops listening: output from now on is discarded.
-  void detach() {
-    attached_ = false;
-    pending_.clear();
-    space_freed_.notify();
-  }
-
-  void kill_group() { detail::kill_process_group(pid_); }
-
-  // Waits until something changes (output, EOF, exit) or `deadline`.
-  asio::awaitable<void> wait(Clock::time_point deadline) {
-    co_await changed_.wait_until(deadline);
-  }
-
-  // Kills and reaps the process if it still runs (server shutdown, on the caller's thread).
-  void terminate_now() {
-    if (exit_code_) return;
-    detail::kill_and_reap_now(pid_);
-    exit_code_ = 128 + SIGKILL;
-  }
-
- private:
-  void notify() { changed_.notify(); }
-
-  asio::awaitable<void> pump(std::shared_ptr<Process> /*keeps this alive*/) {
-    std::array<char, 64 * 1024> buffer;
-    while (true) {
-      while (attached_ && pending_.size() >= max_pending_output) {
-        co_await space_freed_.wait();
-      }
-      const auto [ec, n] = co_await out_.async_read_some(asio::buffer(buffer), use_tuple);
-      if (n > 0 && attached_) pending_.append(buffer.data(), n);
-      if (ec) break;
-      notify();
-    }
-    boost::system::error_code ignored;
-    out_.close(ignored);
-    eof_ = true;
-    notify();
-  }
-
-  asio::awaitable<void> reap(std::shared_ptr<Process> /*keeps this alive*/) {
-    const auto status = co_await detail::reap_when_exited(pidfd_, pid_);
-    exit_code_ = status ? detail::exit_code_of(*status) : 255;  // 255: no exit status, as ssh says
-    boost::system::error_code ignored;
-    pidfd_.close(ignored);
-    notify();
-    // A background process that kept the output pipe open must not hold the response forever.
-    if (!eof_) {
-      grace_.expires_after(exit_drain_grace);
-      co_await grace_.async_wait(use_tuple);
-      if (!eof_) out_.cancel(ignored);
-    }
-  }
-
-  pid_t pid_;
-  asio::posix::stream_descriptor out_;
-  asio::posix::stream_descriptor pidfd_;
-  detail::Event changed_;
-  detail::Event space_freed_;
-  asio::steady_timer grace_;
-  std::string pending_;
-  bool attached_ = true;
-  bool eof_ = false;
-  std::optional<int> exit_code_;
-};
-
-template <typename Stream>
-tcp::socket& socket_of(Stream& stream) {
-  return beast::get_lowest_layer(stream).socket();
-}
-
-// Closes with a TCP RST, as a crashed proxy or server would.
-template <typename Stream>
-void reset(Stream& stream) {
-  boost::system::error_code ignored;
-  socket_of(stream).set_option(asio::socket_base::linger(true, 0), ignored);
-  socket_of(stream).close(ignored);
-}
-
-}  // namespace
-
-// ---------------------------------------------------------------------------------------------
-
-struct Emulator::Impl {
-  Options options;
-  std::filesystem::path state_dir;
-  bool temporary_state = false;
-  std::filesystem::path ca_path;
-  std::string control_secret;
-  std::string login_shell;  ///< resolved from Options::login_shell
-  TlsMaterial tls;
-  std::unique_ptr<ssl::context> ssl_context;
-  std::unique_ptr<Lobby> lobby;
-  std::unique_ptr<asio::io_context> ioc;
-  std::optional<tcp::acceptor> acceptor;
-  std::thread thread;
-  std::uint16_t port = 0;
-  std::atomic<std::size_t> accepted{0};
-  std::atomic<std::size_t> open{0};
-  std::mutex processes_mutex;
-  std::vector<std::weak_ptr<Process>> processes;
-
-  void start();
-  void stop();
-
-  asio::awaitable<void> accept_loop();
-  asio::awaitable<void> serve(tcp::socket socket);
-  template <typename Stream>
-  asio::awaitable<void> session(Stream& stream);
-  template <typename Stream>
-  asio::awaitable<bool> handle_exec(Stream& stream, beast::flat_buffer& buffer, http::request_parser<http::string_body>& parser);
-  template <typename Stream>
-  asio::awaitable<bool> run_ssh(Stream& stream, const http::request<http::string_body>& request, const SshPlan& plan,
-                                const std::optional<Fault>& fault, CommandRecord& record);
-};
-
-namespace {
 
 // Reads the request body within the 64 KiB limit. Returns a 413 reply, or nothing when the
 // body was read; throws nothing: a transport error sets `broken`.
@@ -268,16 +58,6 @@ asio::awaitable<std::optional<Reply>> read_body(Stream& stream, beast::flat_buff
   co_return std::nullopt;
 }
 
-template <typename Stream>
-asio::awaitable<bool> write_reply(Stream& stream, const Reply& reply, unsigned version, bool keep_alive) {
-  http::response<http::string_body> response{static_cast<http::status>(reply.status), version};
-  for (const auto& [name, value] : reply.headers) response.set(name, value);
-  response.body() = reply.body;
-  response.keep_alive(keep_alive);
-  response.prepare_payload();
-  const auto [ec, n] = co_await http::async_write(stream, response, use_tuple);
-  co_return !ec && keep_alive;
-}
 
 }  // namespace
 
@@ -536,200 +316,10 @@ asio::awaitable<bool> Emulator::Impl::handle_exec(Stream& stream, beast::flat_bu
   co_return co_await write_reply(stream, reply, version, request.keep_alive());
 }
 
-template <typename Stream>
-asio::awaitable<bool> Emulator::Impl::run_ssh(Stream& stream, const http::request<http::string_body>& request,
-                                              const SshPlan& plan, const std::optional<Fault>& fault,
-                                              CommandRecord& record) {
-  const Modes modes = lobby->modes();
-  const auto started = Clock::now();
-  const auto deadline = modes.ssh_time_limit ? started + *modes.ssh_time_limit : Clock::time_point::max();
-  const auto finish = [&](unsigned status) {
-    record.http_status = status;
-    lobby->record(record);
-  };
-
-  std::shared_ptr<Process> process;
-  if (!plan.answer_without_running) {
-    std::string spawn_error;
-    try {
-      process = Process::spawn(*ioc, plan, login_shell);
-    } catch (const std::exception& e) {
-      spawn_error = e.what();
-    }
-    if (!process) {
-      finish(422);
-      const Reply refused = error_reply(422, "failed to start command: " + spawn_error);
-      co_return co_await write_reply(stream, refused, request.version(), request.keep_alive());
-    }
-    std::lock_guard lock(processes_mutex);
-    std::erase_if(processes, [](const auto& weak) { return weak.expired(); });
-    processes.push_back(process);
-  }
-  const auto wait_for_end = [&]() -> asio::awaitable<void> {
-    while (process && !process->finished()) {
-      process->take_output();
-      co_await process->wait(Clock::time_point::max());
-    }
-  };
-
-  // Faults that answer something other than a stream: the command runs to its end first.
-  if (fault && (fault->kind == FaultKind::reset_after_run || fault->kind == FaultKind::http_status ||
-                fault->kind == FaultKind::bad_json)) {
-    co_await wait_for_end();
-    if (process) record.exit_code = process->exit_code();
-    if (fault->kind == FaultKind::reset_after_run) {
-      finish(0);
-      reset(stream);
-      co_return false;
-    }
-    const Reply reply = fault->kind == FaultKind::bad_json
-                            ? Reply{200, {{"Content-Type", "application/json; charset=utf-8"}}, "{\"error\": <html>not JSON\n"}
-                            : error_reply(fault->status, fault->status == 504 ? "command timed out" : "internal error");
-    finish(reply.status);
-    co_return co_await write_reply(stream, reply, request.version(), request.keep_alive());
-  }
-
-  // ssh_nonzero_exit=unprocessable: the status depends on the exit code, so the output is held
-  // until the command ends (or the time limit cuts the request).
-  std::string held;
-  if (modes.ssh_nonzero_exit == SshNonzeroExit::unprocessable && process) {
-    while (!process->finished() && Clock::now() < deadline) {
-      held += process->take_output();
-      co_await process->wait(deadline);
-    }
-    held += process->take_output();
-    if (!process->finished()) {
-      process->detach();
-      finish(0);
-      reset(stream);
-      co_return false;
-    }
-    if (const int code = process->exit_code().value_or(255); code != 0) {
-      record.exit_code = code;
-      const Reply failed = error_reply(422, fmt::format("command exited with status {}", code));
-      finish(422);
-      co_return co_await write_reply(stream, failed, request.version(), request.keep_alive());
-    }
-  }
-
-  const bool kill_on_disconnect = modes.on_client_disconnect == OnClientDisconnect::kill;
-  const bool send_trailer = modes.trailers == Trailers::send;
-  http::response<http::empty_body> response{http::status::ok, request.version()};
-  response.set(http::field::content_type, "application/octet-stream");
-  response.set("X-Content-Type-Options", "nosniff");
-  if (send_trailer) response.set(http::field::trailer, "X-Exe-Exit");
-  response.chunked(true);
-  // In kill mode the server watches the socket for the client leaving, so it cannot read a
-  // next request from it: the connection closes after the response.
-  response.keep_alive(request.keep_alive() && !kill_on_disconnect);
-  http::response_serializer<http::empty_body> serializer{response};
-  record.http_status = 200;
-  if (const auto [ec, n] = co_await http::async_write_header(stream, serializer, use_tuple); ec) {
-    if (process && kill_on_disconnect) process->kill_group();
-    if (process) process->detach();
-    finish(200);
-    co_return false;
-  }
-
-  // kill mode: a read on the socket completes when the client goes away.
-  // The watcher only borrows from this frame, which outlives it (stop_watcher below waits for
-  // it), and captures nothing with a destructor: GCC 12 destroys the captures of a lambda made
-  // in the same expression as a co_await twice (GCC PR 100611; a shared_ptr capture here was
-  // released twice in the ASan build).
-  bool client_gone = false;
-  bool watcher_running = false;
-  const auto executor = co_await asio::this_coro::executor;
-  detail::Event watcher_done;
-  if (kill_on_disconnect && process) {
-    watcher_running = true;
-    asio::co_spawn(
-        executor,
-        [&stream, &client_gone, &watcher_running, &watcher_done, watched = process.get()]() -> asio::awaitable<void> {
-          char byte;
-          co_await stream.async_read_some(asio::buffer(&byte, 1), use_tuple);
-          client_gone = true;
-          watcher_running = false;
-          watched->kill_group();
-          watcher_done.notify();
-        },
-        asio::detached);
-  }
-  const auto stop_watcher = [&]() -> asio::awaitable<void> {
-    if (!watcher_running) co_return;
-    boost::system::error_code ignored;
-    socket_of(stream).cancel(ignored);
-    while (watcher_running) co_await watcher_done.wait();
-  };
-
-  std::size_t sent = 0;
-  const std::size_t limit = fault && fault->kind == FaultKind::truncate_stream ? fault->after_bytes : SIZE_MAX;
-  enum class End { complete, no_trailer, client_gone } end = End::complete;
-  while (process) {
-    if (!held.empty() || process->has_output()) {
-      std::string data = std::exchange(held, std::string()) + process->take_output();
-      if (sent + data.size() > limit) data.resize(limit - sent);
-      if (!data.empty()) {
-        const auto chunk = http::make_chunk(asio::buffer(data));
-        const auto [ec, n] = co_await asio::async_write(stream, chunk, use_tuple);
-        if (ec) {
-          end = End::client_gone;
-          break;
-        }
-        sent += data.size();
-      }
-      if (sent >= limit) {
-        end = End::no_trailer;
-        break;
-      }
-      continue;
-    }
-    if (client_gone) {
-      end = End::client_gone;
-      break;
-    }
-    if (process->finished()) break;
-    if (Clock::now() >= deadline) {
-      end = End::no_trailer;
-      break;
-    }
-    co_await process->wait(deadline);
-  }
-  const bool truncated = limit != SIZE_MAX;
-  if (end == End::complete && limit == 0) end = End::no_trailer;  // truncate after 0 bytes
-  if (end == End::complete && process && !lobby->vm_current(plan.vm_id, plan.generation)) {
-    end = End::no_trailer;  // the VM was removed or restarted under the command
-  }
-  // cut_exit_code: a stream cut by the time limit or the VM's removal ends properly instead.
-  std::optional<int> exit_code_sent;
-  if (end == End::no_trailer && !truncated && modes.cut_exit_code) {
-    end = End::complete;
-    exit_code_sent = *modes.cut_exit_code;
-  }
-  co_await stop_watcher();
-  if (process) {
-    record.exit_code = process->exit_code();
-    if (end == End::client_gone && kill_on_disconnect) process->kill_group();
-    if (!process->finished()) process->detach();
-  } else {
-    record.exit_code = 0;
-  }
-  if (end != End::complete) {
-    finish(200);
-    reset(stream);
-    co_return false;
-  }
-  http::fields trailer;
-  if (send_trailer) trailer.set("X-Exe-Exit", std::to_string(exit_code_sent.value_or(record.exit_code.value_or(255))));
-  const auto last_chunk = http::make_chunk_last(trailer);
-  // Recorded before the client can see the end of the response, so a test that counts
-  // commands right after a run returns never misses this one.
-  finish(200);
-  const auto [ec, n] = co_await asio::async_write(stream, last_chunk, use_tuple);
-  co_return !ec && response.keep_alive();
-}
-
 // ---------------------------------------------------------------------------------------------
 // Emulator
+
+Emulator::Emulator() : Emulator(Options{}) {}
 
 Emulator::Emulator(Options options) : impl_(std::make_unique<Impl>()) {
   Impl& impl = *impl_;
