@@ -25,7 +25,9 @@
 #include <string_view>
 #include <vector>
 
+#include <exedev/coawait_guard.hpp>
 #include <exedev/errors.hpp>
+#include <exedev/string_list.hpp>
 
 namespace exedev {
 
@@ -62,15 +64,15 @@ using Logger = std::function<void(LogLevel, std::string_view)>;
 struct ClientOptions {
   /// API token; when empty, EXE_TOKEN. A client with neither throws AuthenticationError
   /// (status 0) on its first request; the message says how to create a token.
-  std::optional<std::string> token;
+  std::optional<std::string> token{};
   /// Base URL (`https://host[:port][/prefix]`, or `http://` for a plain-HTTP emulator); when
   /// empty, EXE_BASE_URL, else https://exe.dev. A malformed URL throws std::invalid_argument
   /// from the constructor.
-  std::optional<std::string> endpoint;
+  std::optional<std::string> endpoint{};
   /// PEM file of CAs trusted besides the system trust store; when empty, EXE_CA_FILE. Peers are
   /// always verified (certificate chain and host name); an unreadable file throws
   /// std::invalid_argument from the constructor.
-  std::optional<std::string> ca_file;
+  std::optional<std::string> ca_file{};
   std::chrono::milliseconds connect_timeout{10'000};    ///< Resolve + TCP connect.
   std::chrono::milliseconds handshake_timeout{10'000};  ///< TLS handshake.
   /// Limit on one lobby request (write + response), per attempt.
@@ -79,10 +81,11 @@ struct ClientOptions {
   std::size_t max_connections = 8;
   /// Largest lobby response body read into memory (ProtocolError beyond).
   std::size_t max_response_bytes = 8 * 1024 * 1024;
-  RetryPolicy retry;
-  PacingOptions pacing;
+  RetryPolicy retry{};
+  PacingOptions pacing{};
   std::string user_agent = "exedev-cpp";
-  Logger logger;
+  Logger logger{};
+  EXEDEV_COAWAIT_GUARD;
 };
 
 /// A VM's status. `raw` keeps the server's word, for values this library does not know.
@@ -119,40 +122,43 @@ struct VMInfo {
 
 /// `new` flags; each is sent as `--flag=value` only when set.
 struct NewVMOptions {
-  std::optional<std::string> name;
-  std::optional<std::string> image;
-  std::optional<unsigned> cpu;
-  std::optional<std::string> memory;  ///< e.g. "8G".
-  std::optional<std::string> disk;
-  std::vector<std::string> tags;      ///< One `--tag=` each.
-  std::optional<std::string> comment; ///< An empty comment is not sent.
-  std::map<std::string, std::string> env;  ///< VM-level environment (`--env=K=V`); values never appear in errors.
-  std::vector<std::string> integrations;
+  std::optional<std::string> name{};
+  std::optional<std::string> image{};
+  std::optional<unsigned> cpu{};
+  std::optional<std::string> memory{};  ///< e.g. "8G".
+  std::optional<std::string> disk{};
+  std::vector<std::string> tags{};      ///< One `--tag=` each.
+  std::optional<std::string> comment{}; ///< An empty comment is not sent.
+  std::map<std::string, std::string> env{};  ///< VM-level environment (`--env=K=V`); values never appear in errors.
+  std::vector<std::string> integrations{};
   /// `--egress=<value>` ("all" or "integrations"). exe.dev does not document this flag yet;
   /// the name is this library's choice.
-  std::optional<std::string> egress;
+  std::optional<std::string> egress{};
   bool standalone = false;  ///< `--standalone=true`.
+  EXEDEV_COAWAIT_GUARD;
 };
 
 /// `cp <source> [name]` flags.
 struct CopyVMOptions {
-  std::string source;
-  std::optional<std::string> name;
+  std::string source{};
+  std::optional<std::string> name{};
   bool copy_tags = true;  ///< false sends `--copy-tags=false`.
-  std::optional<unsigned> cpu;
-  std::optional<std::string> memory;
-  std::optional<std::string> disk;
-  std::optional<std::string> egress;
+  std::optional<unsigned> cpu{};
+  std::optional<std::string> memory{};
+  std::optional<std::string> disk{};
+  std::optional<std::string> egress{};
   bool standalone = false;
+  EXEDEV_COAWAIT_GUARD;
 };
 
 /// `resize` flags; at least one must be set. Sizes as for `new` (e.g. "16G"; a plain number is
 /// GiB). The disk only grows (exe.dev refuses a smaller or equal size, and growth over 250 GiB at
 /// once). A memory or CPU change takes effect when the VM restarts.
 struct ResizeVMOptions {
-  std::optional<std::string> memory;
-  std::optional<unsigned> cpu;
-  std::optional<std::string> disk;  ///< The new total size.
+  std::optional<std::string> memory{};
+  std::optional<unsigned> cpu{};
+  std::optional<std::string> disk{};  ///< The new total size.
+  EXEDEV_COAWAIT_GUARD;
 };
 
 /// What `resize` changed: before and after, for what was asked (memory and CPUs come together).
@@ -188,35 +194,37 @@ struct ExecResponse {
 struct RunOptions {
   /// Exported before the command (names: [A-Za-z_][A-Za-z0-9_]*). Values never appear in
   /// errors or logs.
-  std::map<std::string, std::string> env;
+  std::map<std::string, std::string> env{};
   /// `cd` before the command; when it fails the command is not run and the exit code is 1.
-  std::optional<std::string> working_dir;
+  std::optional<std::string> working_dir{};
   /// Enforced on the VM (TERM, then KILL after 5 s, to the command's whole process group) and
   /// locally (8 s later, in case the VM cannot report it: the client then stops the command
   /// itself, in at most 12 s). run() returns at most 20 s after the timeout. Throws
   /// RunTimeoutError (OutcomeUnknownError when the stop could not be confirmed). A timeout of
   /// 100 years or more (or infinite) is no limit.
-  std::optional<std::chrono::duration<double>> timeout;
+  std::optional<std::chrono::duration<double>> timeout{};
   /// stdout + stderr together; past it the command is stopped and OutputLimitError thrown.
   std::size_t max_output_bytes = 8 * 1024 * 1024;
   /// Called with output as it arrives (optional): raw bytes, in order, split anywhere. Called on
   /// the client's executor; it must not block. An exception thrown by a callback stops the
   /// command and propagates from run().
-  std::function<void(std::string_view)> on_stdout;
-  std::function<void(std::string_view)> on_stderr;
+  std::function<void(std::string_view)> on_stdout{};
+  std::function<void(std::string_view)> on_stderr{};
+  EXEDEV_COAWAIT_GUARD;
 };
 
 /// Options of Client::run_script.
 struct ScriptOptions {
   /// Positional parameters ($1, $2, …): each non-empty base64 text (A-Z a-z 0-9 + / =). They
   /// travel once, as they are; the script travels base64-encoded.
-  std::vector<std::string> args;
+  std::vector<std::string> args{};
   /// Most stdout bytes read; a longer answer throws OutputLimitError (the script ran).
   std::size_t max_output_bytes = 8 * 1024 * 1024;
   /// Running the script twice leaves the same state as once. Then a 5xx, a connection lost
   /// after sending and a cut answer are retried under ClientOptions::retry; otherwise they
   /// throw (the script may have run). A request that was never sent is always retried.
   bool idempotent = false;
+  EXEDEV_COAWAIT_GUARD;
 };
 
 /// A finished command: exact bytes, separate streams, the real exit code (128 + N when a
@@ -231,7 +239,10 @@ class Client {
  public:
   /// Reads EXE_TOKEN / EXE_BASE_URL / EXE_CA_FILE when the options leave them out. Throws
   /// std::invalid_argument for a malformed endpoint or an unreadable CA file. Sends nothing.
-  Client(boost::asio::any_io_executor executor, ClientOptions options = {});
+  Client(boost::asio::any_io_executor executor, ClientOptions options);
+  /// With default options. (No options struct is a defaulted argument in this library: GCC 12
+  /// would make the default a temporary of the caller's co_await; see coawait_guard.hpp.)
+  Client(boost::asio::any_io_executor executor);
   ~Client();
   Client(const Client&);
   Client& operator=(const Client&);
@@ -253,10 +264,10 @@ class Client {
   /// `cp`. Cancellation: the copy may or may not have been made.
   Task<VMInfo> copy_vm(CopyVMOptions options);
   /// `ls [patterns...]`: names, globs or tags. Read-only: cancellation changes nothing.
-  Task<std::vector<VMInfo>> list_vms(std::vector<std::string> patterns = {});
+  Task<std::vector<VMInfo>> list_vms(StringList patterns = {});
   /// `rm names...` (at least one). VMs that were missing are listed in `failed`.
   /// Cancellation: some or all VMs may have been deleted.
-  Task<RemoveResult> remove_vms(std::vector<std::string> names);
+  Task<RemoveResult> remove_vms(StringList names);
   /// `pause`. Cancellation: the VM may or may not be paused.
   Task<void> pause_vm(std::string name);
   /// `resume`. Cancellation: the VM may or may not be resumed.
@@ -265,9 +276,9 @@ class Client {
   Task<void> restart_vm(std::string name);
   /// `tag <vm> tags...`; returns the VM's tags afterwards. Cancellation: the tags may or may not
   /// have been added.
-  Task<std::vector<std::string>> add_tags(std::string name, std::vector<std::string> tags);
+  Task<std::vector<std::string>> add_tags(std::string name, StringList tags);
   /// `tag -d <vm> tags...`; returns the VM's tags afterwards. Cancellation: as add_tags.
-  Task<std::vector<std::string>> remove_tags(std::string name, std::vector<std::string> tags);
+  Task<std::vector<std::string>> remove_tags(std::string name, StringList tags);
   /// `comment <vm> <text>`; an empty text clears the comment. Cancellation: the comment may or
   /// may not have changed.
   Task<void> set_comment(std::string name, std::string comment);
@@ -321,7 +332,9 @@ class Client {
   /// Cancellation: the remote command's process group is stopped (TERM, then KILL) with a
   /// follow-up request that runs shielded from further cancellation (at most 12 s), then
   /// operation_aborted is thrown.
-  Task<RunResult> run(std::string vm, std::string shell_line, RunOptions options = {});
+  Task<RunResult> run(std::string vm, std::string shell_line, RunOptions options);
+  /// run() with default options.
+  Task<RunResult> run(std::string vm, std::string shell_line);
 
   /// Runs a short POSIX sh script on a VM in one request (started like run(), in the home
   /// directory, stdin at EOF) and returns its exit code, stdout and the first 64 KiB of its
@@ -335,7 +348,9 @@ class Client {
   /// ProtocolError (garbled frames), BadRequestError (413: the request is over 64 KiB; see
   /// script_request_bytes). Cancellation: the request is abandoned; the script may still run
   /// to its end on the VM.
-  Task<RunResult> run_script(std::string vm, std::string script, ScriptOptions options = {});
+  Task<RunResult> run_script(std::string vm, std::string script, ScriptOptions options);
+  /// run_script() with default options.
+  Task<RunResult> run_script(std::string vm, std::string script);
   /// Removes the records of finished runs still on VMs (one request per VM), then closes idle
   /// connections. The client stays usable; the next request reconnects. A VM exe.dev refuses
   /// (422: deleted or paused) is skipped, its records dropped. When a record could not

@@ -462,6 +462,8 @@ Client::Client(asio::any_io_executor executor, ClientOptions options) : impl_(st
 }
 
 Client::~Client() = default;
+Client::Client(asio::any_io_executor executor) : Client(std::move(executor), ClientOptions{}) {}
+
 Client::Client(const Client&) = default;
 Client& Client::operator=(const Client&) = default;
 Client::Client(Client&&) noexcept = default;
@@ -500,16 +502,16 @@ Task<VMInfo> Client::copy_vm(CopyVMOptions options) {
   co_return detail::parse_vm_answer(body, "cp");
 }
 
-Task<std::vector<VMInfo>> Client::list_vms(std::vector<std::string> patterns) {
+Task<std::vector<VMInfo>> Client::list_vms(StringList patterns) {
   auto impl = impl_;
-  const auto line = detail::list_vms_line(patterns);
+  const auto line = detail::list_vms_line(patterns.items());
   const auto body = co_await impl->call(line, no_secrets);
   co_return detail::parse_list_answer(body);
 }
 
-Task<RemoveResult> Client::remove_vms(std::vector<std::string> names) {
+Task<RemoveResult> Client::remove_vms(StringList names) {
   auto impl = impl_;
-  const auto line = detail::remove_vms_line(names);
+  const auto line = detail::remove_vms_line(names.items());
   const auto body = co_await impl->call(line, no_secrets);
   auto result = detail::parse_remove_answer(body);
   for (const auto& name : result.deleted) impl->acks.erase(name);
@@ -534,15 +536,15 @@ Task<void> Client::restart_vm(std::string name) {
   detail::parse_object_answer(co_await impl->call(line, no_secrets), "restart");
 }
 
-Task<std::vector<std::string>> Client::add_tags(std::string name, std::vector<std::string> tags) {
+Task<std::vector<std::string>> Client::add_tags(std::string name, StringList tags) {
   auto impl = impl_;
-  const auto line = detail::tag_line(name, tags, false);
+  const auto line = detail::tag_line(name, tags.items(), false);
   co_return detail::parse_tags_answer(co_await impl->call(line, no_secrets));
 }
 
-Task<std::vector<std::string>> Client::remove_tags(std::string name, std::vector<std::string> tags) {
+Task<std::vector<std::string>> Client::remove_tags(std::string name, StringList tags) {
   auto impl = impl_;
-  const auto line = detail::tag_line(name, tags, true);
+  const auto line = detail::tag_line(name, tags.items(), true);
   co_return detail::parse_tags_answer(co_await impl->call(line, no_secrets));
 }
 
@@ -571,6 +573,10 @@ Task<void> Client::rename_vm(std::string name, std::string new_name) {
   const auto line = detail::rename_vm_line(name, new_name);
   if (name == new_name) co_return;  // exe.dev answers in text, not JSON, and changes nothing
   detail::parse_object_answer(co_await impl->call(line, no_secrets), "rename");
+}
+
+Task<RunResult> Client::run(std::string vm, std::string shell_line) {
+  return run(std::move(vm), std::move(shell_line), RunOptions{});
 }
 
 Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions options) {
@@ -725,6 +731,10 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions o
 }
 
 // ---- run_script() -----------------------------------------------------------------------------
+
+Task<RunResult> Client::run_script(std::string vm, std::string script) {
+  return run_script(std::move(vm), std::move(script), ScriptOptions{});
+}
 
 Task<RunResult> Client::run_script(std::string vm, std::string script, ScriptOptions options) {
   const auto boundary = detail::script_boundary();

@@ -83,19 +83,27 @@ void need_real_shell(const Rule& r) {
   if (!r.suite.has_real_posix_shell) throw SkipRule{"has_real_posix_shell is false"};
 }
 
-// Builds an argv outside any co_await expression: GCC 12 miscompiles a braced list there.
+// An argv list from its items (the helpers below take a vector).
 template <typename... Items>
 std::vector<std::string> cmd(Items... items) {
   return {std::string(items)...};
 }
 
-Task<CommandResult> argv(const BackendPtr& b, std::vector<std::string> items, RunOptions options = {}) {
+Task<CommandResult> argv(const BackendPtr& b, std::vector<std::string> items, RunOptions options) {
   co_return co_await commands(b).run(Command::argv(std::move(items)), std::move(options));
 }
 
-Task<CommandResult> shell(const BackendPtr& b, std::string line, RunOptions options = {}) {
+// Overloads rather than defaulted options: a default would be a temporary of the caller's
+// co_await, which GCC 12 miscompiles (and the options' guard refuses).
+Task<CommandResult> argv(const BackendPtr& b, std::vector<std::string> items) {
+  return argv(b, std::move(items), RunOptions{});
+}
+
+Task<CommandResult> shell(const BackendPtr& b, std::string line, RunOptions options) {
   co_return co_await commands(b).run(Command::shell(std::move(line)), std::move(options));
 }
+
+Task<CommandResult> shell(const BackendPtr& b, std::string line) { return shell(b, std::move(line), RunOptions{}); }
 
 
 // A hang guard: fails the rule if `op` takes longer than `limit` (and cancels it).
@@ -237,7 +245,8 @@ Task<void> test_command_form_must_match_shell(Rule& r) {
                                                [](const std::invalid_argument& e) {
                                                  return std::string(e.what()) == "command must not be empty";
                                                });
-  co_await expect_throw<std::invalid_argument>(backend_commands.run(Command::argv(no_items), RunOptions{}),
+  const RunOptions no_options;
+  co_await expect_throw<std::invalid_argument>(backend_commands.run(Command::argv(no_items), no_options),
                                                "the backend's own run(argv{})");
   const auto result = co_await argv(r.backend, cmd("exit 3"));
   INFO("argv {\"exit 3\"} names a program, not a shell line");

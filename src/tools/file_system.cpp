@@ -193,6 +193,9 @@ struct FileSystem::State : detail::FileSystemCore {
   }
 };
 
+FileSystem::FileSystem(std::shared_ptr<workspace::Workspace> workspace)
+    : FileSystem(std::move(workspace), FileSystemOptions{}) {}
+
 FileSystem::FileSystem(std::shared_ptr<workspace::Workspace> workspace, FileSystemOptions options)
     : state_(std::make_shared<State>()) {
   if (!workspace) throw std::invalid_argument("FileSystem needs a workspace");

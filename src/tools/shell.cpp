@@ -214,6 +214,8 @@ struct Shell::State {
   Task<std::string> dispatch(std::string name, std::string arguments, ToolCallContext context);
 };
 
+Shell::Shell(std::shared_ptr<ws::Workspace> workspace) : Shell(std::move(workspace), ShellOptions{}) {}
+
 Shell::Shell(std::shared_ptr<ws::Workspace> workspace, ShellOptions options) : state_(std::make_shared<State>()) {
   if (!workspace) throw std::invalid_argument("Shell needs a workspace");
   validate(options);

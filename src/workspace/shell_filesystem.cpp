@@ -393,7 +393,8 @@ Task<CommandResult> ShellFilesystem::sh(std::string script, std::vector<std::str
     line += "\n";
   }
   line += script;
-  co_return co_await commands_.run(Command::shell(std::move(line)), RunOptions{});
+  const RunOptions no_options;  // named: GCC 12 miscompiles an options temporary in co_await
+  co_return co_await commands_.run(Command::shell(std::move(line)), no_options);
 }
 
 Task<void> ShellFilesystem::discard(std::string script) { co_await sh(std::move(script)); }

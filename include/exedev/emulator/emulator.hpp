@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include <exedev/coawait_guard.hpp>
+
 namespace exedev::emulator {
 
 /// What `ssh <vm> …` does when the VM is paused (unknown in production).
@@ -77,12 +79,12 @@ struct Modes {
   /// How an `ssh` stream cut by the time limit or by its VM's removal ends (unknown in
   /// production): nullopt = the body just ends, without the last chunk (default); a value = the
   /// body ends properly with `X-Exe-Exit: <value>` (when trailers are sent).
-  std::optional<int> cut_exit_code;
+  std::optional<int> cut_exit_code{};
   /// While a VM boots, `ssh <vm> true` succeeds (exe.dev's own REPL answers it) while any
   /// other command gets 422 `failed to connect to VM: …`. Off: every command gets the 422.
   bool unready_true_quirk = false;
   CpResponse cp_response = CpResponse::legacy;
-  RateLimit rate_limit;
+  RateLimit rate_limit{};
   /// Added before every /exec request is handled (after it is read).
   std::chrono::milliseconds latency{0};
   /// Time a new or copied VM takes before it runs commands; `ls` shows `creating` meanwhile.
@@ -93,15 +95,16 @@ struct Modes {
 struct TokenSpec {
   /// Allowed canonical command names; nullopt = exe.dev's defaults (§2.3, which exclude ssh and
   /// rm); an empty list allows nothing. An entry "ssh <vm>" allows ssh to that VM only.
-  std::optional<std::vector<std::string>> cmds;
+  std::optional<std::vector<std::string>> cmds{};
   /// Tag scope (§2.4): the token sees and touches only VMs with this tag.
-  std::optional<std::string> tag;
+  std::optional<std::string> tag{};
   /// Expiry of the token (401 after it).
-  std::optional<std::chrono::system_clock::time_point> expires_at;
+  std::optional<std::chrono::system_clock::time_point> expires_at{};
   /// Expiry of the signing key row (403 "SSH key has expired" after it).
-  std::optional<std::chrono::system_clock::time_point> key_expires_at;
+  std::optional<std::chrono::system_clock::time_point> key_expires_at{};
   /// The key label shown by whoami; empty = "api-key-N".
-  std::string label;
+  std::string label{};
+  EXEDEV_COAWAIT_GUARD;
 };
 
 /// The kinds of injected failure.
@@ -128,13 +131,14 @@ struct Fault {
   unsigned status = 500;         ///< http_status
   std::size_t after_bytes = 0;   ///< truncate_stream
   std::chrono::milliseconds duration = std::chrono::seconds(60);  ///< stall
+  EXEDEV_COAWAIT_GUARD;
 };
 
 struct Options {
   /// VMs live here (one directory each, metadata in emulator-state.json). Empty = a fresh temporary
   /// directory removed on destruction. A new Emulator on the same directory sees the same VMs
   /// and accepts the same tokens.
-  std::filesystem::path state_dir;
+  std::filesystem::path state_dir{};
   std::string host = "127.0.0.1";  ///< a loopback address only ("127.x.y.z", "::1", "localhost").
   std::uint16_t port = 0;          ///< 0 = pick a free port.
   bool plain_http = false;         ///< debugging only: no TLS.
@@ -142,16 +146,17 @@ struct Options {
   bool expired_certificate = false;
   /// Secret of the control endpoint `POST /_emulator/…` (header X-Emulator-Control);
   /// empty = a random one (control_secret()).
-  std::string control_secret;
+  std::string control_secret{};
   /// The all-commands token; empty = a random one (persisted in state_dir).
-  std::string token;
+  std::string token{};
   /// Extra tokens to accept (for a tokens file or the command line).
-  std::map<std::string, TokenSpec> tokens;
+  std::map<std::string, TokenSpec> tokens{};
   /// The VM user's login shell: `ssh` command lines run as `<shell> -c <line>` with
   /// SHELL=<shell>, as sshd runs them. Empty = /bin/bash when this machine has it (exeuntu's
   /// login shell is bash), else /bin/sh.
-  std::string login_shell;
-  Modes modes;
+  std::string login_shell{};
+  Modes modes{};
+  EXEDEV_COAWAIT_GUARD;
 };
 
 struct VMRecord {
@@ -185,7 +190,9 @@ class Emulator {
  public:
   /// Starts the server on its own thread; returns once it listens. Throws std::runtime_error
   /// (or std::invalid_argument for a non-loopback host) if it cannot.
-  explicit Emulator(Options options = {});
+  explicit Emulator(Options options);
+  /// With default options.
+  Emulator();
   /// Stops the server, kills every VM process, removes a temporary state_dir.
   ~Emulator();
   Emulator(const Emulator&) = delete;

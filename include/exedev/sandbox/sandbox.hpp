@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 
+#include <exedev/coawait_guard.hpp>
 #include <exedev/client.hpp>
 #include <exedev/sandbox/sandbox_backend.hpp>
 #include <exedev/sandbox/vm_spec.hpp>
@@ -39,6 +40,7 @@ struct SandboxOptions {
   std::optional<Client> client{};
   ClientOptions client_options{};
   ReadinessOptions readiness{};
+  EXEDEV_COAWAIT_GUARD;
 };
 
 /// One run's workspace.

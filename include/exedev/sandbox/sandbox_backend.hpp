@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include <exedev/coawait_guard.hpp>
 #include <exedev/client.hpp>
 #include <exedev/sandbox/errors.hpp>
 #include <exedev/sandbox/vm_spec.hpp>
@@ -77,6 +78,7 @@ struct SandboxBackendOptions {
   workspace::Env env{};
   ReadinessOptions readiness{};
   FileTransferOptions transfer{};
+  EXEDEV_COAWAIT_GUARD;
 };
 
 /// The shell-filesystem sizes for `transfer`: write chunks that fill exe.dev's request body

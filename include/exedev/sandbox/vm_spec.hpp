@@ -26,6 +26,8 @@
 #include <string_view>
 #include <vector>
 
+#include <exedev/coawait_guard.hpp>
+
 namespace exedev {
 
 /// What a VM may reach on the network.
@@ -65,6 +67,7 @@ struct VMSpecFields {
   /// Where commands start: absolute, or relative to the VM user's home. Made while getting the
   /// VM ready.
   std::optional<std::string> working_dir{};
+  EXEDEV_COAWAIT_GUARD;
 };
 
 /// A validated VM description. Construction does no I/O.

@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 
+#include <exedev/coawait_guard.hpp>
 #include <exedev/client.hpp>
 #include <exedev/sandbox/errors.hpp>
 #include <exedev/sandbox/lookup.hpp>
@@ -62,6 +63,7 @@ struct VMsOptions {
   /// Options of the client made on first use when `client` is unset.
   ClientOptions client_options{};
   ReadinessOptions readiness{};
+  EXEDEV_COAWAIT_GUARD;
 };
 
 /// Every operation raises ExeDevAccessError for a rejected token (401), a command the token may

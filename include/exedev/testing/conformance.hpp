@@ -3,7 +3,8 @@
 // as Catch2 (v2) test cases, plus this library's rules on live output and the login shell. Certify a backend by describing it in a BackendSuite and
 // registering it from a test executable linked with exedev::testing and Catch2's main:
 //
-//   #include <exedev/testing/conformance.hpp>
+//   #include <exedev/coawait_guard.hpp>
+#include <exedev/testing/conformance.hpp>
 //   EXEDEV_BACKEND_SUITE(my_backend_suite) {
 //     exedev::testing::BackendSuite suite;
 //     suite.name = "MyBackend";
@@ -43,18 +44,18 @@ using DestroyEnvironment = std::function<boost::asio::awaitable<void>(BackendPtr
 /// What the suite needs to know about a backend (the reference suite's fixtures and switches).
 struct BackendSuite {
   /// Prefix of every test case name; also a Catch2 tag.
-  std::string name;
+  std::string name{};
   /// Required: the backend under test. Called once per rule.
-  BackendFactory backend;
+  BackendFactory backend{};
   /// An uninitialized backend (no environment yet, ref() nullopt) for the concurrent-first-use
   /// rule. Empty: that rule skips.
-  BackendFactory fresh_backend;
+  BackendFactory fresh_backend{};
   /// An independent environment the suite may destroy; empty: defaults to fresh_backend.
-  BackendFactory destructive_backend;
+  BackendFactory destructive_backend{};
   /// Enables the reattach rules.
-  AttachFactory attach_backend;
+  AttachFactory attach_backend{};
   /// Enables the destroy rules (with destructive_backend or fresh_backend).
-  DestroyEnvironment destroy_environment;
+  DestroyEnvironment destroy_environment{};
 
   /// Set false only if the transport cannot report exit independently of pipe EOF.
   bool can_detect_exit_with_inherited_output_pipes = true;
@@ -70,6 +71,7 @@ struct BackendSuite {
 
   /// Hang guard of each rule (the rules' own waits are 30 s and 60 s at most).
   std::chrono::milliseconds rule_deadline = std::chrono::minutes(3);
+  EXEDEV_COAWAIT_GUARD;
 };
 
 /// The rule names, in the reference suite's order (test_has_the_required_members, ...), with

@@ -4,6 +4,7 @@
 // patterns. The reference is the Pydantic AI harness's FileSystem (workspaces-api.md §4.6);
 // docs/tools.md lists every output format and where C++ differs.
 
+#include <exedev/coawait_guard.hpp>
 #include <exedev/tools/toolset.hpp>
 #include <exedev/workspace/workspace.hpp>
 
@@ -47,6 +48,7 @@ struct FileSystemOptions {
   bool content_hashes = true;                 ///< Report hashes and accept expected_hash.
   std::vector<std::string> tools = file_system_default_tools();  ///< Subset of file_system_tool_names().
   std::string id = "file_system";            ///< The tool set's id.
+  EXEDEV_COAWAIT_GUARD;
 };
 
 /// The file tools over one Workspace. Relative paths resolve from the working directory;
@@ -60,7 +62,9 @@ class FileSystem final : public Toolset {
  public:
   /// Throws std::invalid_argument for an invalid option (UserError for a root_dir below the
   /// working directory). `workspace` must not be null.
-  explicit FileSystem(std::shared_ptr<workspace::Workspace> workspace, FileSystemOptions options = {});
+  FileSystem(std::shared_ptr<workspace::Workspace> workspace, FileSystemOptions options);
+  /// With default options.
+  explicit FileSystem(std::shared_ptr<workspace::Workspace> workspace);
   ~FileSystem() override;
   FileSystem(const FileSystem&) = delete;
   FileSystem& operator=(const FileSystem&) = delete;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include <exedev/coawait_guard.hpp>
 #include <exedev/tools/toolset.hpp>
 #include <exedev/workspace/types.hpp>
 
@@ -76,6 +77,7 @@ struct ShellOptions {
   std::vector<std::string> tools = run_scoped_tool_names();
   /// The tool set's id.
   std::string id = "shell";
+  EXEDEV_COAWAIT_GUARD;
 };
 
 /// The Shell tool set over one workspace. Offers no tools when the workspace cannot run
@@ -91,7 +93,9 @@ struct ShellOptions {
 class Shell final : public Toolset {
  public:
   /// Throws std::invalid_argument for invalid options, or a null workspace.
-  Shell(std::shared_ptr<workspace::Workspace> workspace, ShellOptions options = {});
+  Shell(std::shared_ptr<workspace::Workspace> workspace, ShellOptions options);
+  /// With default options.
+  explicit Shell(std::shared_ptr<workspace::Workspace> workspace);
   ~Shell() override;
   Shell(const Shell&) = delete;
   Shell& operator=(const Shell&) = delete;

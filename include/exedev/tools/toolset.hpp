@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include <exedev/coawait_guard.hpp>
 #include <exedev/workspace/backend.hpp>
 
 namespace exedev::tools {
@@ -50,6 +51,7 @@ struct ToolCallContext {
   /// Live output of a long-running tool (UTF-8 text, in order); empty: none wanted.
   /// Called on the caller's executor; it must not block.
   std::function<void(std::string_view text)> on_output{};
+  EXEDEV_COAWAIT_GUARD;
 };
 
 /// A set of tools over one workspace.

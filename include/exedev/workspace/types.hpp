@@ -12,6 +12,9 @@
 #include <variant>
 #include <vector>
 
+#include <exedev/coawait_guard.hpp>
+#include <exedev/string_list.hpp>
+
 namespace exedev::workspace {
 
 /// Raw bytes (file contents, command output before decoding). A std::string is used as the
@@ -27,8 +30,9 @@ using Seconds = std::chrono::duration<double>;
 /// Serializable identity of a workspace environment, without credentials.
 /// Pass it to a later run to continue in the same environment.
 struct WorkspaceRef {
-  std::string provider;  ///< Provider that owns the environment, e.g. "local", "exedev".
-  std::string id;        ///< Provider-specific identifier.
+  std::string provider{};  ///< Provider that owns the environment, e.g. "local", "exedev".
+  std::string id{};        ///< Provider-specific identifier.
+  EXEDEV_COAWAIT_GUARD;
 
   friend bool operator==(const WorkspaceRef&, const WorkspaceRef&) = default;
 
@@ -65,7 +69,7 @@ class Command {
  public:
   /// argv[0] is the program, looked up on PATH; every item is passed literally.
   /// An empty argv is rejected by Workspace::run with std::invalid_argument.
-  static Command argv(std::vector<std::string> argv) { return Command(Argv{std::move(argv)}); }
+  static Command argv(StringList argv) { return Command(Argv{std::move(argv).items()}); }
   /// A command line for `/bin/sh -c` (or the environment's shell).
   static Command shell(std::string line) { return Command(Shell{std::move(line)}); }
 
@@ -97,6 +101,7 @@ struct RunOptions {
   std::optional<Seconds> timeout{};  ///< None: no timeout. Else positive and finite.
   OutputCallback on_stdout{};        ///< Live stdout, as it arrives; empty: none.
   OutputCallback on_stderr{};        ///< Live stderr, as it arrives; empty: none.
+  EXEDEV_COAWAIT_GUARD;
 };
 
 /// Throws std::invalid_argument("timeout must be a positive finite number or None") for a

@@ -86,7 +86,7 @@ TEST_CASE("a command on a paused VM with a token that may not resume says so pla
     o.readiness = f.readiness();
     exedev::SandboxBackend backend(o);
     const auto command = exedev::workspace::Command::shell("echo hi");
-    const auto refused = expect_error<exedev::ExeDevAccessError>(co_await capture(backend.run(command, {})));
+    const auto refused = expect_error<exedev::ExeDevAccessError>(co_await capture(backend.run(command, no_options())));
     CHECK(refused.command() == "resume");
     CHECK_THAT(refused.what(), Catch::Contains("is paused"));
     CHECK_THAT(refused.what(), Catch::Contains("`resume`"));

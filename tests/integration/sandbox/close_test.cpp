@@ -86,9 +86,9 @@ TEST_CASE("SandboxBackend::close raises a failed close, keeps the client, retrie
   exedev::testing::run([&](Executor) -> Task<void> {
     auto backend = f.backend(std::nullopt, f.spec());
     const auto command = Command::shell("true");
-    co_await backend->run(command, {});
+    co_await backend->run(command, no_options());
     co_await check_failed_close(f, [&] { return backend->close(); });
-    co_await backend->run(command, {});
+    co_await backend->run(command, no_options());
     co_await check_cancelled_close(f, [&] { return backend->close(); });
   }, limits(300s));
 }

@@ -35,6 +35,10 @@ namespace asio = boost::asio;
 using exedev::Task;
 using Executor = asio::any_io_executor;
 
+/// Options that set nothing, for a backend's run(). Returned from a function so that no options
+/// temporary is built inside the caller's co_await (GCC 12 miscompiles one; ADR 7).
+inline exedev::workspace::RunOptions no_options() { return {}; }
+
 /// A one-word list (GCC 12 miscompiles braced lists inside coroutines).
 inline std::vector<std::string> one(std::string word) {
   std::vector<std::string> words;
@@ -166,10 +170,13 @@ class Fixture {
   }
 
   /// A spec carrying the test's tag (so live cleanup finds the VM).
-  exedev::VMSpec spec(exedev::VMSpecFields fields = {}) const {
+  exedev::VMSpec spec(exedev::VMSpecFields fields) const {
     fields.tags.push_back(run_tag_);
     return exedev::VMSpec(std::move(fields));
   }
+  /// (An overload, not a defaulted argument: the default would be a temporary of the caller's
+  /// co_await, which GCC 12 miscompiles and the options' guard refuses.)
+  exedev::VMSpec spec() const { return spec(exedev::VMSpecFields{}); }
 
   std::string vm_name(const std::string& prefix = "vm") const { return prefix + "-" + random_suffix(); }
 

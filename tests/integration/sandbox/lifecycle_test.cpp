@@ -244,7 +244,7 @@ TEST_CASE("a tag-scoped token never reaches another tag's VM", "[integration]") 
     o.client_options = options;
     o.readiness = f.readiness();
     exedev::SandboxBackend backend(std::move(o));
-    const auto refused = co_await capture(backend.run(exedev::workspace::Command::shell("touch reached"), {}));
+    const auto refused = co_await capture(backend.run(exedev::workspace::Command::shell("touch reached"), no_options()));
     CHECK(refused);
     co_await backend.close();
     co_await scoped.close();

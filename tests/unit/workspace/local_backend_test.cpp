@@ -99,11 +99,11 @@ TEST_CASE("LocalBackend: missing and non-executable programs", "[unit][workspace
   std::ofstream(dir / "not-exec") << "#!/bin/sh\n";
   auto backend = std::make_shared<ws::LocalBackend>(dir.path());
   run([&](boost::asio::any_io_executor) -> Task<void> {
-    const auto missing = co_await backend->run(cmd("exedev-no-such-program"), {});
+    const auto missing = co_await backend->run(cmd("exedev-no-such-program"), exedev::test::no_options());
     CHECK(missing == ws::CommandResult{127, "", "exedev-no-such-program: command not found\n"});
-    const auto relative = co_await backend->run(cmd("./not-exec"), {});
+    const auto relative = co_await backend->run(cmd("./not-exec"), exedev::test::no_options());
     CHECK(relative.exit_code == 126);  // root too needs an x bit to execute
-    const auto gone = co_await backend->run(cmd("./gone"), {});
+    const auto gone = co_await backend->run(cmd("./gone"), exedev::test::no_options());
     CHECK(gone.exit_code == 127);
   });
 }
@@ -117,7 +117,7 @@ TEST_CASE("LocalBackend: a program without permission to run says Permission den
   std::ofstream(dir / "not-exec") << "#!/bin/sh\n";
   auto backend = std::make_shared<ws::LocalBackend>(dir.path());
   run([&](boost::asio::any_io_executor) -> Task<void> {
-    const auto relative = co_await backend->run(cmd("./not-exec"), {});
+    const auto relative = co_await backend->run(cmd("./not-exec"), exedev::test::no_options());
     CHECK(relative == ws::CommandResult{126, "", "./not-exec: Permission denied\n"});
   });
 }
@@ -126,10 +126,10 @@ TEST_CASE("LocalBackend: signals, stdin, undecodable output, working directory",
   TempDir dir;
   auto backend = std::make_shared<ws::LocalBackend>(dir.path());
   run([&](boost::asio::any_io_executor) -> Task<void> {
-    CO_CHECK((co_await backend->run(Command::shell("kill -9 $$"), {})).exit_code == 137);
-    CO_CHECK((co_await backend->run(Command::shell("cat"), {})).stdout_text.empty());
-    CO_CHECK((co_await backend->run(Command::shell("printf 'a\\377b'"), {})).stdout_text == "a\xEF\xBF\xBD" "b");
-    CO_CHECK((co_await backend->run(cmd("pwd", "-P"), {})).stdout_text == dir.path() + "\n");
+    CO_CHECK((co_await backend->run(Command::shell("kill -9 $$"), exedev::test::no_options())).exit_code == 137);
+    CO_CHECK((co_await backend->run(Command::shell("cat"), exedev::test::no_options())).stdout_text.empty());
+    CO_CHECK((co_await backend->run(Command::shell("printf 'a\\377b'"), exedev::test::no_options())).stdout_text == "a\xEF\xBF\xBD" "b");
+    CO_CHECK((co_await backend->run(cmd("pwd", "-P"), exedev::test::no_options())).stdout_text == dir.path() + "\n");
   });
 }
 
@@ -175,7 +175,7 @@ TEST_CASE("LocalBackend: output above 10 MiB is an error with the first 64 KiB",
   run([&](boost::asio::any_io_executor) -> Task<void> {
     bool raised = false;
     try {
-      co_await backend->run(Command::shell("yes 0123456789abcdef"), {});
+      co_await backend->run(Command::shell("yes 0123456789abcdef"), exedev::test::no_options());
     } catch (const ws::WorkspaceOutputLimitError& e) {
       raised = true;
       CHECK(e.limit() == 10u * 1024 * 1024);
@@ -190,9 +190,9 @@ TEST_CASE("LocalBackend: a background child holding stdout does not hold run()",
   TempDir dir;
   auto backend = std::make_shared<ws::LocalBackend>(dir.path());
   run([&](boost::asio::any_io_executor) -> Task<void> {
-    const auto result = co_await backend->run(Command::shell("sleep 30 & echo $! > bg.pid; printf done"), {});
+    const auto result = co_await backend->run(Command::shell("sleep 30 & echo $! > bg.pid; printf done"), exedev::test::no_options());
     CHECK(result == ws::CommandResult{0, "done", ""});
-    co_await backend->run(Command::shell("kill \"$(cat bg.pid)\""), {});
+    co_await backend->run(Command::shell("kill \"$(cat bg.pid)\""), exedev::test::no_options());
   });
 }
 

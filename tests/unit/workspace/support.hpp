@@ -20,13 +20,15 @@
 
 namespace exedev::test {
 
-/// An argv command from its items, built outside any co_await expression: GCC 12 miscompiles
-/// a braced list there.
+/// An argv command from its items.
 template <typename... Items>
 workspace::Command cmd(Items... items) {
-  std::vector<std::string> argv{std::string(items)...};
-  return workspace::Command::argv(std::move(argv));
+  return workspace::Command::argv({std::string(items)...});
 }
+
+/// Options that set nothing, for a backend's run(). Returned from a function so that no options
+/// temporary is built inside the caller's co_await (GCC 12 miscompiles one; ADR 7).
+inline workspace::RunOptions no_options() { return {}; }
 
 /// A fresh directory under $TMPDIR, removed with its contents on destruction.
 class TempDir {

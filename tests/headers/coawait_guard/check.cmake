@@ -1,0 +1,23 @@
+# Compiles SOURCE (syntax only) with the compiler under test. GCC 12 must refuse it with the
+# guard's "array used as initializer"; any other compiler must accept it.
+# -DCXX= -DCXX_ID= -DCXX_VERSION= -DSOURCE= -DINCLUDES=<;-list>
+set(_flags -std=c++20 -fsyntax-only)
+foreach(dir IN LISTS INCLUDES)
+  list(APPEND _flags -I${dir})
+endforeach()
+execute_process(COMMAND ${CXX} ${_flags} ${SOURCE} RESULT_VARIABLE _status OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
+string(REGEX MATCH "^[0-9]+" _major "${CXX_VERSION}")
+if(CXX_ID STREQUAL "GNU" AND _major EQUAL 12)
+  if(_status EQUAL 0)
+    message(FATAL_ERROR "GCC 12 compiled ${SOURCE}, which it miscompiles: the guard did not work")
+  endif()
+  if(NOT _out MATCHES "array used as initializer")
+    message(FATAL_ERROR "GCC 12 refused ${SOURCE}, but not with the guard's error:\n${_out}")
+  endif()
+  message(STATUS "GCC 12 refused ${SOURCE} with the guard's error, as it should")
+else()
+  if(NOT _status EQUAL 0)
+    message(FATAL_ERROR "${CXX_ID} ${CXX_VERSION} refused ${SOURCE}:\n${_out}")
+  endif()
+  message(STATUS "${CXX_ID} ${CXX_VERSION} compiled ${SOURCE}, as it should")
+endif()
