@@ -9,12 +9,14 @@
 #include <exedev/emulator/client_options.hpp>
 #include <exedev/emulator/emulator.hpp>
 #include <exedev/exedev.hpp>
-#include <exedev/testing/run.hpp>
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
 
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -36,6 +38,54 @@ void expect(bool condition, const char* what) {
   if (!condition) throw std::runtime_error(std::string("demo check failed: ") + what);
 }
 
+// Both runs and the lifecycle calls, as one coroutine on the demo's io_context.
+asio::awaitable<void> drive(exedev::Sandbox& sandbox) {
+  std::optional<ws::WorkspaceRef> ref;
+
+  step("run 1: the first workspace operation provisions a VM and waits until it runs commands");
+  co_await sandbox.with_run(std::nullopt, [&](exedev::SandboxRun& run) -> exedev::Task<void> {
+    auto& workspace = *run.workspace;
+    std::printf("   working dir: %s\n", (co_await workspace.working_dir()).c_str());
+    ref = run.backend->ref();
+    std::printf("   ref: %s\n", ref->to_json().c_str());
+
+    co_await workspace.write_text("notes/plan.txt", "1. look around\n2. write code\n");
+    co_await workspace.write_bytes("data/blob.bin", std::string("\x00\x01\xfe\xff", 4));
+    auto result = co_await workspace.run(ws::Command::shell("wc -l notes/plan.txt; echo to-stderr >&2; exit 3"));
+    show(result);
+    expect(result.exit_code == 3 && result.stderr_text == "to-stderr\n", "exit code and stderr");
+
+    for (const auto& entry : co_await workspace.list_dir(".")) {
+      std::printf("   %s %s\n", entry.is_dir ? "dir " : "file", entry.name.c_str());
+    }
+  });
+
+  step("run 2: a new run reattaches to the same VM by its ref");
+  co_await sandbox.with_run(ref, [&](exedev::SandboxRun& run) -> exedev::Task<void> {
+    auto& workspace = *run.workspace;
+    auto plan = co_await workspace.read_text("notes/plan.txt");
+    std::printf("   notes/plan.txt: %s", plan.c_str());
+    expect(plan == "1. look around\n2. write code\n", "the file survived between runs");
+    auto blob = co_await workspace.read_bytes("data/blob.bin");
+    expect(blob == std::string("\x00\x01\xfe\xff", 4), "binary bytes round-trip");
+    // A braced argv is safe inside co_await with GCC 12 too: Command::argv takes a StringList.
+    show(co_await workspace.run(ws::Command::argv({"sh", "-c", "echo \"$1\"", "sh", "argv items stay literal: $HOME"})));
+  });
+
+  step("outside a run: inspect, pause, resume, destroy");
+  auto vms = sandbox.vms();
+  auto state = co_await vms.inspect(*ref);
+  std::printf("   %s is %s\n", state.name.c_str(), state.status.raw.c_str());
+  state = co_await vms.pause(*ref);
+  std::printf("   paused: %s\n", state.status.raw.c_str());
+  state = co_await vms.resume(*ref);
+  std::printf("   resumed: %s\n", state.status.raw.c_str());
+  const bool deleted = co_await vms.destroy(*ref);
+  std::printf("   destroyed: %s\n", deleted ? "yes" : "no");
+  expect(deleted, "destroy deleted the VM");
+  co_await vms.close();
+}
+
 }  // namespace
 
 int main() try {
@@ -50,55 +100,11 @@ int main() try {
                            .scope_tag = "agents",
                            .client_options = client_options});
 
-  exedev::testing::run(
-      [&](asio::any_io_executor) -> asio::awaitable<void> {
-        std::optional<ws::WorkspaceRef> ref;
-
-        step("run 1: the first workspace operation provisions a VM and waits until it runs commands");
-        co_await sandbox.with_run(std::nullopt, [&](exedev::SandboxRun& run) -> exedev::Task<void> {
-          auto& workspace = *run.workspace;
-          std::printf("   working dir: %s\n", (co_await workspace.working_dir()).c_str());
-          ref = run.backend->ref();
-          std::printf("   ref: %s\n", ref->to_json().c_str());
-
-          co_await workspace.write_text("notes/plan.txt", "1. look around\n2. write code\n");
-          co_await workspace.write_bytes("data/blob.bin", std::string("\x00\x01\xfe\xff", 4));
-          auto result = co_await workspace.run(ws::Command::shell("wc -l notes/plan.txt; echo to-stderr >&2; exit 3"));
-          show(result);
-          expect(result.exit_code == 3 && result.stderr_text == "to-stderr\n", "exit code and stderr");
-
-          for (const auto& entry : co_await workspace.list_dir(".")) {
-            std::printf("   %s %s\n", entry.is_dir ? "dir " : "file", entry.name.c_str());
-          }
-        });
-
-        step("run 2: a new run reattaches to the same VM by its ref");
-        co_await sandbox.with_run(ref, [&](exedev::SandboxRun& run) -> exedev::Task<void> {
-          auto& workspace = *run.workspace;
-          auto plan = co_await workspace.read_text("notes/plan.txt");
-          std::printf("   notes/plan.txt: %s", plan.c_str());
-          expect(plan == "1. look around\n2. write code\n", "the file survived between runs");
-          auto blob = co_await workspace.read_bytes("data/blob.bin");
-          expect(blob == std::string("\x00\x01\xfe\xff", 4), "binary bytes round-trip");
-          // Built before co_await: GCC 12 miscompiles braced lists inside a co_await expression.
-          const auto literal_argv = ws::Command::argv({"sh", "-c", "echo \"$1\"", "sh", "argv items stay literal: $HOME"});
-          show(co_await workspace.run(literal_argv));
-        });
-
-        step("outside a run: inspect, pause, resume, destroy");
-        auto vms = sandbox.vms();
-        auto state = co_await vms.inspect(*ref);
-        std::printf("   %s is %s\n", state.name.c_str(), state.status.raw.c_str());
-        state = co_await vms.pause(*ref);
-        std::printf("   paused: %s\n", state.status.raw.c_str());
-        state = co_await vms.resume(*ref);
-        std::printf("   resumed: %s\n", state.status.raw.c_str());
-        const bool deleted = co_await vms.destroy(*ref);
-        std::printf("   destroyed: %s\n", deleted ? "yes" : "no");
-        expect(deleted, "destroy deleted the VM");
-        co_await vms.close();
-      },
-      exedev::testing::RunLimits{.deadline = 5min});
+  asio::io_context io;
+  std::exception_ptr failure;
+  asio::co_spawn(io, drive(sandbox), [&](std::exception_ptr e) { failure = e; });
+  io.run();
+  if (failure) std::rethrow_exception(failure);
 
   step("what the emulator saw");
   std::printf("   %zu /exec requests over %zu TLS connections; %zu VMs left\n", emulator.commands().size(),
