@@ -123,7 +123,7 @@ Task<void> wait_ready(Client client, std::string name, ReadinessOptions readines
   std::exception_ptr last_error;
   for (;;) {
     try {
-      RunOptions options;
+      ClientRunOptions options;
       options.timeout = std::chrono::duration<double>(30);
       options.max_output_bytes = 64 * 1024;
       auto probe = client.run(name, "echo " + token, options);

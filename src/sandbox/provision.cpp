@@ -50,7 +50,7 @@ Task<VMInfo> create_request(Client client, VMSpec spec, std::optional<std::strin
 }
 
 Task<void> run_checked(Client client, std::string name, std::string line, std::string what) {
-  RunOptions options;
+  ClientRunOptions options;
   options.timeout = std::chrono::duration<double>(120);
   auto running = client.run(name, line, options);
   const auto result = co_await std::move(running);

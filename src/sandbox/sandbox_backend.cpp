@@ -35,7 +35,7 @@ static_assert((kMaximumReadPageBytes + kMaximumReadPageBytes / 1000 + 1024) / 57
 // The largest request Client::run sends for `shell_line` with this env and working directory.
 std::size_t lobby_line_size(const std::string& shell_line, const workspace::Env& env,
                             const std::optional<std::string>& working_dir) {
-  RunOptions options;
+  ClientRunOptions options;
   options.env = std::map<std::string, std::string>(env.begin(), env.end());
   options.working_dir = working_dir;
   return run_request_bytes(std::string(kLongestVmName, 'v'), shell_line, options);
@@ -202,7 +202,7 @@ struct SandboxBackend::Impl {
     if (!command.is_shell() && command.args().empty()) throw std::invalid_argument("argv must not be empty");
     const std::string name = co_await ensure_ready();
     auto c = co_await client.get();
-    RunOptions run_options;
+    ClientRunOptions run_options;
     run_options.env = std::map<std::string, std::string>(env.begin(), env.end());
     // (No structured bindings here: GCC 12 destroys them twice inside coroutines.)
     for (const auto& entry : options.env) run_options.env[entry.first] = entry.second;

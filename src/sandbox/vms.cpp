@@ -91,7 +91,7 @@ Task<VMState> pause_in(Context c, VMTarget vm) {
   const auto info = co_await in_scope(c, vm);
   if (info.status.kind == VMStatus::Kind::paused) co_return VMState::from_info(info);
   // Flush first, so that what was written survives whatever happens to the paused VM.
-  RunOptions options;
+  ClientRunOptions options;
   options.timeout = std::chrono::duration<double>(120);
   auto flushing = c.client.run(vm.name(), "sync", options);
   const auto flushed = co_await std::move(flushing);

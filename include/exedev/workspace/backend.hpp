@@ -19,19 +19,17 @@
 // - Every operation runs on the caller's executor and honours Asio per-operation cancellation
 //   (terminal at least); each backend documents what a cancelled operation leaves behind.
 
-#include <boost/asio/awaitable.hpp>
-
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include <exedev/task.hpp>
 #include <exedev/workspace/types.hpp>
 
 namespace exedev::workspace {
 
-template <typename T>
-using Task = boost::asio::awaitable<T>;
+using exedev::Task;
 
 /// The environment an agent run works in.
 class WorkspaceBackend {
