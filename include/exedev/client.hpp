@@ -139,6 +139,8 @@ class Client {
   /// directory, stdin at EOF) and returns its exit code, stdout and the first 64 KiB of its
   /// stderr. For bounded work (file operations) that finishes well within exe.dev's ~30 s
   /// request limit: nothing is left on the VM and nothing is polled. Use run() for commands.
+  /// The answer is read as it arrives: stdout is ready (or handed to ScriptOptions::on_stdout)
+  /// as its bytes come in, so a multi-MiB answer is never held twice.
   ///
   /// A 429 is retried (RetryPolicy); nothing else is re-sent. Throws ConnectionError with
   /// sent() false (the script did not run), APIError subclasses (refused before it ran),

@@ -743,14 +743,27 @@ Task<RunResult> Client::run_script(std::string vm, std::string script, ScriptOpt
   const std::size_t max_body = options.max_output_bytes + 96 * 1024;
   const int max_retries = std::max(impl_->options.retry.max_retries, 0);
   for (int attempt = 0;; ++attempt) {
-    std::string body;
+    // The answer is read as it arrives: stdout goes to on_stdout (from offset 0 again on each
+    // attempt) or into the result, never held twice.
+    std::string stdout_bytes;
+    std::uint64_t streamed = 0;
+    detail::ScriptOutputReader reader(boundary, [&](std::string_view bytes) {
+      if (!options.on_stdout) {
+        stdout_bytes.append(bytes);
+        return;
+      }
+      options.on_stdout(streamed, bytes);
+      streamed += bytes.size();
+    });
+    std::size_t body_bytes = 0;
     bool over_limit = false;
     auto sink = [&](std::string_view bytes) {
-      if (body.size() + bytes.size() > max_body) {
+      if (body_bytes + bytes.size() > max_body) {
         over_limit = true;
         return false;
       }
-      body.append(bytes);
+      body_bytes += bytes.size();
+      reader.feed(bytes);
       return true;
     };
     detail::HttpResponse response;
@@ -768,10 +781,10 @@ Task<RunResult> Client::run_script(std::string vm, std::string script, ScriptOpt
     }
     if (over_limit) {
       throw OutputLimitError(fmt::format("run_script on VM \"{}\" wrote more than {} bytes", vm, options.max_output_bytes),
-                             options.max_output_bytes, std::move(body), {});
+                             options.max_output_bytes, std::move(stdout_bytes), {});
     }
     std::optional<detail::ScriptOutput> output;
-    if (!lost && response.status == 200) output = detail::parse_script_output(body, boundary);
+    if (!lost && response.status == 200) output = reader.finish();
     // A 5xx or a cut answer: the script may have run. Only an idempotent one is sent again.
     const bool unknown = !lost && (response.status == 200 ? !output : detail::is_retryable_status(response.status));
     if ((lost || (unknown && options.idempotent)) && attempt < max_retries) {
@@ -787,13 +800,13 @@ Task<RunResult> Client::run_script(std::string vm, std::string script, ScriptOpt
     }
     if (!output) {
       throw OutcomeUnknownError(fmt::format("run_script on VM \"{}\": the answer was cut; the script may have run", vm),
-                                std::move(body), {});
+                                std::move(stdout_bytes), {});
     }
-    if (output->stdout_bytes.size() > options.max_output_bytes) {
+    if (reader.stdout_size() > options.max_output_bytes) {
       throw OutputLimitError(fmt::format("run_script on VM \"{}\" wrote more than {} bytes", vm, options.max_output_bytes),
-                             options.max_output_bytes, std::move(output->stdout_bytes), std::move(output->stderr_bytes));
+                             options.max_output_bytes, std::move(stdout_bytes), std::move(output->stderr_bytes));
     }
-    co_return RunResult{output->exit_code, std::move(output->stdout_bytes), std::move(output->stderr_bytes)};
+    co_return RunResult{output->exit_code, std::move(stdout_bytes), std::move(output->stderr_bytes)};
   }
 }
 

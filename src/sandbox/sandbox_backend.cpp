@@ -167,13 +167,15 @@ struct SandboxBackend::Impl {
     }
   }
 
-  Task<CommandResult> run_script(std::string script, std::vector<std::string> args, bool idempotent) {
+  Task<CommandResult> run_script(std::string script, std::vector<std::string> args, bool idempotent,
+                                 workspace::ScriptStdoutSink on_stdout) {
     const std::string name = co_await ensure_ready();
     auto c = co_await client.get();
     ScriptOptions options;
     options.args = std::move(args);
     options.max_output_bytes = max_command_output_bytes;
     options.idempotent = idempotent;  // the client re-sends it when an answer is lost
+    options.on_stdout = std::move(on_stdout);
     auto recovering = with_recovery(c, name, [&] { return c.run_script(name, script, options); });
     co_return co_await std::move(recovering);
   }
@@ -248,10 +250,11 @@ Task<CommandResult> SandboxBackend::run(workspace::Command command, workspace::R
   detail::rethrow_access_mapped(error);
 }
 
-Task<CommandResult> SandboxBackend::run_script(std::string script, std::vector<std::string> args, bool idempotent) {
+Task<CommandResult> SandboxBackend::run_script(std::string script, std::vector<std::string> args, bool idempotent,
+                                               workspace::ScriptStdoutSink on_stdout) {
   std::exception_ptr error;
   try {
-    auto running = impl_->run_script(std::move(script), std::move(args), idempotent);
+    auto running = impl_->run_script(std::move(script), std::move(args), idempotent, std::move(on_stdout));
     co_return co_await std::move(running);
   } catch (...) {
     error = std::current_exception();

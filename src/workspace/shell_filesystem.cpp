@@ -37,7 +37,7 @@ ShellFilesystem::ShellFilesystem(std::shared_ptr<WorkspaceBackend> backend, Supp
 }
 
 Task<CommandResult> ShellFilesystem::sh(std::string script, std::vector<std::string> args, bool idempotent) {
-  if (scripts_) co_return co_await scripts_->run_script(std::move(script), std::move(args), idempotent);
+  if (scripts_) co_return co_await scripts_->run_script(std::move(script), std::move(args), idempotent, {});
   // No timeout: a file operation's duration is the transport's business.
   std::string line;
   if (!args.empty()) {
@@ -48,6 +48,33 @@ Task<CommandResult> ShellFilesystem::sh(std::string script, std::vector<std::str
   line += script;
   const RunOptions no_options;  // named: GCC 12 miscompiles an options temporary in co_await
   co_return co_await commands_.run(Command::shell(std::move(line)), no_options);
+}
+
+Task<CommandResult> ShellFilesystem::sh_streaming(std::string script, ScriptStdoutSink on_stdout) {
+  // Page scripts only read: sending one again is harmless.
+  if (scripts_) co_return co_await scripts_->run_script(std::move(script), {}, true, std::move(on_stdout));
+  auto result = co_await sh(std::move(script));
+  on_stdout(0, result.stdout_text);
+  result.stdout_text.clear();
+  co_return result;
+}
+
+Task<void> ShellFilesystem::read_page(std::string script, PageDecoder& decoder, const std::string& path,
+                                      const char* limit_what) {
+  CommandResult result;
+  try {
+    // By reference only: GCC 12 double-frees a lambda's by-value captures inside co_await.
+    auto reading = sh_streaming(std::move(script), [&decoder](std::uint64_t offset, std::string_view bytes) {
+      decoder.feed(offset, bytes);
+    });
+    result = co_await std::move(reading);
+  } catch (const WorkspaceOutputLimitError&) {
+    throw WorkspaceError(fmt::format("shell filesystem {} exceeded command output limit for '{}'", limit_what, path));
+  }
+  if (result.exit_code != 0) {
+    raise_for_private_status(result, path);
+    raise_operation_failed(result, path);
+  }
 }
 
 Task<void> ShellFilesystem::discard(std::string script) { co_await sh(std::move(script)); }
@@ -91,17 +118,9 @@ Task<std::string> ShellFilesystem::read_pages(std::string source_word, std::uint
   const std::uint64_t page = limits_.read_page_bytes;
   for (std::uint64_t index = first_index; data.size() < size; ++index) {
     const auto expected = static_cast<std::size_t>(std::min<std::uint64_t>(page, size - data.size()));
-    CommandResult result;
-    try {
-      result = co_await sh(read_chunk_script(source_word, page, index, limits_.compress), {}, true);
-    } catch (const WorkspaceOutputLimitError&) {
-      throw WorkspaceError(fmt::format("shell filesystem {} exceeded command output limit for '{}'", limit_what, path));
-    }
-    if (result.exit_code != 0) {
-      raise_for_private_status(result, path);
-      raise_operation_failed(result, path);
-    }
-    data += decode_page(result.stdout_text, expected, path);
+    PageDecoder decoder(data, expected);
+    co_await read_page(read_chunk_script(source_word, page, index, limits_.compress), decoder, path, limit_what);
+    decoder.finish(path);
   }
   co_return data;
 }
@@ -112,28 +131,18 @@ Task<Bytes> ShellFilesystem::read_bytes(std::string path) {
   std::optional<std::uint64_t> previous;
   const std::size_t page = limits_.read_page_bytes;
   for (int attempt = 0; attempt < kReadAttempts; ++attempt) {
-    CommandResult result;
-    try {
-      result = co_await sh(read_first_page_script(path, page, limits_.compress), {}, true);
-    } catch (const WorkspaceOutputLimitError&) {
-      throw WorkspaceError(fmt::format("shell filesystem read exceeded command output limit for '{}'", path));
-    }
-    if (result.exit_code != 0) {
-      raise_for_private_status(result, path);
-      raise_operation_failed(result, path);
-    }
-    bool damaged = false;
     std::string data;
-    std::uint64_t size = 0;
+    auto decoder = PageDecoder::after_size_line(data, page);
+    co_await read_page(read_first_page_script(path, page, limits_.compress), decoder, path, "read");
+    bool damaged = false;
     try {
-      const auto newline = result.stdout_text.find('\n');
-      if (newline == std::string::npos) throw DamagedOutputError(path);
-      size = parse_size_line(result.stdout_text.substr(0, newline), path);
       // The same size twice means the file did not change: the output itself was damaged.
-      if (previous == size) break;
-      previous = size;
-      data = decode_page(result.stdout_text.substr(newline + 1),
-                         static_cast<std::size_t>(std::min<std::uint64_t>(page, size)), path);
+      if (decoder.size()) {
+        if (previous == decoder.size()) break;
+        previous = decoder.size();
+      }
+      decoder.finish(path);
+      const auto size = *decoder.size();
       if (data.size() < size) data = co_await read_pages(shell_quote(path), size, path, "read", std::move(data), 1);
     } catch (const DamagedOutputError&) {
       damaged = true;

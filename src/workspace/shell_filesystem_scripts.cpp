@@ -274,14 +274,95 @@ std::pair<std::string, std::string> split_first_line(const std::string& text, co
 }  // namespace
 
 std::string decode_page(const std::string& text, std::size_t expected, const std::string& path) {
-  auto [marker, body] = split_first_line(text, path);
-  if (marker == "raw") return decode_exact(body, expected, path);
-  if (marker != "gzip") throw DamagedOutputError(path);
-  const auto member = base64_decode(body);
-  if (!member) throw DamagedOutputError(path);
-  auto data = gzip_decompress(*member, expected);
-  if (!data) throw DamagedOutputError(path);
-  return std::move(*data);
+  std::string out;
+  PageDecoder decoder(out, expected);
+  decoder.feed(0, text);
+  decoder.finish(path);
+  return out;
+}
+
+PageDecoder::PageDecoder(std::string& out, std::size_t expected)
+    : out_(out), base_(out.size()), expected_(expected), first_stage_(Stage::marker_line), stage_(first_stage_) {}
+
+PageDecoder PageDecoder::after_size_line(std::string& out, std::size_t page_bytes) {
+  PageDecoder decoder(out, 0);
+  decoder.page_bytes_ = page_bytes;
+  decoder.first_stage_ = decoder.stage_ = Stage::size_line;
+  return decoder;
+}
+
+void PageDecoder::restart() {
+  out_.resize(base_);
+  stage_ = first_stage_;
+  consumed_ = 0;
+  if (page_bytes_) size_.reset();
+  line_.clear();
+  base64_ = {};
+  member_.clear();
+}
+
+void PageDecoder::feed(std::uint64_t offset, std::string_view bytes) {
+  if (offset == 0 && consumed_ > 0) restart();
+  if (offset != consumed_) stage_ = Stage::damaged;  // a gap or an overlap: not one stream
+  consumed_ += bytes.size();
+  while (!bytes.empty() && (stage_ == Stage::size_line || stage_ == Stage::marker_line)) take_line(bytes);
+  if (bytes.empty()) return;
+  if (stage_ == Stage::raw) {
+    if (!base64_.feed(bytes, out_) || out_.size() - base_ > expected_) stage_ = Stage::damaged;
+  } else if (stage_ == Stage::gzip) {
+    if (!base64_.feed(bytes, member_)) stage_ = Stage::damaged;
+  }
+  // The page can't be trusted any more: give back what it took.
+  if (stage_ == Stage::damaged) out_.resize(base_);
+}
+
+void PageDecoder::take_line(std::string_view& bytes) {
+  const auto newline = bytes.find('\n');
+  line_.append(bytes.substr(0, newline));
+  if (newline == std::string_view::npos) {
+    bytes = {};
+    // Header lines are a few bytes: a long one is not a header.
+    if (line_.size() > 64) stage_ = Stage::damaged;
+    return;
+  }
+  bytes.remove_prefix(newline + 1);
+  on_line();
+  line_.clear();
+}
+
+void PageDecoder::on_line() {
+  if (stage_ == Stage::size_line) {
+    try {
+      size_ = parse_size_line(line_, {});
+    } catch (const DamagedOutputError&) {
+      stage_ = Stage::damaged;
+      return;
+    }
+    expected_ = static_cast<std::size_t>(std::min<std::uint64_t>(*page_bytes_, *size_));
+    stage_ = Stage::marker_line;
+    return;
+  }
+  if (line_ == "raw") {
+    stage_ = Stage::raw;
+  } else if (line_ == "gzip") {
+    stage_ = Stage::gzip;
+  } else {
+    stage_ = Stage::damaged;
+  }
+}
+
+void PageDecoder::finish(const std::string& path) {
+  if (stage_ == Stage::raw && base64_.finish(out_) && out_.size() - base_ == expected_) return;
+  if (stage_ == Stage::gzip && base64_.finish(member_)) {
+    auto data = gzip_decompress(member_, expected_);
+    member_.clear();
+    if (data) {
+      out_ += *data;
+      return;
+    }
+  }
+  out_.resize(base_);
+  throw DamagedOutputError(path);
 }
 
 ListingOutput parse_listing_output(const std::string& stdout_text, const std::string& path) {

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -48,6 +49,14 @@ struct ScriptOptions {
   /// after sending and a cut answer are retried under ClientOptions::retry; otherwise they
   /// throw (the script may have run). A request that was never sent is always retried.
   bool idempotent = false;
+  /// Optional: receives the script's stdout as it arrives (raw bytes, in order, split
+  /// anywhere), instead of RunResult::stdout_bytes, which then stays empty; `offset` is where
+  /// the bytes start in the stdout. An attempt that is retried (see idempotent) starts again at
+  /// offset 0, so a consumer starts over when it sees 0 again. Output of an attempt that fails
+  /// has reached it too: only a returned result vouches for what arrived. Called on the
+  /// client's executor; it must not block; an exception it throws abandons the request and
+  /// propagates from run_script.
+  std::function<void(std::uint64_t offset, std::string_view bytes)> on_stdout{};
   EXEDEV_COAWAIT_GUARD;
 };
 
