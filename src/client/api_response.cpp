@@ -152,7 +152,7 @@ std::string server_message(std::string_view body, const std::vector<std::string>
 }
 
 void throw_api_error(unsigned status, const std::string& command, std::string_view body,
-                     const std::vector<std::string>& secrets) {
+                     const std::vector<std::string>& secrets, std::optional<std::chrono::milliseconds> retry_after) {
   auto msg = server_message(body, secrets);
   switch (status) {
     case 400: case 405: case 413: throw BadRequestError(status, command, std::move(msg));
@@ -160,7 +160,7 @@ void throw_api_error(unsigned status, const std::string& command, std::string_vi
     case 403: throw PermissionError(status, command, std::move(msg));
     case 404: throw NotFoundError(status, command, std::move(msg));
     case 422: throw CommandFailedError(status, command, std::move(msg));
-    case 429: throw RateLimitedError(status, command, std::move(msg));
+    case 429: throw RateLimitedError(command, std::move(msg), retry_after);
     case 504: throw GatewayTimeoutError(status, command, std::move(msg));
     default:
       if (status >= 500 && status < 600) throw ServerError(status, command, std::move(msg));
@@ -169,8 +169,8 @@ void throw_api_error(unsigned status, const std::string& command, std::string_vi
 }
 
 void check_lobby_answer(unsigned status, const std::string& command, std::string_view body,
-                        const std::vector<std::string>& secrets) {
-  if (status != 200) throw_api_error(status, command, body, secrets);
+                        const std::vector<std::string>& secrets, std::optional<std::chrono::milliseconds> retry_after) {
+  if (status != 200) throw_api_error(status, command, body, secrets, retry_after);
   // A key "error" is spelt out or escaped: a body with neither is no error answer, and its
   // command's own parser reads it (not parsing it twice saves most of this check's cost).
   if (body.find("error") == std::string_view::npos && body.find('\\') == std::string_view::npos) return;

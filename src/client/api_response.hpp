@@ -4,6 +4,7 @@
 
 #include <exedev/client.hpp>
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,14 +18,17 @@ namespace exedev::detail {
 
 /// Throws the APIError subclass that `status` maps to (400/405/413 BadRequestError, 401
 /// AuthenticationError, 403 PermissionError, 404 NotFoundError, 422 CommandFailedError, 429
-/// RateLimitedError, 504 GatewayTimeoutError, other 5xx ServerError, anything else APIError).
+/// RateLimitedError, with `retry_after`, 504 GatewayTimeoutError, other 5xx ServerError, anything
+/// else APIError).
 [[noreturn]] void throw_api_error(unsigned status, const std::string& command, std::string_view body,
-                                  const std::vector<std::string>& secrets);
+                                  const std::vector<std::string>& secrets,
+                                  std::optional<std::chrono::milliseconds> retry_after = std::nullopt);
 
 /// Checks a lobby answer: non-200 throws as above; a 200 whose (last) object is only
 /// `{"error": …}` throws too (NotFoundError for "unknown command", else CommandFailedError).
 void check_lobby_answer(unsigned status, const std::string& command, std::string_view body,
-                        const std::vector<std::string>& secrets);
+                        const std::vector<std::string>& secrets,
+                        std::optional<std::chrono::milliseconds> retry_after = std::nullopt);
 
 [[nodiscard]] VMInfo parse_vm_answer(std::string_view body, const std::string& command);  // new, cp
 [[nodiscard]] std::vector<VMInfo> parse_list_answer(std::string_view body);

@@ -2,6 +2,7 @@
 #include "client/transport.hpp"
 
 #include "client/resend.hpp"
+#include "client/retry.hpp"
 
 #include <exedev/errors.hpp>
 
@@ -58,7 +59,7 @@ class Collector {
   void header(const Parser& parser) {
     response_.status = parser.get().result_int();
     if (const auto it = parser.get().find(http::field::retry_after); it != parser.get().end()) {
-      response_.retry_after = std::string(it->value());
+      response_.retry_after = parse_retry_after(it->value(), std::chrono::system_clock::now());
     }
     streaming_ = sink_ && response_.status == 200;
   }
@@ -181,8 +182,16 @@ struct Waiter {
 struct Exchange {
   std::optional<FailedExchange> failure;
   std::string failure_message;
+  std::error_code failure_cause;
   bool reusable = false;
 };
+
+// What a ConnectionError names as its cause: Beast's own timeout as the standard one, so that
+// callers can test `cause() == std::errc::timed_out` whichever phase timed out.
+std::error_code cause_of(const error_code& ec) {
+  if (ec == beast::error::timeout) return std::make_error_code(std::errc::timed_out);
+  return ec;
+}
 
 }  // namespace
 
@@ -287,7 +296,7 @@ asio::awaitable<void> connect(Transport::Impl& impl, Connection& c) {
   if (rec) {
     throw ConnectionError(fmt::format("exe.dev: cannot resolve {}: {}", ep.host,
                                       resolve_timed_out ? std::string("timed out") : rec.message()),
-                          false);
+                          false, resolve_timed_out ? std::make_error_code(std::errc::timed_out) : cause_of(rec));
   }
   // beast::tcp_stream times the whole connect over every resolved address; the connection
   // then runs on the bare socket, timed per phase (Deadline).
@@ -298,7 +307,7 @@ asio::awaitable<void> connect(Transport::Impl& impl, Connection& c) {
   if (cec) {
     throw ConnectionError(fmt::format("exe.dev: cannot connect to {}: {}", impl.where(),
                                       cec == beast::error::timeout ? std::string("timed out") : cec.message()),
-                          false);
+                          false, cause_of(cec));
   }
   connecting.expires_never();
   tcp::socket socket = connecting.release_socket();
@@ -324,7 +333,7 @@ asio::awaitable<void> connect(Transport::Impl& impl, Connection& c) {
     if (hec) {
       throw ConnectionError(fmt::format("exe.dev: TLS handshake with {} failed: {}", impl.where(),
                                         hec == beast::error::timeout ? std::string("timed out") : hec.message()),
-                            false);
+                            false, cause_of(hec));
     }
   }
   ++impl.opened;
@@ -341,11 +350,12 @@ asio::awaitable<HttpResponse> exchange(Transport::Impl& impl, Stream& stream, Co
                        ec == beast::error::timeout ? std::string("timed out") : ec.message());
   };
   // A failure the resend rule decides on (Transport::post): resend, or which error.
-  const auto decide = [&](FailedExchange failure, std::string text) {
+  const auto decide = [&](FailedExchange failure, std::string text, const error_code& ec) {
     failure.reused = reused;
     failure.idempotent = options.idempotent;
     result.failure = failure;
     result.failure_message = std::move(text);
+    result.failure_cause = cause_of(ec);
     return HttpResponse{};
   };
 
@@ -358,7 +368,7 @@ asio::awaitable<HttpResponse> exchange(Transport::Impl& impl, Stream& stream, Co
     failure.kind = FailedExchange::Kind::write_failed;
     failure.written = written;
     failure.timed_out = wec == beast::error::timeout;
-    co_return decide(failure, message("request to", wec));
+    co_return decide(failure, message("request to", wec), wec);
   }
 
   Parser parser;
@@ -371,13 +381,13 @@ asio::awaitable<HttpResponse> exchange(Transport::Impl& impl, Stream& stream, Co
     if (is_eof(hec) && !parser.got_some() && c.buffer.size() == 0) {
       FailedExchange failure;  // perhaps a keep-alive connection closed as the request went out
       failure.kind = FailedExchange::Kind::closed_silently;
-      co_return decide(failure, message("reading the response from", hec));
+      co_return decide(failure, message("reading the response from", hec), hec);
     }
     if (hec == http::error::header_limit) throw ProtocolError("exe.dev response header exceeds the size limit");
     if (is_parse_error(hec)) {
       throw ProtocolError(fmt::format("exe.dev sent an unreadable HTTP response: {}", hec.message()));
     }
-    throw ConnectionError(message("reading the response from", hec), true);
+    throw ConnectionError(message("reading the response from", hec), true, cause_of(hec));
   }
   collector.header(parser);
 
@@ -407,7 +417,7 @@ asio::awaitable<HttpResponse> exchange(Transport::Impl& impl, Stream& stream, Co
       if (is_parse_error(bec)) {
         throw ProtocolError(fmt::format("exe.dev sent an unreadable HTTP response: {}", bec.message()));
       }
-      throw ConnectionError(message("reading the response from", bec), true);
+      throw ConnectionError(message("reading the response from", bec), true, cause_of(bec));
     }
   }
   result.reusable = parser.get().keep_alive() && c.buffer.size() == 0;
@@ -493,8 +503,8 @@ asio::awaitable<HttpResponse> Transport::post(const std::string& body, const std
         case ResendRule::Decision::resend:
           impl->log(LogLevel::debug, "exe.dev: the server had closed a keep-alive connection; re-sending on a new one");
           continue;
-        case ResendRule::Decision::not_sent: throw ConnectionError(result.failure_message, false);
-        case ResendRule::Decision::sent: throw ConnectionError(result.failure_message, true);
+        case ResendRule::Decision::not_sent: throw ConnectionError(result.failure_message, false, result.failure_cause);
+        case ResendRule::Decision::sent: throw ConnectionError(result.failure_message, true, result.failure_cause);
       }
     }
     lease.reusable = result.reusable;

@@ -33,7 +33,7 @@ struct TransportConfig {
 struct HttpResponse {
   unsigned status = 0;
   std::string body;  ///< Empty when a sink took a 200 body.
-  std::optional<std::string> retry_after;
+  std::optional<std::chrono::milliseconds> retry_after;  ///< Retry-After, as a wait from its arrival
   std::optional<std::string> exe_exit;  ///< The X-Exe-Exit trailer (or header), when present.
   bool complete = false;  ///< The whole message was read (false when a sink stopped it).
 };

@@ -29,12 +29,11 @@ ExeDevAccessError::ExeDevAccessError(std::optional<unsigned> status, const std::
     : WorkspaceUnavailableError((context.empty() ? std::string() : context + ": ") + access_message(status, command)),
       status_(status), command_(status ? command : std::string()) {}
 
-CommandOutcomeUnknownError::CommandOutcomeUnknownError(const std::string& vm_name, std::string stdout_text,
-                                                       std::string stderr_text)
+CommandOutcomeUnknownError::CommandOutcomeUnknownError(const std::string& vm_name, PartialOutput output)
     : WorkspaceError("the result of a command on VM \"" + vm_name +
                      "\" can't be known (the connection ended or the response couldn't be read); it may have "
                      "finished and was not run again"),
-      vm_name_(vm_name), stdout_text_(std::move(stdout_text)), stderr_text_(std::move(stderr_text)) {}
+      WithPartialOutput(std::move(output)), vm_name_(vm_name) {}
 
 ProvisionOutcomeUnknownError::ProvisionOutcomeUnknownError(std::optional<std::string> vm_name,
                                                            std::vector<std::string> tags)

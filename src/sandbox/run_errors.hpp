@@ -3,9 +3,10 @@
 // classification of the client's errors that SandboxBackend acts on (tested without sockets in
 // tests/unit/sandbox/run_errors_test.cpp).
 
+#include <exedev/partial_output.hpp>
+
 #include <cstddef>
 #include <exception>
-#include <string>
 
 namespace exedev::detail {
 
@@ -18,9 +19,8 @@ struct RunErrorClass {
     may_have_run,  ///< the command may have run; its result can't be known
   };
   Kind kind = Kind::not_run;
-  std::size_t limit = 0;     ///< output_limit: the limit passed
-  std::string stdout_bytes;  ///< timeout, output_limit, may_have_run: what arrived, raw
-  std::string stderr_bytes;
+  std::size_t limit = 0;  ///< output_limit: the limit passed
+  PartialOutput output;   ///< timeout, output_limit, may_have_run: what arrived, raw
 };
 
 [[nodiscard]] RunErrorClass classify_run_error(const std::exception_ptr& error);

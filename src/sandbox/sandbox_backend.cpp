@@ -18,6 +18,11 @@ using workspace::WorkspaceRef;
 
 namespace {
 
+// The client's raw output as the workspace reports it: UTF-8, undecodable bytes as U+FFFD.
+PartialOutput as_text(const PartialOutput& raw) {
+  return {workspace::utf8_replace_invalid(raw.stdout_data), workspace::utf8_replace_invalid(raw.stderr_data)};
+}
+
 // What the request-size budget assumes about paths: file scripts carry paths (quoted, then
 // base64-encoded with the script) up to this many bytes; longer ones are refused by the client
 // (413, nothing sent).
@@ -118,13 +123,11 @@ struct SandboxBackend::Impl {
     switch (failure.kind) {
       case K::timeout:
         throw workspace::WorkspaceTimeoutError("a command on VM \"" + name + "\" passed its timeout and was stopped",
-                                               workspace::utf8_replace_invalid(failure.stdout_bytes),
-                                               workspace::utf8_replace_invalid(failure.stderr_bytes));
+                                               as_text(failure.output));
       case K::output_limit:
         throw workspace::WorkspaceOutputLimitError("a command on VM \"" + name + "\" wrote more than " +
                                                        std::to_string(failure.limit) + " bytes of output and was stopped",
-                                                   failure.limit, workspace::utf8_replace_invalid(failure.stdout_bytes),
-                                                   workspace::utf8_replace_invalid(failure.stderr_bytes));
+                                                   failure.limit, as_text(failure.output));
       case K::not_run: std::rethrow_exception(error);
       case K::refused:
       case K::may_have_run: break;
@@ -162,8 +165,7 @@ struct SandboxBackend::Impl {
     try {
       std::rethrow_exception(error);
     } catch (...) {
-      std::throw_with_nested(CommandOutcomeUnknownError(name, workspace::utf8_replace_invalid(failure.stdout_bytes),
-                                                        workspace::utf8_replace_invalid(failure.stderr_bytes)));
+      std::throw_with_nested(CommandOutcomeUnknownError(name, as_text(failure.output)));
     }
   }
 

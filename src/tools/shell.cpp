@@ -420,7 +420,7 @@ Task<std::string> Shell::State::run_command(std::string command, std::optional<d
       }
     }
     if (timed_out) {
-      output = detail::labelled(timed_out->stdout_text(), timed_out->stderr_text(), std::nullopt,
+      output = detail::labelled(timed_out->output().stdout_data, timed_out->output().stderr_data, std::nullopt,
                                 "[Command timed out after " + python_float(timeout) + "s]");
     } else {
       output = detail::labelled(result->stdout_text, result->stderr_text, "(no output)");

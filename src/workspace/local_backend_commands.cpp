@@ -284,7 +284,7 @@ Task<CommandResult> LocalBackend::run_command(Command command, RunOptions option
     co_await reap(exit_fd, child.pid, capture);
     guard.release();
     throw WorkspaceTimeoutError(
-        fmt::format("command timed out after {}s during startup", timeout_text(options.timeout->count())), "", "");
+        fmt::format("command timed out after {}s during startup", timeout_text(options.timeout->count())), PartialOutput{});
   }
 
   auto start_helper = [&capture, &executor](std::size_t index, Task<void> task) {
@@ -338,8 +338,9 @@ Task<CommandResult> LocalBackend::run_command(Command command, RunOptions option
     throw WorkspaceOutputLimitError(
         "local workspace output exceeded 10 MiB safety limit; redirect the command's output to a file and read "
         "part of it instead",
-        max_capture_bytes, decode(std::string_view(capture->streams[Capture::kOut]).substr(0, kept_capture_bytes)),
-        decode(std::string_view(capture->streams[Capture::kErr]).substr(0, kept_capture_bytes)));
+        max_capture_bytes,
+        PartialOutput{decode(std::string_view(capture->streams[Capture::kOut]).substr(0, kept_capture_bytes)),
+                      decode(std::string_view(capture->streams[Capture::kErr]).substr(0, kept_capture_bytes))});
   }
   if (!exited) {
     const auto seconds = timeout_text(options.timeout ? options.timeout->count() : 0.0);
@@ -348,7 +349,7 @@ Task<CommandResult> LocalBackend::run_command(Command command, RunOptions option
                      : fmt::format("command timed out after {}s; killing its process group was denied, so only "
                                    "the command itself was killed",
                                    seconds),
-        decode(capture->streams[Capture::kOut]), decode(capture->streams[Capture::kErr]));
+        PartialOutput{decode(capture->streams[Capture::kOut]), decode(capture->streams[Capture::kErr])});
   }
   // A command that ended because its directory was deleted did not run in a live workspace.
   state_->ensure_alive();

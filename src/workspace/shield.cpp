@@ -23,7 +23,7 @@ Task<void> bounded(Task<void> op, std::chrono::steady_clock::duration limit) {
   asio::steady_timer timer(co_await asio::this_coro::executor, limit);
   auto outcome = co_await (capture(std::move(op)) || timer.async_wait(asio::use_awaitable));
   if (outcome.index() == 1) {
-    throw WorkspaceTimeoutError("cleanup did not finish within its time limit", "", "");
+    throw WorkspaceTimeoutError("cleanup did not finish within its time limit", PartialOutput{});
   }
   if (auto error = std::get<0>(outcome)) std::rethrow_exception(error);
 }

@@ -57,19 +57,15 @@ class ExeDevAccessError : public workspace::WorkspaceUnavailableError {
 
 /// A command's result can't be known and the VM still exists: the connection ended before the
 /// exit status arrived, or the response to an accepted command couldn't be read. The command
-/// may have finished; it is never run again. The texts hold what arrived (UTF-8, undecodable
+/// may have finished; it is never run again. `output()` holds what arrived (UTF-8, undecodable
 /// bytes replaced by U+FFFD), which is nothing for an unreadable response.
-class CommandOutcomeUnknownError : public workspace::WorkspaceError {
+class CommandOutcomeUnknownError : public workspace::WorkspaceError, public WithPartialOutput {
  public:
-  CommandOutcomeUnknownError(const std::string& vm_name, std::string stdout_text, std::string stderr_text);
+  CommandOutcomeUnknownError(const std::string& vm_name, PartialOutput output);
   [[nodiscard]] const std::string& vm_name() const noexcept { return vm_name_; }
-  [[nodiscard]] const std::string& stdout_text() const noexcept { return stdout_text_; }
-  [[nodiscard]] const std::string& stderr_text() const noexcept { return stderr_text_; }
 
  private:
   std::string vm_name_;
-  std::string stdout_text_;
-  std::string stderr_text_;
 };
 
 /// A create or copy request failed after it may have reached exe.dev (a network error after

@@ -6,6 +6,8 @@
 // The reference API's OSError("not a regular file") (a FIFO, socket or device where a regular
 // file is needed) is a filesystem_error with not_a_regular_file (std::errc::operation_not_supported).
 
+#include <exedev/partial_output.hpp>
+
 #include <cstddef>
 #include <filesystem>
 #include <stdexcept>
@@ -26,34 +28,22 @@ class WorkspaceUnavailableError : public WorkspaceError {
   using WorkspaceError::WorkspaceError;
 };
 
-/// A command exceeded its timeout; stdout_text/stderr_text hold the partial output.
-class WorkspaceTimeoutError : public WorkspaceError {
+/// A command exceeded its timeout; `output()` holds the partial output, as text.
+class WorkspaceTimeoutError : public WorkspaceError, public WithPartialOutput {
  public:
-  WorkspaceTimeoutError(const std::string& message, std::string stdout_text, std::string stderr_text)
-      : WorkspaceError(message), stdout_text_(std::move(stdout_text)), stderr_text_(std::move(stderr_text)) {}
-  [[nodiscard]] const std::string& stdout_text() const noexcept { return stdout_text_; }
-  [[nodiscard]] const std::string& stderr_text() const noexcept { return stderr_text_; }
-
- private:
-  std::string stdout_text_;
-  std::string stderr_text_;
+  WorkspaceTimeoutError(const std::string& message, PartialOutput output)
+      : WorkspaceError(message), WithPartialOutput(std::move(output)) {}
 };
 
-/// A command exceeded its output cap; stdout_text/stderr_text hold the captured beginnings.
-class WorkspaceOutputLimitError : public WorkspaceError {
+/// A command exceeded its output cap; `output()` holds the captured beginnings, as text.
+class WorkspaceOutputLimitError : public WorkspaceError, public WithPartialOutput {
  public:
-  WorkspaceOutputLimitError(const std::string& message, std::size_t limit, std::string stdout_text,
-                            std::string stderr_text)
-      : WorkspaceError(message), limit_(limit), stdout_text_(std::move(stdout_text)),
-        stderr_text_(std::move(stderr_text)) {}
+  WorkspaceOutputLimitError(const std::string& message, std::size_t limit, PartialOutput output)
+      : WorkspaceError(message), WithPartialOutput(std::move(output)), limit_(limit) {}
   [[nodiscard]] std::size_t limit() const noexcept { return limit_; }
-  [[nodiscard]] const std::string& stdout_text() const noexcept { return stdout_text_; }
-  [[nodiscard]] const std::string& stderr_text() const noexcept { return stderr_text_; }
 
  private:
   std::size_t limit_;
-  std::string stdout_text_;
-  std::string stderr_text_;
 };
 
 /// A mutation was refused because the workspace is read-only.

@@ -307,3 +307,28 @@ TEST_CASE("typed commands: resize and rename") {
     CHECK(missing.server_message() == "vm \"nosuch-vm\" not found");
   });
 }
+
+TEST_CASE("a 429 past the retries carries exe.dev's Retry-After and says it is worth retrying") {
+  emulator::Options options;
+  options.modes.rate_limit.enabled = true;
+  options.modes.rate_limit.burst = 2;
+  options.modes.rate_limit.refill_per_second = 1;
+  options.modes.rate_limit.overdraft = 0;
+  options.modes.rate_limit.retry_after = true;
+  Fixture f(options);
+  exedev::testing::run([&](boost::asio::any_io_executor ex) -> Task0 {
+    auto o = f.options();
+    o.retry.max_retries = 0;
+    Client c(ex, o);
+    co_await c.whoami();
+    co_await c.whoami();
+    const auto limited = co_await f.expect<RateLimitedError>(c.whoami());
+    CHECK(limited.code() == errc::rate_limited);
+    CHECK(limited.is_retryable());
+    CHECK_FALSE(limited.may_have_run());
+    // The emulator asks for the seconds until a whole token, rounded up: 1 s at 1 per second.
+    REQUIRE(limited.retry_after());
+    CHECK(*limited.retry_after() > std::chrono::milliseconds(0));
+    CHECK(*limited.retry_after() <= std::chrono::milliseconds(1000));
+  });
+}

@@ -228,10 +228,10 @@ TEST_CASE("run: the output cap stops the command and keeps the beginnings") {
         o.max_output_bytes = 1 << 20;
         const auto e = co_await f.expect<OutputLimitError>(c.run("cap-vm", "echo start >&2; sleep 0.5; yes", o));
         CHECK(e.limit() == (1u << 20));
-        CHECK(e.stdout_bytes().size() + e.stderr_bytes().size() == (1u << 20));
+        CHECK(e.output().stdout_data.size() + e.output().stderr_data.size() == (1u << 20));
         // Which stream reached the limit first depends on timing; each keeps its beginning.
-        CHECK(std::string("start\n").starts_with(e.stderr_bytes()));
-        CHECK(e.stdout_bytes().substr(0, 4) == "y\ny\n");
+        CHECK(std::string("start\n").starts_with(e.output().stderr_data));
+        CHECK(e.output().stdout_data.substr(0, 4) == "y\ny\n");
         const auto awaited1 = co_await settles(f.emu, "cap-vm");
         CHECK(awaited1);
       },
@@ -247,7 +247,7 @@ TEST_CASE("run: timeout on the VM stops the process group") {
         ClientRunOptions o;
         o.timeout = std::chrono::duration<double>(1.0);
         const auto e = co_await f.expect<RunTimeoutError>(c.run("timeout-vm", "echo begun; sleep 300 & sleep 300", o));
-        CHECK(e.stdout_bytes() == "begun\n");
+        CHECK(e.output().stdout_data == "begun\n");
         const auto awaited2 = co_await settles(f.emu, "timeout-vm");
         CHECK(awaited2);
         // Timeouts too long for the clock (or for `sleep` on the VM) are no limit at all.
@@ -440,7 +440,7 @@ TEST_CASE("run: a VM removed mid-command gives OutcomeUnknownError with what arr
         };
         auto runner = [&]() -> Task0 {
           const auto e = co_await f.expect<OutcomeUnknownError>(c.run("doomed-vm", "echo partial; sleep 300", o));
-          CHECK(e.stdout_bytes() == "partial\n");
+          CHECK(e.output().stdout_data == "partial\n");
           CHECK(e.vm_gone());
           CHECK(std::string(e.what()).find("doomed-vm") != std::string::npos);
         };

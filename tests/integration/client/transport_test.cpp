@@ -70,6 +70,10 @@ TEST_CASE("TLS: an untrusted CA and a wrong host name are refused") {
     const auto e1 = co_await f.expect<ConnectionError>(c1.list_vms());
     CHECK_FALSE(e1.sent());
     CHECK(std::string(e1.what()).find("TLS") != std::string::npos);
+    // The cause is OpenSSL's own code, in Asio's SSL category, seen as a std::error_code.
+    CHECK(e1.cause());
+    CHECK(std::string(e1.cause().category().name()).find("ssl") != std::string::npos);
+    CHECK(e1.code() == exedev::errc::connection_failed);
     auto other_ca = f.options();
     other_ca.ca_file = stranger.options().ca_file;
     Client c0(ex, other_ca);
@@ -137,7 +141,9 @@ TEST_CASE("a stalled answer ends at request_timeout: sent, never re-sent for a s
     f.emu.inject(stall);
     const auto e = co_await f.expect<ConnectionError>(c.pause_vm("stall-vm"));
     CHECK(e.sent());
+    CHECK(e.may_have_run());
     CHECK(std::string(e.what()).find("timed out") != std::string::npos);
+    CHECK(e.cause() == std::errc::timed_out);
     // A read-only command that stalls is retried on a new connection.
     auto stall_ls = fault(emulator::FaultKind::stall, "ls", 1, 500, "", 0);
     stall_ls.duration = 2s;
@@ -166,6 +172,7 @@ TEST_CASE("a server that never answers the TLS handshake ends at handshake_timeo
     CHECK_FALSE(e.sent());
     CHECK(std::string(e.what()).find("TLS handshake") != std::string::npos);
     CHECK(std::string(e.what()).find("timed out") != std::string::npos);
+    CHECK(e.cause() == std::errc::timed_out);
   });
 }
 
@@ -178,5 +185,9 @@ TEST_CASE("a refused connection is a ConnectionError that was not sent") {
     Client c(ex, o);
     const auto e = co_await f.expect<ConnectionError>(c.whoami());
     CHECK_FALSE(e.sent());
+    // The cause tells a refusal from a reset or a TLS failure without reading the message.
+    CHECK(e.cause() == std::errc::connection_refused);
+    CHECK(e.is_retryable());
+    CHECK_FALSE(e.may_have_run());
   });
 }

@@ -297,7 +297,7 @@ TEST_CASE("timeouts and the 8 MiB output limit stop the command", "[integration]
     quick.timeout = exedev::workspace::Seconds(1);
     const auto timeout = expect_error<exedev::workspace::WorkspaceTimeoutError>(
         co_await capture(sh(*backend, "printf partial; sleep 60", quick)));
-    CHECK(timeout.stdout_text() == "partial");
+    CHECK(timeout.output().stdout_data == "partial");
     const auto limit = expect_error<exedev::workspace::WorkspaceOutputLimitError>(
         co_await capture(sh(*backend, "head -c 9437184 /dev/zero | tr '\\0' x; sleep 60")));
     CHECK(limit.limit() == 8u * 1024 * 1024);

@@ -33,7 +33,7 @@ TEST_CASE("no trailer, error bodies buffered, Retry-After read") {
       [](std::string_view) { return true; });
   CHECK(r.status == 429);
   CHECK(r.body == "{\"error\":\"rate limit exceeded\"}");
-  CHECK(r.retry_after == "7");
+  CHECK(r.retry_after == std::chrono::milliseconds(7000));
   CHECK_FALSE(r.exe_exit);
   const auto plain = parse_http_response(
       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n");

@@ -22,10 +22,10 @@ TEST_CASE("sandbox errors are workspace errors of the right kind") {
   CHECK_FALSE(ExeDevAccessError(std::nullopt, "ssh").status());
   CHECK_THAT(ExeDevAccessError(std::nullopt, "ssh").what(), Catch::Contains("EXE_TOKEN"));
 
-  const CommandOutcomeUnknownError unknown("build-42", "partial", "");
+  const CommandOutcomeUnknownError unknown("build-42", PartialOutput{"partial"});
   STATIC_REQUIRE(std::is_base_of_v<workspace::WorkspaceError, CommandOutcomeUnknownError>);
   STATIC_REQUIRE_FALSE(std::is_base_of_v<workspace::WorkspaceUnavailableError, CommandOutcomeUnknownError>);
-  CHECK(unknown.stdout_text() == "partial");
+  CHECK(unknown.output().stdout_data == "partial");
 
   const ProvisionOutcomeUnknownError provision(std::string("build-42"), {"req-7f3a", "agents"});
   CHECK_THAT(provision.what(), Catch::Contains("build-42") && Catch::Contains("req-7f3a, agents"));

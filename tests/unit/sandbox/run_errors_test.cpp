@@ -23,29 +23,29 @@ exedev::detail::RunErrorClass classify(E error) {
 }  // namespace
 
 TEST_CASE("run errors: stopped commands keep their output and limit") {
-  const auto timeout = classify(exedev::RunTimeoutError("t", "out", "err"));
+  const auto timeout = classify(exedev::RunTimeoutError("t", exedev::PartialOutput{"out", "err"}));
   CHECK(timeout.kind == K::timeout);
-  CHECK(timeout.stdout_bytes == "out");
-  CHECK(timeout.stderr_bytes == "err");
-  const auto limit = classify(exedev::OutputLimitError("l", 1024, "o", "e"));
+  CHECK(timeout.output.stdout_data == "out");
+  CHECK(timeout.output.stderr_data == "err");
+  const auto limit = classify(exedev::OutputLimitError("l", 1024, exedev::PartialOutput{"o", "e"}));
   CHECK(limit.kind == K::output_limit);
   CHECK(limit.limit == 1024);
-  CHECK(limit.stdout_bytes == "o");
-  CHECK(limit.stderr_bytes == "e");
+  CHECK(limit.output.stdout_data == "o");
+  CHECK(limit.output.stderr_data == "e");
 }
 
 TEST_CASE("run errors: what may have run, and what surely did not") {
-  const auto unknown = classify(exedev::OutcomeUnknownError("u", "partial", "\xff"));
+  const auto unknown = classify(exedev::OutcomeUnknownError("u", exedev::PartialOutput{"partial", "\xff"}));
   CHECK(unknown.kind == K::may_have_run);
-  CHECK(unknown.stdout_bytes == "partial");
-  CHECK(unknown.stderr_bytes == "\xff");  // raw: the backend repairs UTF-8 when it reports
+  CHECK(unknown.output.stdout_data == "partial");
+  CHECK(unknown.output.stderr_data == "\xff");  // raw: the backend repairs UTF-8 when it reports
   CHECK(classify(exedev::ConnectionError("c", true)).kind == K::may_have_run);
   CHECK(classify(exedev::ProtocolError("p")).kind == K::may_have_run);
   CHECK(classify(exedev::ServerError(500, "ssh", "boom")).kind == K::may_have_run);
   CHECK(classify(exedev::GatewayTimeoutError(504, "ssh", "slow")).kind == K::may_have_run);
   // Never sent, or refused before anything ran: the caller may simply try again.
   CHECK(classify(exedev::ConnectionError("c", false)).kind == K::not_run);
-  CHECK(classify(exedev::RateLimitedError(429, "ssh", "slow down")).kind == K::not_run);
+  CHECK(classify(exedev::RateLimitedError("ssh", "slow down")).kind == K::not_run);
   CHECK(classify(exedev::APIError(401, "ssh", "who")).kind == K::not_run);
   // exe.dev's 422: the VM may be gone or paused, which the backend checks.
   CHECK(classify(exedev::CommandFailedError(422, "ssh", "vm not found")).kind == K::refused);

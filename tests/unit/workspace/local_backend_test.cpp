@@ -146,7 +146,7 @@ TEST_CASE("LocalBackend: timeout kills the group and keeps partial output", "[un
                             options);
     } catch (const ws::WorkspaceTimeoutError& e) {
       message = e.what();
-      partial = e.stdout_text();
+      partial = e.output().stdout_data;
     }
     CHECK(message == "command timed out after 0.5s and was killed");
     CHECK(partial == "partial");
@@ -179,7 +179,7 @@ TEST_CASE("LocalBackend: output above 10 MiB is an error with the first 64 KiB",
     } catch (const ws::WorkspaceOutputLimitError& e) {
       raised = true;
       CHECK(e.limit() == 10u * 1024 * 1024);
-      CHECK(e.stdout_text().size() == 64u * 1024);
+      CHECK(e.output().stdout_data.size() == 64u * 1024);
       CHECK(std::string(e.what()).rfind("local workspace output exceeded 10 MiB safety limit", 0) == 0);
     }
     CHECK(raised);

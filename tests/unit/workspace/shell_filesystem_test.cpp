@@ -285,7 +285,7 @@ TEST_CASE("shell filesystem: output caps become named errors, listings page thro
   static constexpr std::size_t cap = 120 * 1024;  // static: both GCC and Clang agree it needs no capture
   f.only->set_rewrite([](ws::CommandResult r) {
     if (r.stdout_text.size() + r.stderr_text.size() > cap) {
-      throw ws::WorkspaceOutputLimitError("test output cap", cap, r.stdout_text.substr(0, 10), "");
+      throw ws::WorkspaceOutputLimitError("test output cap", cap, exedev::PartialOutput{r.stdout_text.substr(0, 10)});
     }
     return r;
   });
