@@ -26,7 +26,7 @@ asio::awaitable<void> demo(exedev::Client& client) {
   const auto result = co_await client.run(vm.name, "echo hello from $(hostname); echo oops >&2; exit 3");
   std::cout << "exit " << result.exit_code << ", stdout: " << result.stdout_bytes << "stderr: " << result.stderr_bytes;
 
-  exedev::RunOptions options;
+  exedev::ClientRunOptions options;
   options.working_dir = "/tmp";
   options.env = {{"NAME", "world"}};
   options.timeout = std::chrono::seconds(10);

@@ -12,228 +12,27 @@
 // never reused. What the server did with a cancelled request is documented per operation.
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/awaitable.hpp>
 
-#include <chrono>
 #include <cstddef>
-#include <cstdint>
-#include <functional>
-#include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <exedev/coawait_guard.hpp>
+#include <exedev/client/client_options.hpp>
+#include <exedev/client/command_results.hpp>
+#include <exedev/client/run_options.hpp>
+#include <exedev/client/vm_info.hpp>
+#include <exedev/client/vm_options.hpp>
 #include <exedev/errors.hpp>
 #include <exedev/string_list.hpp>
+#include <exedev/task.hpp>
 
 namespace exedev {
 
-template <typename T>
-using Task = boost::asio::awaitable<T>;
-
-/// Which requests are re-sent, and how long to wait in between. Read-only commands (`ls`,
-/// `whoami`, `help`) are retried on 429, 5xx and connection errors; every other command (new,
-/// cp, rm, ssh, tag, …) only on 429, which exe.dev answers before the command runs
-/// (exedev-api.md §1.5), so nothing that changes state is ever re-sent once it may have run.
-/// Waits are exponential (initial_backoff doubling up to max_backoff, with jitter between half
-/// and all of it); a Retry-After header, when longer, wins. run()'s own requests follow its
-/// protocol instead (see run()).
-struct RetryPolicy {
-  int max_retries = 3;  ///< 0 disables retries.
-  std::chrono::milliseconds initial_backoff{500};
-  std::chrono::milliseconds max_backoff{8000};
-};
-
-/// Client-side pacing: a token bucket every request takes a token from before it is sent, so
-/// bulk work waits locally instead of collecting 429s. The defaults are exe.dev's documented
-/// limit (60 requests of burst, then 1 per second per key; exedev-api.md §6). Off by default.
-struct PacingOptions {
-  bool enabled = false;
-  double burst = 60;
-  double per_second = 1;
-};
-
-enum class LogLevel { debug, info, warning, error };
-
-/// A log line. Never contains a token, an environment value or a response body.
-using Logger = std::function<void(LogLevel, std::string_view)>;
-
-struct ClientOptions {
-  /// API token; when empty, EXE_TOKEN. A client with neither throws AuthenticationError
-  /// (status 0) on its first request; the message says how to create a token.
-  std::optional<std::string> token{};
-  /// Base URL (`https://host[:port][/prefix]`, or `http://` for a plain-HTTP emulator); when
-  /// empty, EXE_BASE_URL, else https://exe.dev. A malformed URL throws std::invalid_argument
-  /// from the constructor.
-  std::optional<std::string> endpoint{};
-  /// PEM file of CAs trusted besides the system trust store; when empty, EXE_CA_FILE. Peers are
-  /// always verified (certificate chain and host name); an unreadable file throws
-  /// std::invalid_argument from the constructor.
-  std::optional<std::string> ca_file{};
-  std::chrono::milliseconds connect_timeout{10'000};    ///< Resolve + TCP connect.
-  std::chrono::milliseconds handshake_timeout{10'000};  ///< TLS handshake.
-  /// Limit on one lobby request (write + response), per attempt.
-  std::chrono::milliseconds request_timeout{60'000};
-  /// Most connections open at once; further requests wait for one.
-  std::size_t max_connections = 8;
-  /// Largest lobby response body read into memory (ProtocolError beyond).
-  std::size_t max_response_bytes = 8 * 1024 * 1024;
-  RetryPolicy retry{};
-  PacingOptions pacing{};
-  std::string user_agent = "exedev-cpp";
-  Logger logger{};
-  EXEDEV_COAWAIT_GUARD;
-};
-
-/// A VM's status. `raw` keeps the server's word, for values this library does not know.
-struct VMStatus {
-  enum class Kind { creating, starting, pending, running, paused, stopped, failed, building, unknown, other };
-  Kind kind = Kind::unknown;
-  std::string raw;
-  /// Known words map to their Kind, the empty string to `unknown`, anything else to `other`.
-  [[nodiscard]] static VMStatus parse(std::string_view text);
-  friend bool operator==(const VMStatus&, const VMStatus&) = default;
-};
-
-/// One VM as `ls` (or `new`/`cp`) describes it. Fields the server left out stay empty (`ls`
-/// leaves out `image` for the default image, exeuntu, and sends `shelley_url` only for it).
-/// `cp` answers in a legacy form (`name`, `state`, `ssh`) or like `new`; both are read.
-struct VMInfo {
-  std::string name;
-  VMStatus status;
-  std::vector<std::string> tags;
-  std::string comment;
-  std::string image;
-  std::string region;
-  std::string region_display;  ///< e.g. "Los Angeles, USA"
-  std::string shelley_url;
-  std::string created_at;  ///< RFC 3339, as sent.
-  std::string ssh_dest;
-  std::string ssh_host;
-  std::string ssh_user;
-  std::string https_url;
-  std::optional<std::uint64_t> disk_capacity_bytes;
-  std::optional<std::uint64_t> memory_capacity_bytes;
-  std::optional<unsigned> allocated_cpus;
-};
-
-/// `new` flags; each is sent as `--flag=value` only when set.
-struct NewVMOptions {
-  std::optional<std::string> name{};
-  std::optional<std::string> image{};
-  std::optional<unsigned> cpu{};
-  std::optional<std::string> memory{};  ///< e.g. "8G".
-  std::optional<std::string> disk{};
-  std::vector<std::string> tags{};      ///< One `--tag=` each.
-  std::optional<std::string> comment{}; ///< An empty comment is not sent.
-  std::map<std::string, std::string> env{};  ///< VM-level environment (`--env=K=V`); values never appear in errors.
-  std::vector<std::string> integrations{};
-  /// `--egress=<value>` ("all" or "integrations"). exe.dev does not document this flag yet;
-  /// the name is this library's choice.
-  std::optional<std::string> egress{};
-  bool standalone = false;  ///< `--standalone=true`.
-  EXEDEV_COAWAIT_GUARD;
-};
-
-/// `cp <source> [name]` flags.
-struct CopyVMOptions {
-  std::string source{};
-  std::optional<std::string> name{};
-  bool copy_tags = true;  ///< false sends `--copy-tags=false`.
-  std::optional<unsigned> cpu{};
-  std::optional<std::string> memory{};
-  std::optional<std::string> disk{};
-  std::optional<std::string> egress{};
-  bool standalone = false;
-  EXEDEV_COAWAIT_GUARD;
-};
-
-/// `resize` flags; at least one must be set. Sizes as for `new` (e.g. "16G"; a plain number is
-/// GiB). The disk only grows (exe.dev refuses a smaller or equal size, and growth over 250 GiB at
-/// once). A memory or CPU change takes effect when the VM restarts.
-struct ResizeVMOptions {
-  std::optional<std::string> memory{};
-  std::optional<unsigned> cpu{};
-  std::optional<std::string> disk{};  ///< The new total size.
-  EXEDEV_COAWAIT_GUARD;
-};
-
-/// What `resize` changed: before and after, for what was asked (memory and CPUs come together).
-struct ResizeResult {
-  std::optional<std::uint64_t> old_memory_bytes;
-  std::optional<std::uint64_t> new_memory_bytes;
-  std::optional<unsigned> old_cpus;
-  std::optional<unsigned> new_cpus;
-  std::optional<std::uint64_t> old_disk_bytes;
-  std::optional<std::uint64_t> new_disk_bytes;
-};
-
-struct RemoveResult {
-  std::vector<std::string> deleted;
-  std::vector<std::string> failed;  ///< Missing or not deletable (exe.dev still answers 200).
-};
-
-struct WhoAmI {
-  std::string email;
-  std::string region;
-};
-
-/// The raw answer to one /exec request.
-struct ExecResponse {
-  unsigned status = 0;
-  std::string body;
-  /// An `ssh` answer's exit code from its X-Exe-Exit trailer; nullopt without one (a proxy
-  /// stripped it, the stream was cut, or the command was not ssh).
-  std::optional<int> exit_code;
-};
-
-/// Options of Client::run.
-struct RunOptions {
-  /// Exported before the command (names: [A-Za-z_][A-Za-z0-9_]*). Values never appear in
-  /// errors or logs.
-  std::map<std::string, std::string> env{};
-  /// `cd` before the command; when it fails the command is not run and the exit code is 1.
-  std::optional<std::string> working_dir{};
-  /// Enforced on the VM (TERM, then KILL after 5 s, to the command's whole process group) and
-  /// locally (8 s later, in case the VM cannot report it: the client then stops the command
-  /// itself, in at most 12 s). run() returns at most 20 s after the timeout. Throws
-  /// RunTimeoutError (OutcomeUnknownError when the stop could not be confirmed). A timeout of
-  /// 100 years or more (or infinite) is no limit.
-  std::optional<std::chrono::duration<double>> timeout{};
-  /// stdout + stderr together; past it the command is stopped and OutputLimitError thrown.
-  std::size_t max_output_bytes = 8 * 1024 * 1024;
-  /// Called with output as it arrives (optional): raw bytes, in order, split anywhere. Called on
-  /// the client's executor; it must not block. An exception thrown by a callback stops the
-  /// command and propagates from run().
-  std::function<void(std::string_view)> on_stdout{};
-  std::function<void(std::string_view)> on_stderr{};
-  EXEDEV_COAWAIT_GUARD;
-};
-
-/// Options of Client::run_script.
-struct ScriptOptions {
-  /// Positional parameters ($1, $2, …): each non-empty base64 text (A-Z a-z 0-9 + / =). They
-  /// travel once, as they are; the script travels base64-encoded.
-  std::vector<std::string> args{};
-  /// Most stdout bytes read; a longer answer throws OutputLimitError (the script ran).
-  std::size_t max_output_bytes = 8 * 1024 * 1024;
-  /// Running the script twice leaves the same state as once. Then a 5xx, a connection lost
-  /// after sending and a cut answer are retried under ClientOptions::retry; otherwise they
-  /// throw (the script may have run). A request that was never sent is always retried.
-  bool idempotent = false;
-  EXEDEV_COAWAIT_GUARD;
-};
-
-/// A finished command: exact bytes, separate streams, the real exit code (128 + N when a
-/// signal N ended it).
-struct RunResult {
-  int exit_code = 0;
-  std::string stdout_bytes;
-  std::string stderr_bytes;
-};
+namespace detail {
+struct ClientState;  // src/client: the connection pool and the runs' bookkeeping
+}  // namespace detail
 
 class Client {
  public:
@@ -298,7 +97,7 @@ class Client {
   /// and exact. The line runs in the VM user's login shell (`$SHELL -l`, as the ssh session sets
   /// it; /bin/sh when SHELL is unset, not executable, or not POSIX-compatible: csh, tcsh, fish,
   /// nu, xonsh, elvish, pwsh), in their home directory unless working_dir says otherwise. Its
-  /// environment is the login environment (the profile runs first), then RunOptions::env. The
+  /// environment is the login environment (the profile runs first), then ClientRunOptions::env. The
   /// protocol's own wrapper scripts are POSIX sh.
   ///
   /// The command runs detached on the VM with its output and status in a record directory
@@ -332,7 +131,7 @@ class Client {
   /// Cancellation: the remote command's process group is stopped (TERM, then KILL) with a
   /// follow-up request that runs shielded from further cancellation (at most 12 s), then
   /// operation_aborted is thrown.
-  Task<RunResult> run(std::string vm, std::string shell_line, RunOptions options);
+  Task<RunResult> run(std::string vm, std::string shell_line, ClientRunOptions options);
   /// run() with default options.
   Task<RunResult> run(std::string vm, std::string shell_line);
 
@@ -340,6 +139,8 @@ class Client {
   /// directory, stdin at EOF) and returns its exit code, stdout and the first 64 KiB of its
   /// stderr. For bounded work (file operations) that finishes well within exe.dev's ~30 s
   /// request limit: nothing is left on the VM and nothing is polled. Use run() for commands.
+  /// The answer is read as it arrives: stdout is ready (or handed to ScriptOptions::on_stdout)
+  /// as its bytes come in, so a multi-MiB answer is never held twice.
   ///
   /// A 429 is retried (RetryPolicy); nothing else is re-sent. Throws ConnectionError with
   /// sent() false (the script did not run), APIError subclasses (refused before it ran),
@@ -362,17 +163,15 @@ class Client {
   /// caller's cancellation state (its next co_await raises it).
   Task<void> close();
 
-  struct Impl;  ///< Implementation detail (opaque).
-
  private:
-  std::shared_ptr<Impl> impl_;
+  std::shared_ptr<detail::ClientState> impl_;
 };
 
 /// The largest /exec request body run() sends for this VM, command and options (its launch,
 /// with the most records of finished runs a request removes), so callers can tell whether a
 /// command fits exe.dev's 64 KiB limit. Throws std::invalid_argument as run() would.
 [[nodiscard]] std::size_t run_request_bytes(const std::string& vm, const std::string& shell_line,
-                                            const RunOptions& options);
+                                            const ClientRunOptions& options);
 
 /// The size of the /exec request body run_script sends for this VM, script and arguments (so
 /// callers can fill a request to exe.dev's 64 KiB limit). Throws std::invalid_argument as

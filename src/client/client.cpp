@@ -43,12 +43,12 @@ const std::vector<std::string> no_secrets;
 constexpr int long_poll_seconds = 20;
 // Slack on top of a request's own wait before the client gives up on it.
 constexpr auto request_slack = 25s;
-// run() ends at most run_grace after RunOptions::timeout (documented there): it waits
+// run() ends at most run_grace after ClientRunOptions::timeout (documented there): it waits
 // vm_report_grace for the VM to report its own timeout (TERM, then KILL 5 s later), then spends
 // at most stop_bound stopping the command itself.
 constexpr auto vm_report_grace = 8s;
 constexpr auto stop_bound = 12s;
-static_assert(vm_report_grace + stop_bound <= 20s, "RunOptions::timeout documents a grace of 20 s");
+static_assert(vm_report_grace + stop_bound <= 20s, "ClientRunOptions::timeout documents a grace of 20 s");
 // Records of finished runs one run request removes at most (the rest wait for the next), so
 // a request's size stays bounded: run_request_bytes counts this many.
 constexpr std::size_t max_acks_per_request = 16;
@@ -65,7 +65,7 @@ std::string run_lobby_line(const std::string& vm, const detail::ScriptRequest& r
 
 }  // namespace
 
-struct Client::Impl {
+struct detail::ClientState {
   asio::any_io_executor executor;
   ClientOptions options;
   detail::Settings settings;
@@ -162,7 +162,7 @@ struct RunState {
   std::string vm;
   std::string id = detail::random_hex(run_id_bytes);
   std::string boundary = run_boundary(detail::random_hex(run_id_bytes));
-  const RunOptions* options = nullptr;
+  const ClientRunOptions* options = nullptr;
   std::string out, err;
   std::uint64_t out_offset = 0, err_offset = 0;
   bool started = false;
@@ -204,7 +204,7 @@ Outcome limit_outcome() {
 
 namespace {
 
-asio::awaitable<Outcome> run_request(Client::Impl& impl, RunState& st, const detail::ScriptRequest& request) {
+asio::awaitable<Outcome> run_request(detail::ClientState& impl, RunState& st, const detail::ScriptRequest& request) {
   const auto line = run_lobby_line(st.vm, request);
   detail::check_body_size(line.size(), "ssh");
   const auto& token = detail::require_token(impl.settings);
@@ -298,7 +298,7 @@ struct Attempt {
   std::exception_ptr error;
 };
 
-asio::awaitable<Attempt> request_after(Client::Impl& impl, RunState& st, detail::ScriptRequest request,
+asio::awaitable<Attempt> request_after(detail::ClientState& impl, RunState& st, detail::ScriptRequest request,
                                        std::chrono::milliseconds delay) {
   Attempt attempt;
   try {
@@ -313,7 +313,7 @@ asio::awaitable<Attempt> request_after(Client::Impl& impl, RunState& st, detail:
 // Runs one request after `delay`, the whole cut short at `deadline` (nullopt when the deadline
 // won: the request, if sent, is abandoned and its connection closed). Rethrows what the
 // request threw.
-asio::awaitable<std::optional<Outcome>> request_until(Client::Impl& impl, RunState& st, detail::ScriptRequest request,
+asio::awaitable<std::optional<Outcome>> request_until(detail::ClientState& impl, RunState& st, detail::ScriptRequest request,
                                                       std::optional<Clock::time_point> deadline,
                                                       std::chrono::milliseconds delay = {}) {
   Attempt attempt;
@@ -329,7 +329,7 @@ asio::awaitable<std::optional<Outcome>> request_until(Client::Impl& impl, RunSta
   co_return std::move(attempt.outcome);
 }
 
-detail::ScriptRequest script_request(Client::Impl& impl, const RunState& st, detail::ScriptMode mode, int wait) {
+detail::ScriptRequest script_request(detail::ClientState& impl, const RunState& st, detail::ScriptMode mode, int wait) {
   detail::ScriptRequest r;
   r.mode = mode;
   r.id = st.id;
@@ -348,7 +348,7 @@ using detail::StopResult;
 
 // Stops the remote command (TERM, then KILL to its process group) and removes its record, in
 // at most stop_bound. Failures are logged, not thrown.
-asio::awaitable<StopResult> stop_remote(Client::Impl& impl, RunState& st) {
+asio::awaitable<StopResult> stop_remote(detail::ClientState& impl, RunState& st) {
   try {
     auto request = script_request(impl, st, detail::ScriptMode::stop, 6);
     request.skip_output = st.limit_hit;
@@ -378,7 +378,7 @@ asio::awaitable<StopResult> stop_remote(Client::Impl& impl, RunState& st) {
 // Removes the records of finished runs, in requests of at most max_acks_per_request per VM.
 // Records a request did not remove stay listed, so the next close() (or run on that VM) tries again. Throws the first failure
 // once every VM was tried.
-asio::awaitable<void> remove_finished_records(std::shared_ptr<Client::Impl> impl) {
+asio::awaitable<void> remove_finished_records(std::shared_ptr<detail::ClientState> impl) {
   std::exception_ptr first_failure;
   std::vector<std::string> vms;
   for (const auto& entry : impl->acks) vms.push_back(entry.first);
@@ -389,7 +389,7 @@ asio::awaitable<void> remove_finished_records(std::shared_ptr<Client::Impl> impl
       for (bool left_over = true; left_over;) {
         RunState st;
         st.vm = vm;
-        RunOptions none;
+        ClientRunOptions none;
         st.options = &none;
         auto request = script_request(*impl, st, detail::ScriptMode::cleanup, long_poll_seconds);
         if (request.acks.empty()) break;
@@ -445,7 +445,7 @@ asio::awaitable<void> remove_finished_records(std::shared_ptr<Client::Impl> impl
 
 // ---- Client -----------------------------------------------------------------------------------
 
-Client::Client(asio::any_io_executor executor, ClientOptions options) : impl_(std::make_shared<Impl>()) {
+Client::Client(asio::any_io_executor executor, ClientOptions options) : impl_(std::make_shared<detail::ClientState>()) {
   impl_->executor = executor;
   impl_->settings = detail::resolve_settings(options, detail::process_env);
   detail::TransportConfig config;
@@ -576,10 +576,10 @@ Task<void> Client::rename_vm(std::string name, std::string new_name) {
 }
 
 Task<RunResult> Client::run(std::string vm, std::string shell_line) {
-  return run(std::move(vm), std::move(shell_line), RunOptions{});
+  return run(std::move(vm), std::move(shell_line), ClientRunOptions{});
 }
 
-Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions options) {
+Task<RunResult> Client::run(std::string vm, std::string shell_line, ClientRunOptions options) {
   auto impl = impl_;
   (void)lobby_quote(vm);  // rejects an empty or unsendable VM name before anything is sent
   if (!vm.empty() && vm.front() == '-') throw std::invalid_argument("run: invalid VM name");
@@ -695,7 +695,7 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, RunOptions o
   // the cancellation state would switch cancellation off for the caller's whole coroutine chain.
   st.stopping = true;  // a callback that threw must not be called again
   StopResult stop = StopResult::unconfirmed;
-  EXEDEV_AWAIT_DESPITE_CANCELLATION(stop_error, [](Client::Impl& impl, RunState& st, StopResult& stop) -> asio::awaitable<void> {
+  EXEDEV_AWAIT_DESPITE_CANCELLATION(stop_error, [](detail::ClientState& impl, RunState& st, StopResult& stop) -> asio::awaitable<void> {
     stop = co_await detail::shielded(stop_remote(impl, st));
   }(*impl, st, stop));
   if (stop_error) std::rethrow_exception(stop_error);
@@ -743,14 +743,27 @@ Task<RunResult> Client::run_script(std::string vm, std::string script, ScriptOpt
   const std::size_t max_body = options.max_output_bytes + 96 * 1024;
   const int max_retries = std::max(impl_->options.retry.max_retries, 0);
   for (int attempt = 0;; ++attempt) {
-    std::string body;
+    // The answer is read as it arrives: stdout goes to on_stdout (from offset 0 again on each
+    // attempt) or into the result, never held twice.
+    std::string stdout_bytes;
+    std::uint64_t streamed = 0;
+    detail::ScriptOutputReader reader(boundary, [&](std::string_view bytes) {
+      if (!options.on_stdout) {
+        stdout_bytes.append(bytes);
+        return;
+      }
+      options.on_stdout(streamed, bytes);
+      streamed += bytes.size();
+    });
+    std::size_t body_bytes = 0;
     bool over_limit = false;
     auto sink = [&](std::string_view bytes) {
-      if (body.size() + bytes.size() > max_body) {
+      if (body_bytes + bytes.size() > max_body) {
         over_limit = true;
         return false;
       }
-      body.append(bytes);
+      body_bytes += bytes.size();
+      reader.feed(bytes);
       return true;
     };
     detail::HttpResponse response;
@@ -768,10 +781,10 @@ Task<RunResult> Client::run_script(std::string vm, std::string script, ScriptOpt
     }
     if (over_limit) {
       throw OutputLimitError(fmt::format("run_script on VM \"{}\" wrote more than {} bytes", vm, options.max_output_bytes),
-                             options.max_output_bytes, std::move(body), {});
+                             options.max_output_bytes, std::move(stdout_bytes), {});
     }
     std::optional<detail::ScriptOutput> output;
-    if (!lost && response.status == 200) output = detail::parse_script_output(body, boundary);
+    if (!lost && response.status == 200) output = reader.finish();
     // A 5xx or a cut answer: the script may have run. Only an idempotent one is sent again.
     const bool unknown = !lost && (response.status == 200 ? !output : detail::is_retryable_status(response.status));
     if ((lost || (unknown && options.idempotent)) && attempt < max_retries) {
@@ -787,17 +800,17 @@ Task<RunResult> Client::run_script(std::string vm, std::string script, ScriptOpt
     }
     if (!output) {
       throw OutcomeUnknownError(fmt::format("run_script on VM \"{}\": the answer was cut; the script may have run", vm),
-                                std::move(body), {});
+                                std::move(stdout_bytes), {});
     }
-    if (output->stdout_bytes.size() > options.max_output_bytes) {
+    if (reader.stdout_size() > options.max_output_bytes) {
       throw OutputLimitError(fmt::format("run_script on VM \"{}\" wrote more than {} bytes", vm, options.max_output_bytes),
-                             options.max_output_bytes, std::move(output->stdout_bytes), std::move(output->stderr_bytes));
+                             options.max_output_bytes, std::move(stdout_bytes), std::move(output->stderr_bytes));
     }
-    co_return RunResult{output->exit_code, std::move(output->stdout_bytes), std::move(output->stderr_bytes)};
+    co_return RunResult{output->exit_code, std::move(stdout_bytes), std::move(output->stderr_bytes)};
   }
 }
 
-std::size_t run_request_bytes(const std::string& vm, const std::string& shell_line, const RunOptions& options) {
+std::size_t run_request_bytes(const std::string& vm, const std::string& shell_line, const ClientRunOptions& options) {
   // Random parts at their real lengths; the most records of finished runs a request carries.
   const std::string random(2 * run_id_bytes, 'f');
   detail::ScriptRequest launch;

@@ -50,8 +50,8 @@ struct RunAnswer {
 
 /// Why a run stops its remote command before reporting.
 enum class StopReason {
-  deadline,      ///< RunOptions::timeout passed (plus the VM's grace to report it)
-  output_limit,  ///< more output than RunOptions::max_output_bytes
+  deadline,      ///< ClientRunOptions::timeout passed (plus the VM's grace to report it)
+  output_limit,  ///< more output than ClientRunOptions::max_output_bytes
   unreadable,    ///< an answer could not be read (ProtocolError)
   interrupted,   ///< a cancellation, or an exception from an output callback
 };

@@ -9,6 +9,7 @@
 #include <exedev/client.hpp>
 #include <exedev/errors.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <stdexcept>
 
@@ -68,25 +69,66 @@ std::string script_lobby_line(const std::string& vm, const std::string& script, 
   return "ssh " + lobby_quote(vm) + " " + lobby_quote(script_remote_command(script, args, boundary));
 }
 
-std::optional<ScriptOutput> parse_script_output(std::string_view body, const std::string& boundary) {
-  const std::string begin = boundary + " b\n";
-  const std::string exit_mark = "\n" + boundary + " x ";
-  const std::string end = boundary + " .\n";
-  std::size_t start = 0;
-  if (body.starts_with(begin)) {
-    start = begin.size();
-  } else {
-    const auto at = body.find("\n" + begin);
-    if (at == std::string_view::npos) return std::nullopt;
-    start = at + 1 + begin.size();
+ScriptOutputReader::ScriptOutputReader(const std::string& boundary, StdoutSink on_stdout)
+    : begin_(boundary + " b\n"), exit_mark_("\n" + boundary + " x "), end_(boundary + " .\n"),
+      on_stdout_(std::move(on_stdout)) {}
+
+void ScriptOutputReader::feed(std::string_view bytes) {
+  last_bytes_.append(bytes.substr(bytes.size() - std::min(bytes.size(), end_.size())));
+  if (last_bytes_.size() > end_.size()) last_bytes_.erase(0, last_bytes_.size() - end_.size());
+  pending_.append(bytes);
+  if (part_ == Part::preamble) scan_preamble();
+  if (part_ == Part::stdout_bytes) scan_stdout();
+}
+
+void ScriptOutputReader::scan_preamble() {
+  // Bytes before the begin frame are login-shell noise: the frame opens the answer or a line.
+  std::size_t start = std::string::npos;
+  if (at_body_start_) {
+    if (pending_.size() < begin_.size() && begin_.starts_with(pending_)) return;  // may still be it
+    if (pending_.starts_with(begin_)) start = begin_.size();
+    at_body_start_ = false;
   }
-  if (!body.ends_with(end)) return std::nullopt;
-  const auto exit_at = body.rfind(exit_mark);
-  if (exit_at == std::string_view::npos || exit_at < start - 1) throw garbled();
+  if (start == std::string::npos) {
+    const auto at = pending_.find("\n" + begin_);
+    if (at == std::string::npos) {
+      // Keep only what may still be the start of "\n" + begin_.
+      if (pending_.size() > begin_.size()) pending_.erase(0, pending_.size() - begin_.size());
+      return;
+    }
+    start = at + 1 + begin_.size();
+  }
+  pending_.erase(0, start);
+  part_ = Part::stdout_bytes;
+}
+
+void ScriptOutputReader::scan_stdout() {
+  const auto at = pending_.find(exit_mark_);
+  if (at != std::string::npos) {
+    emit(std::string_view(pending_).substr(0, at));
+    pending_.erase(0, at + exit_mark_.size());
+    part_ = Part::trailer;
+    return;
+  }
+  // The last bytes may be the start of the exit frame: they wait for what follows.
+  const std::size_t held = exit_mark_.size() - 1;
+  if (pending_.size() <= held) return;
+  emit(std::string_view(pending_).substr(0, pending_.size() - held));
+  pending_.erase(0, pending_.size() - held);
+}
+
+void ScriptOutputReader::emit(std::string_view bytes) {
+  if (bytes.empty()) return;
+  stdout_size_ += bytes.size();
+  on_stdout_(bytes);
+}
+
+std::optional<ScriptOutput> ScriptOutputReader::finish() {
+  if (part_ == Part::preamble || last_bytes_ != end_) return std::nullopt;
+  if (part_ == Part::stdout_bytes || pending_.size() < end_.size()) throw garbled();  // no exit frame
+  std::string_view rest(pending_);
+  rest.remove_suffix(end_.size());
   ScriptOutput output;
-  output.stdout_bytes = std::string(body.substr(start, exit_at - start));
-  std::string_view rest = body.substr(exit_at + exit_mark.size());
-  rest.remove_suffix(end.size());
   const auto newline = rest.find('\n');
   if (newline == std::string_view::npos) throw garbled();
   const auto code = rest.substr(0, newline);
@@ -101,6 +143,15 @@ std::optional<ScriptOutput> parse_script_output(std::string_view body, const std
     output.stderr_bytes += *bytes;
     rest.remove_prefix(line_end + 1);
   }
+  return output;
+}
+
+std::optional<ScriptOutput> parse_script_output(std::string_view body, const std::string& boundary) {
+  std::string stdout_bytes;
+  ScriptOutputReader reader(boundary, [&stdout_bytes](std::string_view bytes) { stdout_bytes.append(bytes); });
+  reader.feed(body);
+  auto output = reader.finish();
+  if (output) output->stdout_bytes = std::move(stdout_bytes);
   return output;
 }
 

@@ -16,6 +16,8 @@
 // an answer without the end frame was cut and is never read as a result.
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,8 +47,39 @@ struct ScriptOutput {
   std::string stderr_bytes;
 };
 
-/// Reads a complete answer. nullopt when the end frame is missing (the answer was cut); throws
-/// ProtocolError when the frames are garbled.
+/// Reads an answer as it arrives, split anywhere: the script's stdout goes to `on_stdout` as soon
+/// as it can no longer be the start of the exit frame (so a multi-MiB page is decoded while the
+/// rest is on the way); the status and stderr are kept for finish(). The exit frame is the first
+/// `\n<B> x ` after the begin frame: the boundary is random and made here, so the script's
+/// output cannot hold it.
+class ScriptOutputReader {
+ public:
+  using StdoutSink = std::function<void(std::string_view)>;
+  ScriptOutputReader(const std::string& boundary, StdoutSink on_stdout);
+
+  void feed(std::string_view bytes);
+  /// The status and stderr (stdout went to the sink). nullopt when the begin or the end frame is
+  /// missing (the answer was cut); throws ProtocolError when the frames are garbled.
+  [[nodiscard]] std::optional<ScriptOutput> finish();
+  /// The stdout bytes given to the sink so far.
+  [[nodiscard]] std::uint64_t stdout_size() const noexcept { return stdout_size_; }
+
+ private:
+  enum class Part { preamble, stdout_bytes, trailer };
+  void scan_preamble();
+  void scan_stdout();
+  void emit(std::string_view bytes);
+
+  std::string begin_, exit_mark_, end_;
+  StdoutSink on_stdout_;
+  Part part_ = Part::preamble;
+  bool at_body_start_ = true;  // the preamble buffer still starts at the answer's first byte
+  std::string pending_;        // preamble: unscanned noise; stdout: bytes held back; trailer: all of it
+  std::string last_bytes_;     // the answer's last end_.size() bytes
+  std::uint64_t stdout_size_ = 0;
+};
+
+/// Reads a complete answer (ScriptOutputReader over the whole body, stdout collected).
 [[nodiscard]] std::optional<ScriptOutput> parse_script_output(std::string_view body, const std::string& boundary);
 
 }  // namespace exedev::detail

@@ -44,38 +44,55 @@ std::string base64_encode(std::string_view bytes) {
 }
 
 std::optional<std::string> base64_decode(std::string_view text) {
-  // One pass over the text (pages are megabytes).
   std::string out;
   out.reserve(text.size() / 4 * 3);
-  std::uint32_t quartet = 0;
-  std::size_t digits = 0;   // in the current quartet
-  std::size_t padding = 0;  // `=` seen
+  Base64Decoder decoder;
+  if (!decoder.feed(text, out) || !decoder.finish(out)) return std::nullopt;
+  return out;
+}
+
+bool Base64Decoder::feed(std::string_view text, std::string& out) {
+  // One pass over the text (pages are megabytes).
   for (const char c : text) {
+    if (failed_) break;
     if (c == '\n' || c == '\r') continue;
     if (c == '=') {
-      ++padding;
+      ++padding_;
       continue;
     }
     const auto value = digit_values[static_cast<unsigned char>(c)];
-    if (value < 0 || padding > 0) return std::nullopt;
-    quartet = quartet << 6 | static_cast<std::uint32_t>(value);
-    if (++digits == 4) {
-      out += static_cast<char>(quartet >> 16 & 0xFF);
-      out += static_cast<char>(quartet >> 8 & 0xFF);
-      out += static_cast<char>(quartet & 0xFF);
-      quartet = 0;
-      digits = 0;
+    if (value < 0 || padding_ > 0) {
+      failed_ = true;
+      break;
+    }
+    quartet_ = quartet_ << 6 | static_cast<std::uint32_t>(value);
+    if (++digits_ == 4) {
+      out += static_cast<char>(quartet_ >> 16 & 0xFF);
+      out += static_cast<char>(quartet_ >> 8 & 0xFF);
+      out += static_cast<char>(quartet_ & 0xFF);
+      quartet_ = 0;
+      digits_ = 0;
     }
   }
+  return !failed_;
+}
+
+bool Base64Decoder::finish(std::string& out) {
   // What is left is the last quartet's digits, completed by its padding.
-  if (digits + padding != (digits == 0 ? 0 : 4) || padding > 2) return std::nullopt;
-  if (digits == 3) {
-    out += static_cast<char>(quartet >> 10 & 0xFF);
-    out += static_cast<char>(quartet >> 2 & 0xFF);
-  } else if (digits == 2) {
-    out += static_cast<char>(quartet >> 4 & 0xFF);
+  if (failed_ || digits_ + padding_ != (digits_ == 0 ? 0 : 4) || padding_ > 2) {
+    failed_ = true;
+    return false;
   }
-  return out;
+  if (digits_ == 3) {
+    out += static_cast<char>(quartet_ >> 10 & 0xFF);
+    out += static_cast<char>(quartet_ >> 2 & 0xFF);
+  } else if (digits_ == 2) {
+    out += static_cast<char>(quartet_ >> 4 & 0xFF);
+  }
+  quartet_ = 0;
+  digits_ = 0;
+  padding_ = 0;
+  return true;
 }
 
 }  // namespace exedev::detail

@@ -28,6 +28,9 @@ struct Utf8Sequence {
   Utf8Fault fault = Utf8Fault::none;
 };
 
+/// Whether `byte` continues a sequence (10xxxxxx) rather than starting one.
+[[nodiscard]] constexpr bool is_utf8_continuation(unsigned char byte) { return (byte & 0xC0) == 0x80; }
+
 /// The sequence that starts at `text[at]` (`at` < text.size()).
 [[nodiscard]] Utf8Sequence utf8_sequence_at(std::string_view text, std::size_t at);
 

@@ -52,7 +52,7 @@ std::string_view trim_space(std::string_view text) {
   while (end > begin) {
     // Find the start of the last rune: at most 4 bytes back, first non-continuation byte.
     std::size_t start = end - 1;
-    while (start > begin && end - start < 4 && (static_cast<std::uint8_t>(text[start]) & 0xC0) == 0x80) --start;
+    while (start > begin && end - start < 4 && detail::is_utf8_continuation(static_cast<unsigned char>(text[start]))) --start;
     std::size_t probe = start;
     const char32_t r = decode_rune(text, probe);
     if (probe != end) {  // not one whole rune: an invalid trailing byte, which is not space

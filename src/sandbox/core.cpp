@@ -29,14 +29,6 @@ bool is_not_ready(const CommandFailedError& error) {
   return mentions(error.server_message(), "failed to connect to VM") || mentions(error.server_message(), "SSH handshake failed");
 }
 
-[[noreturn]] void throw_nested(std::exception_ptr cause, auto&& error) {
-  try {
-    std::rethrow_exception(std::move(cause));
-  } catch (...) {
-    std::throw_with_nested(std::forward<decltype(error)>(error));
-  }
-}
-
 }  // namespace
 
 bool was_cancelled(const asio::cancellation_state& state) {
@@ -131,7 +123,7 @@ Task<void> wait_ready(Client client, std::string name, ReadinessOptions readines
   std::exception_ptr last_error;
   for (;;) {
     try {
-      RunOptions options;
+      ClientRunOptions options;
       options.timeout = std::chrono::duration<double>(30);
       options.max_output_bytes = 64 * 1024;
       auto probe = client.run(name, "echo " + token, options);
@@ -169,159 +161,6 @@ void check_spec_scope(const VMSpec& spec, const std::optional<std::string>& scop
     throw std::invalid_argument("copy_base_tags=false can't be used with scope_tag \"" + *scope_tag +
                                 "\": a copy gets the scope tag only from its base");
   }
-}
-
-namespace {
-
-Task<VMInfo> create_request(Client client, VMSpec spec, std::optional<std::string> scope_tag) {
-  if (spec.is_copy()) {
-    CopyVMOptions options;
-    options.source = *spec.base();
-    options.name = spec.name();
-    options.copy_tags = spec.copy_base_tags();
-    options.cpu = spec.cpu();
-    options.memory = spec.memory();
-    options.disk = spec.disk();
-    if (spec.egress()) options.egress = std::string(to_string(*spec.egress()));
-    options.standalone = spec.standalone();
-    auto copying = client.copy_vm(std::move(options));
-    co_return co_await std::move(copying);
-  }
-  NewVMOptions options;
-  options.name = spec.name();
-  options.image = spec.image();
-  options.cpu = spec.cpu();
-  options.memory = spec.memory();
-  options.disk = spec.disk();
-  options.tags = required_tags(spec, scope_tag);
-  options.comment = spec.comment();
-  options.integrations = spec.integrations();
-  if (spec.egress()) options.egress = std::string(to_string(*spec.egress()));
-  options.standalone = spec.standalone();
-  auto creating = client.new_vm(std::move(options));
-  co_return co_await std::move(creating);
-}
-
-// Runs one initialization step, turning its failure (not a cancellation) into
-// VMInitializationError naming the VM.
-Task<void> step(const std::string& name, const char* what, Task<void> body) {
-  std::exception_ptr error;
-  try {
-    co_await std::move(body);
-  } catch (...) {
-    error = std::current_exception();
-  }
-  if (!error) co_return;
-  if (is_cancellation(error) || was_cancelled(co_await asio::this_coro::cancellation_state)) {
-    std::rethrow_exception(error);
-  }
-  throw_nested(error, VMInitializationError(vm_ref(name), what));
-}
-
-Task<void> run_checked(Client client, std::string name, std::string line, std::string what) {
-  RunOptions options;
-  options.timeout = std::chrono::duration<double>(120);
-  auto running = client.run(name, line, options);
-  const auto result = co_await std::move(running);
-  if (result.exit_code != 0) {
-    throw workspace::WorkspaceError(what + " on VM \"" + name + "\" exited with " + std::to_string(result.exit_code));
-  }
-}
-
-Task<void> apply_tags_and_comment(Client client, std::string name, VMSpec spec) {
-  auto listing = client.list_vms(one(name));
-  const auto listed = co_await std::move(listing);
-  const auto it = std::find_if(listed.begin(), listed.end(), [&](const VMInfo& vm) { return vm.name == name; });
-  if (it == listed.end()) throw VMNotFoundError(name);
-  std::vector<std::string> missing;
-  for (const auto& tag : spec.tags()) {
-    if (std::find(it->tags.begin(), it->tags.end(), tag) == it->tags.end()) missing.push_back(tag);
-  }
-  if (!missing.empty()) {
-    auto tagging = client.add_tags(name, std::move(missing));
-    co_await std::move(tagging);
-  }
-  if (spec.comment() && it->comment != *spec.comment()) {
-    auto commenting = client.set_comment(name, *spec.comment());
-    co_await std::move(commenting);
-  }
-}
-
-}  // namespace
-
-Task<void> initialize_steps(Client client, std::string name, VMSpec spec, ReadinessOptions readiness,
-                            bool set_tags_and_comment) {
-  auto ready = step(name, "waiting until it runs commands", wait_ready(client, name, readiness));
-  co_await std::move(ready);
-  if (set_tags_and_comment) {
-    auto tagged = step(name, "setting its tags and comment", apply_tags_and_comment(client, name, spec));
-    co_await std::move(tagged);
-  }
-  if (spec.working_dir()) {
-    auto made = step(name, "making its working directory",
-                     run_checked(client, name, "mkdir -p -- " + workspace::shell_quote(*spec.working_dir()),
-                                 "mkdir of the working directory"));
-    co_await std::move(made);
-  }
-}
-
-Task<VMState> provision(Client client, VMSpec spec, std::optional<std::string> scope_tag, ReadinessOptions readiness,
-                        ProvisionHooks hooks) {
-  check_spec_scope(spec, scope_tag);
-  if (spec.is_copy()) {
-    auto finding = find_in_scope(client, *spec.base(), scope_tag);
-    const auto base = co_await std::move(finding);
-    // Flush the base so that the copy gets what was written; a paused base can't run `sync`
-    // and only resume() resumes a VM.
-    if (base.status.kind == VMStatus::Kind::running) {
-      auto flushing = run_checked(client, base.name, "sync", "the flush (sync) before the copy");
-      co_await std::move(flushing);
-    }
-  }
-
-  // The request itself is never interrupted: a cancelled create would leave a VM nobody knows.
-  std::optional<VMInfo> created;
-  std::exception_ptr create_error;
-  try {
-    auto creating = shielded(create_request(client, spec, scope_tag));
-    created = co_await std::move(creating);
-  } catch (...) {
-    create_error = std::current_exception();
-  }
-  if (create_error) {
-    if (is_unknown_create_outcome(create_error)) {
-      throw_nested(create_error, ProvisionOutcomeUnknownError(spec.name(), required_tags(spec, scope_tag)));
-    }
-    std::rethrow_exception(create_error);  // a definite refusal (4xx) or nothing sent
-  }
-
-  const std::string name = created->name;
-  if (hooks.on_created) hooks.on_created(vm_ref(name));
-
-  std::exception_ptr error;
-  bool initialized = false;
-  try {
-    if (was_cancelled(co_await asio::this_coro::cancellation_state)) throw_cancelled(nullptr);
-    auto initializing = initialize_steps(client, name, spec, readiness, spec.is_copy());
-    co_await std::move(initializing);
-    initialized = true;
-    auto finding = find_in_scope(client, name, std::nullopt);
-    const auto info = co_await std::move(finding);
-    co_return VMState::from_info(info);
-  } catch (...) {
-    error = std::current_exception();
-  }
-  // A cancellation at any point after the create, including the final state read, leaves no VM.
-  const bool cancelled = is_cancellation(error) || was_cancelled(co_await asio::this_coro::cancellation_state);
-  if (cancelled && hooks.delete_on_cancel) {
-    // The delete runs although the caller is cancelled, then the cancellation is raised. A failed
-    // delete is not reported: the cancellation is what the caller asked about, and lookup(spec)
-    // finds a VM left behind.
-    EXEDEV_AWAIT_DESPITE_CANCELLATION(ignored, shielded(client.remove_vms(one(name))));
-    throw_cancelled(nullptr);
-  }
-  if (!initialized || is_cancellation(error)) std::rethrow_exception(error);
-  throw_nested(error, VMInitializationError(vm_ref(name), "reading its state"));
 }
 
 }  // namespace exedev::detail

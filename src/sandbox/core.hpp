@@ -1,13 +1,13 @@
 #pragma once
-// The one implementation behind VMs, SandboxBackend and Sandbox: the client a component owns,
-// cancellation shields, scope checks, readiness waits, provisioning and initialization.
+// What VMs, SandboxBackend and Sandbox share: the client a component owns, cancellation,
+// access errors, scope checks and readiness waits. Provisioning: sandbox/provision.hpp.
 
 #include <boost/asio/cancellation_state.hpp>
 
 #include <exception>
-#include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <exedev/client.hpp>
@@ -29,6 +29,15 @@ namespace exedev::detail {
 
 /// Whether a coroutine's cancellation state records a cancellation.
 [[nodiscard]] bool was_cancelled(const boost::asio::cancellation_state& state);
+
+/// Throws `error` with `cause` nested.
+[[noreturn]] void throw_nested(std::exception_ptr cause, auto&& error) {
+  try {
+    std::rethrow_exception(std::move(cause));
+  } catch (...) {
+    std::throw_with_nested(std::forward<decltype(error)>(error));
+  }
+}
 
 /// Throws operation_aborted, with `cause` nested when there is one.
 [[noreturn]] void throw_cancelled(std::exception_ptr cause);
@@ -73,21 +82,5 @@ Task<void> wait_ready(Client client, std::string name, ReadinessOptions readines
 
 /// Refuses a copy without its base's tags under a scope tag (std::invalid_argument).
 void check_spec_scope(const VMSpec& spec, const std::optional<std::string>& scope_tag);
-
-struct ProvisionHooks {
-  /// Called as soon as the create returns, before the VM is made ready.
-  std::function<void(const workspace::WorkspaceRef&)> on_created;
-  /// Delete the VM when the caller is cancelled after the create (VMs::provision), or keep it
-  /// (a backend never destroys its environment).
-  bool delete_on_cancel = true;
-};
-
-Task<VMState> provision(Client client, VMSpec spec, std::optional<std::string> scope_tag, ReadinessOptions readiness,
-                        ProvisionHooks hooks);
-
-/// Gets an existing VM ready: readiness, tags and comment (when set_tags_and_comment), working
-/// dir. Failures become VMInitializationError; cancellation propagates as is.
-Task<void> initialize_steps(Client client, std::string name, VMSpec spec, ReadinessOptions readiness,
-                            bool set_tags_and_comment);
 
 }  // namespace exedev::detail

@@ -6,8 +6,8 @@
 #include <stdexcept>
 
 #include "common/coroutines.hpp"
-#include "common/event.hpp"
 #include "sandbox/core.hpp"
+#include "sandbox/provision.hpp"
 #include "sandbox/run_errors.hpp"
 #include "workspace/shell_filesystem.hpp"
 
@@ -35,7 +35,7 @@ static_assert((kMaximumReadPageBytes + kMaximumReadPageBytes / 1000 + 1024) / 57
 // The largest request Client::run sends for `shell_line` with this env and working directory.
 std::size_t lobby_line_size(const std::string& shell_line, const workspace::Env& env,
                             const std::optional<std::string>& working_dir) {
-  RunOptions options;
+  ClientRunOptions options;
   options.env = std::map<std::string, std::string>(env.begin(), env.end());
   options.working_dir = working_dir;
   return run_request_bytes(std::string(kLongestVmName, 'v'), shell_line, options);
@@ -86,100 +86,28 @@ workspace::ShellFilesystemLimits exedev_shell_filesystem_limits(const workspace:
 }
 
 struct SandboxBackend::Impl {
-  enum class Phase { pending, busy, needs_init, ready, outcome_unknown };
-
-  const bool attach;
-  VMSpec spec;
-  std::optional<std::string> scope_tag;
+  detail::ProvisionSubject target;
   detail::ClientHolder client;
   workspace::Env env;
-  ReadinessOptions readiness;
   workspace::ShellFilesystemLimits limits;
-
-  Phase phase = Phase::pending;
-  std::optional<WorkspaceRef> ref;
-  std::exception_ptr unknown_outcome;
-  // Waiters of a busy phase wait on this timer; a phase change cancels it.
-  detail::Event phase_changed;
   std::optional<std::string> canonical_working_dir;
 
   explicit Impl(SandboxBackendOptions& o)
-      : attach(o.ref.has_value()), spec(std::move(o.spec)), scope_tag(std::move(o.scope_tag)),
-        client(std::move(o.client), std::move(o.client_options)), env(std::move(o.env)), readiness(o.readiness),
-        limits(exedev_shell_filesystem_limits(env, spec.working_dir(), o.transfer)) {
-    detail::check_spec_scope(spec, scope_tag);
-    if (o.ref) ref = vm_ref(VMTarget(*o.ref).name());
-  }
-
-  // Waits until the phase may have changed. A cancellable wait raises a cancellation of the
-  // caller; the other kind returns and lets the caller look at the phase again.
-  Task<void> wait_for_change(bool cancellable = true) {
-    co_await phase_changed.wait();
-    // The state is named first: GCC 12 miscompiles a co_await in a short-circuit operand.
-    const auto state = co_await asio::this_coro::cancellation_state;
-    if (cancellable && detail::was_cancelled(state)) detail::throw_cancelled(nullptr);
-  }
-
-  // One step from `from`; sets the phase it reaches.
-  Task<void> advance(Phase from) {
-    auto c = co_await client.get();
-    // (Coroutines are created as named tasks before they are awaited: see core.cpp.)
-    if (from == Phase::needs_init) {
-      auto initializing = detail::initialize_steps(c, ref->id, spec, readiness, spec.is_copy());
-      co_await std::move(initializing);
-    } else if (attach) {
-      auto finding = detail::find_in_scope(c, ref->id, scope_tag);
-      co_await std::move(finding);
-    } else {
-      detail::ProvisionHooks hooks;
-      hooks.on_created = [this](const WorkspaceRef& created) { ref = created; };
-      hooks.delete_on_cancel = false;  // a backend never destroys its environment
-      auto provisioning = detail::provision(c, spec, scope_tag, readiness, std::move(hooks));
-      co_await std::move(provisioning);
-    }
-    phase = Phase::ready;
-  }
-
-  Phase phase_after(Phase from, const std::exception_ptr& error) {
-    if (attach) return Phase::pending;
-    if (from == Phase::needs_init || ref) return Phase::needs_init;  // the VM exists: finish it next time
-    try {
-      std::rethrow_exception(error);
-    } catch (const ProvisionOutcomeUnknownError&) {
-      unknown_outcome = error;
-      return Phase::outcome_unknown;
-    } catch (...) {
-      return Phase::pending;  // nothing was made: the next operation provisions again
-    }
+      // A backend never destroys its environment: a cancelled provision keeps the VM it made.
+      : target(o.ref ? detail::ProvisionPlan::Kind::attach : detail::ProvisionPlan::Kind::provision, false, std::move(o.spec),
+           std::move(o.scope_tag), o.readiness),
+        client(std::move(o.client), std::move(o.client_options)), env(std::move(o.env)),
+        limits(exedev_shell_filesystem_limits(env, target.spec.working_dir(), o.transfer)) {
+    detail::check_spec_scope(target.spec, target.scope_tag);
+    if (o.ref) target.name = VMTarget(*o.ref).name();
   }
 
   /// The VM's name once it exists and is ready (concurrent callers share one provision).
   Task<std::string> ensure_ready() {
-    for (;;) {
-      switch (phase) {
-        case Phase::ready:
-          co_return ref->id;
-        case Phase::outcome_unknown:
-          std::rethrow_exception(unknown_outcome);
-        case Phase::busy:
-          co_await wait_for_change();
-          continue;
-        case Phase::pending:
-        case Phase::needs_init:
-          break;
-      }
-      const Phase from = phase;
-      phase = Phase::busy;
-      std::exception_ptr error;
-      try {
-        co_await advance(from);
-      } catch (...) {
-        error = std::current_exception();
-      }
-      if (error) phase = phase_after(from, error);
-      phase_changed.notify();
-      if (error) std::rethrow_exception(error);
-    }
+    auto c = co_await client.get();
+    auto walking = detail::walk_phases(c, target);
+    co_await std::move(walking);
+    co_return *target.name;
   }
 
   // Throws what a failed client.run means for the workspace, or returns true when the VM was
@@ -225,7 +153,7 @@ struct SandboxBackend::Impl {
         // A token that may not resume (a tag-scoped one, on exe.dev) can't run commands on a
         // paused VM: say so rather than pass on the bare refusal.
         if (resume_error) detail::rethrow_access_mapped(resume_error, "VM \"" + name + "\" is paused and can't be resumed for the command");
-        auto ready = detail::wait_ready(c, name, readiness);
+        auto ready = detail::wait_ready(c, name, target.readiness);
         co_await std::move(ready);
         co_return true;
       }
@@ -239,13 +167,15 @@ struct SandboxBackend::Impl {
     }
   }
 
-  Task<CommandResult> run_script(std::string script, std::vector<std::string> args, bool idempotent) {
+  Task<CommandResult> run_script(std::string script, std::vector<std::string> args, bool idempotent,
+                                 workspace::ScriptStdoutSink on_stdout) {
     const std::string name = co_await ensure_ready();
     auto c = co_await client.get();
     ScriptOptions options;
     options.args = std::move(args);
     options.max_output_bytes = max_command_output_bytes;
     options.idempotent = idempotent;  // the client re-sends it when an answer is lost
+    options.on_stdout = std::move(on_stdout);
     auto recovering = with_recovery(c, name, [&] { return c.run_script(name, script, options); });
     co_return co_await std::move(recovering);
   }
@@ -274,11 +204,11 @@ struct SandboxBackend::Impl {
     if (!command.is_shell() && command.args().empty()) throw std::invalid_argument("argv must not be empty");
     const std::string name = co_await ensure_ready();
     auto c = co_await client.get();
-    RunOptions run_options;
+    ClientRunOptions run_options;
     run_options.env = std::map<std::string, std::string>(env.begin(), env.end());
     // (No structured bindings here: GCC 12 destroys them twice inside coroutines.)
     for (const auto& entry : options.env) run_options.env[entry.first] = entry.second;
-    run_options.working_dir = spec.working_dir();
+    run_options.working_dir = target.spec.working_dir();
     if (options.timeout) run_options.timeout = *options.timeout;
     run_options.max_output_bytes = max_command_output_bytes;
     run_options.on_stdout = std::move(options.on_stdout);
@@ -298,7 +228,10 @@ SandboxBackend::SandboxBackend(std::optional<WorkspaceRef> ref, VMSpec spec, std
 
 SandboxBackend::~SandboxBackend() = default;
 
-std::optional<WorkspaceRef> SandboxBackend::ref() const { return impl_->ref; }
+std::optional<WorkspaceRef> SandboxBackend::ref() const {
+  if (!impl_->target.name) return std::nullopt;
+  return vm_ref(*impl_->target.name);
+}
 
 workspace::ShellFilesystemLimits SandboxBackend::shell_filesystem_limits() const { return impl_->limits; }
 
@@ -317,10 +250,11 @@ Task<CommandResult> SandboxBackend::run(workspace::Command command, workspace::R
   detail::rethrow_access_mapped(error);
 }
 
-Task<CommandResult> SandboxBackend::run_script(std::string script, std::vector<std::string> args, bool idempotent) {
+Task<CommandResult> SandboxBackend::run_script(std::string script, std::vector<std::string> args, bool idempotent,
+                                               workspace::ScriptStdoutSink on_stdout) {
   std::exception_ptr error;
   try {
-    auto running = impl_->run_script(std::move(script), std::move(args), idempotent);
+    auto running = impl_->run_script(std::move(script), std::move(args), idempotent, std::move(on_stdout));
     co_return co_await std::move(running);
   } catch (...) {
     error = std::current_exception();
@@ -338,8 +272,8 @@ Task<std::string> SandboxBackend::working_dir() {
     if (!path.empty() && path.back() == '\n') path.pop_back();
     if (result.exit_code != 0 || path.empty() || path.front() != '/') {
       throw workspace::WorkspaceError("the working directory " +
-                                      (impl_->spec.working_dir() ? "\"" + *impl_->spec.working_dir() + "\" " : std::string()) +
-                                      "is not usable on VM \"" + impl_->ref->id + "\" (exit code " +
+                                      (impl_->target.spec.working_dir() ? "\"" + *impl_->target.spec.working_dir() + "\" " : std::string()) +
+                                      "is not usable on VM \"" + *impl_->target.name + "\" (exit code " +
                                       std::to_string(result.exit_code) + ")");
     }
     impl_->canonical_working_dir = path;
@@ -355,7 +289,7 @@ Task<void> SandboxBackend::close() {
   // cancellation (even one from before: a run that was cancelled is ending) does not cut this
   // short; it is raised once the client is closed.
   EXEDEV_AWAIT_DESPITE_CANCELLATION(error, [](Impl& impl) -> Task<void> {
-    while (impl.phase == Impl::Phase::busy) co_await impl.wait_for_change(false);
+    while (impl.target.phases.phase() == detail::ProvisionPhase::busy) co_await impl.target.phase_changed.wait();
     co_await impl.client.close();
   }(*impl_));
   if (error) std::rethrow_exception(error);

@@ -5,6 +5,7 @@
 
 #include "common/coroutines.hpp"
 #include "sandbox/core.hpp"
+#include "sandbox/provision.hpp"
 
 namespace exedev {
 
@@ -76,10 +77,12 @@ Task<LookupResult> lookup_in(Context c, VMSpec spec) {
 }
 
 Task<VMState> initialize_in(Context c, VMTarget vm, VMSpec spec) {
-  co_await in_scope(c, vm);
-  auto initializing = detail::initialize_steps(c.client, vm.name(), spec, c.settings.readiness, true);
-  co_await std::move(initializing);
-  co_return VMState::from_info(co_await in_scope(c, vm));
+  detail::ProvisionSubject subject(detail::ProvisionPlan::Kind::initialize, false, std::move(spec), c.settings.scope_tag,
+                                   c.settings.readiness);
+  subject.name = vm.name();
+  auto walking = detail::walk_phases(c.client, subject);
+  co_await std::move(walking);
+  co_return VMState::from_info(*subject.state);
 }
 
 Task<VMState> inspect_in(Context c, VMTarget vm) { co_return VMState::from_info(co_await in_scope(c, vm)); }
@@ -88,7 +91,7 @@ Task<VMState> pause_in(Context c, VMTarget vm) {
   const auto info = co_await in_scope(c, vm);
   if (info.status.kind == VMStatus::Kind::paused) co_return VMState::from_info(info);
   // Flush first, so that what was written survives whatever happens to the paused VM.
-  RunOptions options;
+  ClientRunOptions options;
   options.timeout = std::chrono::duration<double>(120);
   auto flushing = c.client.run(vm.name(), "sync", options);
   const auto flushed = co_await std::move(flushing);
@@ -158,9 +161,12 @@ Task<VMState> VMs::provision(VMSpec spec) {
   std::exception_ptr error;
   try {
     auto client = co_await impl_->client.get();
-    auto provisioning = detail::provision(client, std::move(spec), impl_->settings.scope_tag,
-                                          impl_->settings.readiness, detail::ProvisionHooks{});
-    co_return co_await std::move(provisioning);
+    // A cancelled provision deletes the VM it made.
+    detail::ProvisionSubject subject(detail::ProvisionPlan::Kind::provision, true, std::move(spec),
+                                     impl_->settings.scope_tag, impl_->settings.readiness);
+    auto walking = detail::walk_phases(client, subject);
+    co_await std::move(walking);
+    co_return VMState::from_info(*subject.state);
   } catch (...) {
     error = std::current_exception();
   }

@@ -22,127 +22,11 @@ namespace exedev::tools {
 
 namespace {
 
-using detail::JsonType;
 using detail::ModelRetry;
-using detail::Parameter;
-using detail::text_parameter;
-using detail::ToolSpec;
-using detail::typed_parameter;
-
-const std::vector<std::string> default_tools = {"read_file",   "write_file", "edit_file",        "list_directory",
-                                                "search_files", "find_files", "create_directory", "file_info"};
-const std::vector<std::string> all_tools = [] {
-  auto names = default_tools;
-  names.emplace_back("list_files");
-  names.emplace_back("grep");
-  return names;
-}();
-const std::vector<std::string> read_only_tools = {"read_file",  "list_directory", "search_files", "find_files",
-                                                  "file_info",  "list_files",     "grep"};
 
 // Room kept for the longest notice read_file appends after the numbered lines.
 constexpr std::size_t notice_chars = 200;
 constexpr std::chrono::seconds readlink_timeout{10};
-
-ToolSpec spec_of(const std::string& name, bool hashes) {
-  using detail::tool_description;
-  ToolSpec spec;
-  spec.name = name;
-  auto& ps = spec.parameters;
-  const auto expected_hash = text_parameter(
-      "expected_hash", "", "null", true);
-  if (name == "read_file") {
-    spec.description = tool_description("Read a text file with line numbers.",
-                                        "File content with line numbers, plus metadata header.");
-    ps.push_back(text_parameter("path", "File path relative to the working directory."));
-    ps.push_back(typed_parameter("offset", JsonType::integer, "Zero-based line offset to start reading from.", "0"));
-    ps.push_back(typed_parameter("limit", JsonType::integer, "Maximum number of lines to return (default: 2000).",
-                                 "null", true));
-  } else if (name == "write_file") {
-    spec.description = hashes ? tool_description("Create or overwrite a file with conflict detection.",
-                                                  "Confirmation message with new hash.")
-                              : "Create a file or replace its whole content.";
-    ps.push_back(text_parameter("path", "File path relative to the working directory."));
-    ps.push_back(text_parameter("content", "The text content to write."));
-    if (hashes) {
-      auto p = expected_hash;
-      p.description = "If provided, the write is rejected when the file exists and its current hash doesn't match "
-                      "(optimistic concurrency).";
-      ps.push_back(p);
-    }
-  } else if (name == "edit_file") {
-    const std::string summary =
-        std::string(hashes ? "Edit a file by exact string replacement with conflict detection."
-                           : "Edit a file by exact string replacement.") +
-        "\n\nPass one `old_text`/`new_text` pair, or several as `replacements`. Each old_text must appear exactly once "
-        "in the file as edited by the previous replacements; include surrounding context lines to ensure uniqueness. "
-        "The file is only written once every replacement has matched.";
-    spec.description = hashes ? tool_description(summary, "Summary with new hash for subsequent operations.") : summary;
-    ps.push_back(text_parameter("path", "File path relative to the working directory."));
-    ps.push_back(text_parameter("old_text", "The exact text to find (must appear exactly once).", "null", true));
-    ps.push_back(text_parameter("new_text", "The replacement text.", "null", true));
-    auto replacements = typed_parameter("replacements", JsonType::object_array,
-                                        "Replacements to apply in order, instead of a single pair.", "null", true);
-    replacements.item_fields.push_back(text_parameter("old_text", ""));
-    replacements.item_fields.push_back(text_parameter("new_text", ""));
-    ps.push_back(replacements);
-    if (hashes) {
-      auto p = expected_hash;
-      p.description = "If provided, rejects the edit when the file's current hash doesn't match (optimistic "
-                      "concurrency).";
-      ps.push_back(p);
-    }
-  } else if (name == "list_directory") {
-    spec.description = tool_description("List the contents of a directory.",
-                                        "Paths relative to the working directory, with type indicators and sizes.");
-    ps.push_back(text_parameter("path", "Directory path relative to the working directory.", "\".\""));
-  } else if (name == "search_files") {
-    spec.description = tool_description(
-        "Search file contents using a regular expression.",
-        "Matching lines formatted as file:line_number:text, with paths relative to the working directory.");
-    ps.push_back(text_parameter("pattern", "Regex pattern to search for."));
-    ps.push_back(text_parameter("path", "Directory to search in, relative to the working directory.", "\".\""));
-    ps.push_back(text_parameter("include_glob",
-                                "If provided, match this glob against root-relative paths (e.g. '*.py').", "null",
-                                true));
-  } else if (name == "find_files") {
-    spec.description = tool_description(
-        "Find files by glob pattern (name matching, not content search).",
-        "Newline-separated list of matching file paths relative to the working directory.");
-    ps.push_back(text_parameter(
-        "pattern", "Glob pattern to match, relative to `path` (e.g. '*.py', '**/*.json'). Absolute patterns are rejected."));
-    ps.push_back(text_parameter("path", "Directory to search in, relative to the working directory.", "\".\""));
-  } else if (name == "create_directory") {
-    spec.description = tool_description("Create a directory and any missing parents.", "Confirmation message.");
-    ps.push_back(text_parameter("path", "Directory path relative to the working directory."));
-  } else if (name == "file_info") {
-    spec.description = tool_description("Get metadata about a file or directory.",
-                                        "Formatted metadata including size, type, and permissions.");
-    ps.push_back(text_parameter("path", "File or directory path relative to the working directory."));
-  } else if (name == "list_files") {
-    spec.description = tool_description(
-        "List files under a directory, recursively, sorted by path, respecting ignore files and skipping hidden files.",
-        "One file path per line, relative to the working directory.");
-    ps.push_back(text_parameter("path", "Directory to list, relative to the working directory.", "\".\""));
-    ps.push_back(text_parameter("glob", "If provided, only list files matching this glob (e.g. '*.py' or 'src/**').",
-                                "null", true));
-  } else if (name == "grep") {
-    spec.description = tool_description(
-        "Search file contents with ripgrep, respecting ignore files and skipping hidden files.",
-        "Matches as `file:line:text`; context lines as `file-line-text`. Paths are relative to the working directory.");
-    ps.push_back(text_parameter("pattern", "Regular expression (ripgrep syntax), or exact text when `literal` is set."));
-    ps.push_back(text_parameter("path", "Directory or file to search, relative to the working directory.", "\".\""));
-    ps.push_back(text_parameter("glob", "If provided, only search files matching this glob (e.g. '*.py').", "null", true));
-    ps.push_back(text_parameter("file_type", "If provided, only search this ripgrep file type (e.g. 'py', 'rust').",
-                                "null", true));
-    ps.push_back(typed_parameter("ignore_case", JsonType::boolean, "Match case-insensitively.", "false"));
-    ps.push_back(typed_parameter("literal", JsonType::boolean,
-                                 "Treat `pattern` as exact text rather than a regular expression.", "false"));
-    ps.push_back(typed_parameter("context", JsonType::integer, "Lines of context to show around each match (0 to 20).",
-                                 "0"));
-  }
-  return spec;
-}
 
 std::string join_lines(const std::vector<std::string>& lines) {
   std::string out;
@@ -165,9 +49,6 @@ bool is_missing(const std::filesystem::filesystem_error& error) {
 
 }  // namespace
 
-const std::vector<std::string>& file_system_default_tools() { return default_tools; }
-const std::vector<std::string>& file_system_tool_names() { return all_tools; }
-const std::vector<std::string>& file_system_read_only_tools() { return read_only_tools; }
 const std::vector<std::string>& default_read_only_patterns() {
   static const std::vector<std::string> patterns = {
       "**/.git/*", "**/.env", "**/.env.*", "*.pem", "*.key", "**/secrets*", std::string("**/") + detail::metadata_dir_name + "/**"};
@@ -209,7 +90,7 @@ FileSystem::FileSystem(std::shared_ptr<workspace::Workspace> workspace, FileSyst
   positive(options.max_find_results, "max_find_results");
   std::vector<std::string> unknown;
   for (const auto& tool : options.tools) {
-    if (std::find(all_tools.begin(), all_tools.end(), tool) == all_tools.end()) unknown.push_back(tool);
+    if (std::find(file_system_tool_names().begin(), file_system_tool_names().end(), tool) == file_system_tool_names().end()) unknown.push_back(tool);
   }
   if (!unknown.empty()) {
     std::sort(unknown.begin(), unknown.end());
@@ -217,7 +98,7 @@ FileSystem::FileSystem(std::shared_ptr<workspace::Workspace> workspace, FileSyst
     std::string message = "Unknown filesystem tools: ";
     for (std::size_t i = 0; i < unknown.size(); ++i) message += (i == 0 ? "" : ", ") + unknown[i];
     message += ". Available: ";
-    for (std::size_t i = 0; i < all_tools.size(); ++i) message += (i == 0 ? "" : ", ") + all_tools[i];
+    for (std::size_t i = 0; i < file_system_tool_names().size(); ++i) message += (i == 0 ? "" : ", ") + file_system_tool_names()[i];
     throw std::invalid_argument(message + ".");
   }
   if (options.root_dir) {
@@ -242,8 +123,9 @@ std::string FileSystem::id() const { return state_->options.id; }
 std::vector<std::string> FileSystem::State::offered() const {
   const bool read_only = options.read_only || ws->read_only();
   std::vector<std::string> names;
-  for (const auto& name : all_tools) {
+  for (const auto& name : file_system_tool_names()) {
     if (std::find(options.tools.begin(), options.tools.end(), name) == options.tools.end()) continue;
+    const auto& read_only_tools = file_system_read_only_tools();
     if (read_only && std::find(read_only_tools.begin(), read_only_tools.end(), name) == read_only_tools.end()) continue;
     names.push_back(name);
   }
@@ -253,7 +135,7 @@ std::vector<std::string> FileSystem::State::offered() const {
 Task<std::vector<ToolDefinition>> FileSystem::tools() {
   detail::require_workspace(*state_->ws, "FileSystem");
   std::vector<ToolDefinition> definitions;
-  for (const auto& name : state_->offered()) definitions.push_back(detail::definition_of(spec_of(name, state_->options.content_hashes)));
+  for (const auto& name : state_->offered()) definitions.push_back(detail::definition_of(detail::file_system_tool_spec(name, state_->options.content_hashes)));
   co_return definitions;
 }
 
@@ -270,7 +152,7 @@ Task<std::string> FileSystem::State::run_tool(std::string name, std::string argu
   if (std::find(names.begin(), names.end(), name) == names.end()) {
     throw ModelRetry(detail::unknown_tool_message(name, names));
   }
-  const auto spec = spec_of(name, options.content_hashes);
+  const auto spec = detail::file_system_tool_spec(name, options.content_hashes);
   const detail::Arguments args(spec, arguments);
   if (name == "read_file") {
     co_return co_await recoverable(read_file(args.text("path"), args.integer("offset"), args.optional_integer("limit")));

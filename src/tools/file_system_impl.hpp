@@ -1,5 +1,5 @@
 #pragma once
-// FileSystem's internals shared by its two source files: the scope (root, working directory),
+// FileSystem's internals shared by its source files: the scope (root, working directory),
 // path resolution and policy checks, and the tools that walk directories.
 
 #include "tools/path_lock.hpp"
@@ -60,6 +60,11 @@ struct FileSystemCore {
   Task<std::string> grep(std::string pattern, std::string path, std::optional<std::string> glob,
                          std::optional<std::string> file_type, bool ignore_case, bool literal, std::int64_t context);
 };
+
+struct ToolSpec;
+/// The description and parameters of FileSystem tool `name` (file_system_specs.cpp); `hashes`:
+/// whether content hashes are on.
+[[nodiscard]] ToolSpec file_system_tool_spec(const std::string& name, bool hashes);
 
 /// Whether NUL occurs in the first 8192 bytes.
 [[nodiscard]] bool looks_binary(std::string_view bytes);

@@ -11,6 +11,8 @@
 
 namespace exedev::tools::detail {
 
+using exedev::detail::is_utf8_continuation;
+
 namespace {
 
 // ---- repr() ----
@@ -38,13 +40,11 @@ void append_escape(std::string& out, char32_t c) {
   out += buffer;
 }
 
-bool is_continuation(unsigned char byte) { return (byte & 0xC0) == 0x80; }
-
 }  // namespace
 
 std::size_t utf8_length(std::string_view text) {
   std::size_t count = 0;
-  for (const char c : text) count += !is_continuation(static_cast<unsigned char>(c));
+  for (const char c : text) count += !is_utf8_continuation(static_cast<unsigned char>(c));
   return count;
 }
 
@@ -52,7 +52,7 @@ std::string utf8_tail(std::string_view text, std::size_t count) {
   if (count == 0) return {};
   std::size_t seen = 0;
   for (std::size_t i = text.size(); i-- > 0;) {
-    if (!is_continuation(static_cast<unsigned char>(text[i])) && ++seen == count) return std::string(text.substr(i));
+    if (!is_utf8_continuation(static_cast<unsigned char>(text[i])) && ++seen == count) return std::string(text.substr(i));
   }
   return std::string(text);
 }

@@ -14,7 +14,7 @@ std::size_t incomplete_tail(std::string_view bytes) {
   const std::size_t n = bytes.size();
   for (std::size_t back = 1; back <= 3 && back <= n; ++back) {
     // A continuation byte: look further back.
-    if ((static_cast<unsigned char>(bytes[n - back]) & 0xC0) == 0x80) continue;
+    if (exedev::detail::is_utf8_continuation(static_cast<unsigned char>(bytes[n - back]))) continue;
     const auto sequence = exedev::detail::utf8_sequence_at(bytes, n - back);
     return sequence.fault == exedev::detail::Utf8Fault::truncated ? n - back : n;
   }

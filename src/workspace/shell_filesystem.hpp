@@ -10,10 +10,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <exedev/workspace/backend.hpp>
 #include <exedev/workspace/errors.hpp>
+
+#include "common/base64.hpp"
 
 namespace exedev::workspace::detail {
 
@@ -128,8 +131,48 @@ struct StatOutput {
 /// base64 text that must decode to exactly `expected` bytes.
 [[nodiscard]] std::string decode_exact(const std::string& text, std::size_t expected, const std::string& path);
 /// A page as read_chunk_script prints it, which must hold exactly `expected` bytes (a gzip
-/// page is checked against its CRC-32 and length as well).
+/// page is checked against its CRC-32 and length as well). PageDecoder over the whole text.
 [[nodiscard]] std::string decode_page(const std::string& text, std::size_t expected, const std::string& path);
+
+/// A page decoded as the environment's output arrives, split anywhere (SupportsShellScripts'
+/// stdout sink): a raw page's bytes are appended to `out` as their base64 decodes, so a
+/// multi-MiB page is never held as text; a gzip page's member (its compressed size) is
+/// collected and inflated by finish(). feed() never throws, as it runs inside the transport's
+/// read: a damaged page stops being decoded and finish() reports it.
+class PageDecoder {
+ public:
+  /// A page of exactly `expected` bytes, appended to `out`.
+  PageDecoder(std::string& out, std::size_t expected);
+  /// read_first_page_script's output: the file's size line, then a page of
+  /// min(page_bytes, size) bytes.
+  [[nodiscard]] static PageDecoder after_size_line(std::string& out, std::size_t page_bytes);
+
+  /// The stdout bytes at `offset`; offset 0 again (the script was sent again) starts over.
+  void feed(std::uint64_t offset, std::string_view bytes);
+  /// Throws DamagedOutputError unless a whole page of the expected length arrived (and, for
+  /// gzip, its CRC-32 and length match); the page is then in `out`.
+  void finish(const std::string& path);
+  /// The size line, once read (after_size_line).
+  [[nodiscard]] std::optional<std::uint64_t> size() const noexcept { return size_; }
+
+ private:
+  enum class Stage { size_line, marker_line, raw, gzip, damaged };
+  void restart();
+  void take_line(std::string_view& bytes);
+  void on_line();
+
+  std::string& out_;
+  std::size_t base_;  // out_.size() before the page
+  std::size_t expected_ = 0;
+  std::optional<std::size_t> page_bytes_;  // after_size_line: the page size
+  Stage first_stage_;
+  Stage stage_;
+  std::uint64_t consumed_ = 0;
+  std::optional<std::uint64_t> size_;
+  std::string line_;
+  exedev::detail::Base64Decoder base64_;
+  std::string member_;
+};
 
 struct ListingOutput {
   std::uint64_t size = 0;
@@ -169,6 +212,11 @@ class ShellFilesystem final : public SupportsFilesystem, public SupportsRealpath
  private:
   /// Runs a script (through SupportsShellScripts when the backend has it) with base64 `args`.
   Task<CommandResult> sh(std::string script, std::vector<std::string> args = {}, bool idempotent = false);
+  /// The same, with stdout handed to `on_stdout` (as it arrives through SupportsShellScripts;
+  /// at once, at the end, through run()) instead of returned.
+  Task<CommandResult> sh_streaming(std::string script, ScriptStdoutSink on_stdout);
+  /// One page script whose output `decoder` reads; a private status or a failure is thrown.
+  Task<void> read_page(std::string script, PageDecoder& decoder, const std::string& path, const char* limit_what);
   Task<void> discard(std::string script);
   Task<void> check(const CommandResult& result, const std::string& path, bool missing);
   /// Pages from `first_index` on, appended to `data` until it holds `size` bytes.

@@ -116,10 +116,11 @@ class SandboxBackend final : public workspace::WorkspaceBackend,
   /// From then on, limits come with compression off.
   void note_gzip_missing() override;
 
-  /// One bounded request (Client::run_script); an idempotent script whose answer was lost is
-  /// sent again (up to 3 times). Errors and cancellation as run().
+  /// One bounded request (Client::run_script; stdout streams to `on_stdout` when set); an
+  /// idempotent script whose answer was lost is sent again (up to 3 times). Errors and
+  /// cancellation as run().
   workspace::Task<workspace::CommandResult> run_script(std::string script, std::vector<std::string> args,
-                                                      bool idempotent) override;
+                                                      bool idempotent, workspace::ScriptStdoutSink on_stdout) override;
 
   /// The client in use (made on first use when none was given).
   workspace::Task<Client> client();

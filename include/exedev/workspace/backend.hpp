@@ -19,19 +19,20 @@
 // - Every operation runs on the caller's executor and honours Asio per-operation cancellation
 //   (terminal at least); each backend documents what a cancelled operation leaves behind.
 
-#include <boost/asio/awaitable.hpp>
-
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include <exedev/task.hpp>
 #include <exedev/workspace/types.hpp>
 
 namespace exedev::workspace {
 
-template <typename T>
-using Task = boost::asio::awaitable<T>;
+using exedev::Task;
 
 /// The environment an agent run works in.
 class WorkspaceBackend {
@@ -80,6 +81,10 @@ class SupportsCommands {
   virtual void note_gzip_missing() {}
 };
 
+/// Receives a script's stdout as it arrives (SupportsShellScripts::run_script): `bytes` start at
+/// `offset` of the stdout. It must not block, and must not throw.
+using ScriptStdoutSink = std::function<void(std::uint64_t offset, std::string_view bytes)>;
+
 /// Optional, beside SupportsCommands: a cheaper channel for the shell-derived filesystem's own
 /// scripts, which are short and bounded and take their data as arguments. (SandboxBackend: one
 /// exe.dev request each, the data carried once.) Without it the scripts go through run().
@@ -90,7 +95,12 @@ class SupportsShellScripts {
   /// text), stdin at EOF, and returns its exit code, stdout and stderr. `idempotent`: running
   /// the script twice leaves the same state as once, so an answer that was lost may be
   /// resent. An answer that was cut is never returned as a result. Errors as run().
-  virtual Task<CommandResult> run_script(std::string script, std::vector<std::string> args, bool idempotent) = 0;
+  ///
+  /// With `on_stdout` set, stdout is handed to it as it arrives, raw, instead of being returned
+  /// (CommandResult::stdout_text stays empty): `offset` is where the bytes start; a resent
+  /// script starts again at 0. Only a returned result vouches for what arrived.
+  virtual Task<CommandResult> run_script(std::string script, std::vector<std::string> args, bool idempotent,
+                                         ScriptStdoutSink on_stdout) = 0;
 };
 
 /// Optional native file access; without it, Workspace uses the shell. Paths are absolute POSIX

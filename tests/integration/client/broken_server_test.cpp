@@ -175,7 +175,7 @@ inline exedev::testing::RunLimits run_bound() { return limits(std::chrono::secon
 // Runs `sleep 60` with a 1 s timeout against `server`; returns the error it ended with.
 boost::asio::awaitable<std::exception_ptr> run_against(BrokenServer& server) {
   Client c(co_await boost::asio::this_coro::executor, server.client_options());
-  RunOptions o;
+  ClientRunOptions o;
   o.timeout = run_timeout;
   std::exception_ptr error;
   try {

@@ -67,7 +67,7 @@ TEST_CASE("run: exit code and all 256 byte values, separately on stdout and stde
     CHECK(r.stderr_bytes == all_bytes());
     CHECK(r.stdout_bytes == "ok");
     // env, working directory, quotes and newlines in the line itself
-    RunOptions o;
+    ClientRunOptions o;
     o.env = {{"GREETING", "it's \"hi\"\n$HOME"}};
     o.working_dir = "/tmp";
     r = co_await c.run("bytes-vm", "printf '%s|' \"$GREETING\"; pwd; echo 'a\nb' >&2", o);
@@ -94,7 +94,7 @@ TEST_CASE("run: several MiB of output on both streams, and streaming callbacks")
         co_await make_vm(c, "large-vm");
         std::string expected;
         for (int i = 1; i <= 400000; ++i) expected += std::to_string(i) + "\n";
-        RunOptions o;
+        ClientRunOptions o;
         std::size_t streamed = 0;
         o.on_stdout = [&](std::string_view b) { streamed += b.size(); };
         const auto r = co_await c.run("large-vm", "seq 1 400000; seq 1 400000 >&2", o);
@@ -114,7 +114,7 @@ TEST_CASE("run: output reaches on_stdout while the command runs, within one requ
         Client c(ex, f.options());
         co_await make_vm(c, "live-vm");
         const auto release = f.emu.vm("live-vm")->home / "release";
-        RunOptions o;
+        ClientRunOptions o;
         // Shorter than a long poll (20 s): output held back until a request ends would arrive
         // after the VM stopped the command, and the run would time out.
         o.timeout = 15s;
@@ -141,7 +141,7 @@ TEST_CASE("run: an exception from an output callback stops the command and propa
       [&](boost::asio::any_io_executor ex) -> Task0 {
         Client c(ex, f.options());
         co_await make_vm(c, "callback-vm");
-        RunOptions o;
+        ClientRunOptions o;
         o.timeout = 600s;
         o.on_stdout = [](std::string_view) { throw std::domain_error("refused by the callback"); };
         const auto e = co_await f.expect<std::domain_error>(c.run("callback-vm", "echo hello; exec sleep 3600", o));
@@ -159,24 +159,24 @@ TEST_CASE("run: nothing of the library's stays on the VM after timeouts, cancell
         Client c(ex, f.options());
         co_await make_vm(c, "tidy-vm");
         // Commands that end at once, each with a long timeout: their watchdogs must go with them.
-        RunOptions quick;
+        ClientRunOptions quick;
         quick.timeout = 600s;
         for (int i = 0; i < 10; ++i) {
           const auto r = co_await c.run("tidy-vm", "true", quick);
           CHECK(r.exit_code == 0);
         }
         // Stopped by the VM at its timeout.
-        RunOptions timed;
+        ClientRunOptions timed;
         timed.timeout = 1s;
         (void)co_await f.expect<RunTimeoutError>(c.run("tidy-vm", "sleep 300", timed));
         // Stopped at the output cap.
-        RunOptions capped;
+        ClientRunOptions capped;
         capped.timeout = 600s;
         capped.max_output_bytes = 4096;
         (void)co_await f.expect<OutputLimitError>(c.run("tidy-vm", "yes", capped));
         // Cancelled once its first output arrived.
         boost::asio::steady_timer output(ex, boost::asio::steady_timer::time_point::max());
-        RunOptions cancelled;
+        ClientRunOptions cancelled;
         cancelled.timeout = 600s;
         cancelled.on_stdout = [&](std::string_view) { output.cancel(); };
         auto first_output = [&]() -> Task0 {
@@ -207,7 +207,7 @@ TEST_CASE("run: the line runs in the VM user's login shell (bash), with the call
         co_await make_vm(c, "bash-vm");
         std::ofstream(f.emu.vm("bash-vm")->home / ".bash_profile")
             << "greet() { echo \"hello $1\"; }\nexport FROM_PROFILE=profile OVERRIDDEN=profile\n";
-        RunOptions o;
+        ClientRunOptions o;
         o.env = {{"OVERRIDDEN", "call"}};
         const auto r = co_await c.run(
             "bash-vm", "a=(x y); [[ ${#a[@]} == 2 ]] && echo \"${a[1]}\"; greet you; echo \"$FROM_PROFILE $OVERRIDDEN\"", o);
@@ -224,7 +224,7 @@ TEST_CASE("run: the output cap stops the command and keeps the beginnings") {
       [&](boost::asio::any_io_executor ex) -> Task0 {
         Client c(ex, f.options());
         co_await make_vm(c, "cap-vm");
-        RunOptions o;
+        ClientRunOptions o;
         o.max_output_bytes = 1 << 20;
         const auto e = co_await f.expect<OutputLimitError>(c.run("cap-vm", "echo start >&2; sleep 0.5; yes", o));
         CHECK(e.limit() == (1u << 20));
@@ -244,7 +244,7 @@ TEST_CASE("run: timeout on the VM stops the process group") {
       [&](boost::asio::any_io_executor ex) -> Task0 {
         Client c(ex, f.options());
         co_await make_vm(c, "timeout-vm");
-        RunOptions o;
+        ClientRunOptions o;
         o.timeout = std::chrono::duration<double>(1.0);
         const auto e = co_await f.expect<RunTimeoutError>(c.run("timeout-vm", "echo begun; sleep 300 & sleep 300", o));
         CHECK(e.stdout_bytes() == "begun\n");
@@ -270,7 +270,7 @@ TEST_CASE("run: cancellation stops the remote command") {
         std::string seen;
         // Cancelled once its first output arrived (an event, not a delay).
         boost::asio::steady_timer output(ex, boost::asio::steady_timer::time_point::max());
-        RunOptions o;
+        ClientRunOptions o;
         o.on_stdout = [&](std::string_view b) {
           seen += b;
           output.cancel();
@@ -300,10 +300,10 @@ TEST_CASE("run: after a run stopped at the output cap, the same coroutine can st
         // Both runs are awaited directly by one coroutine: stopping the first (a shielded
         // request) must not leave that coroutine deaf to the cancellation `||` sends it later.
         auto agent = [&]() -> Task0 {
-          RunOptions capped;
+          ClientRunOptions capped;
           capped.max_output_bytes = 1000;
           (void)co_await f.expect<OutputLimitError>(c.run("recancel-vm", "yes", capped));
-          RunOptions o;
+          ClientRunOptions o;
           o.on_stdout = [&](std::string_view) { second_output.cancel(); };
           (void)co_await c.run("recancel-vm", "echo second; sleep 300; touch finished", o);
         };
@@ -431,7 +431,7 @@ TEST_CASE("run: a VM removed mid-command gives OutcomeUnknownError with what arr
         co_await make_vm(c, "doomed-vm");
         // The VM is removed once the command's first output arrived.
         boost::asio::steady_timer output(ex, boost::asio::steady_timer::time_point::max());
-        RunOptions o;
+        ClientRunOptions o;
         o.on_stdout = [&](std::string_view) { output.cancel(); };
         const auto doomed = strings("doomed-vm");
         auto remover = [&]() -> Task0 {

@@ -10,6 +10,9 @@
 #include "client/retry.hpp"
 
 #include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace d = exedev::detail;
 
@@ -71,6 +74,67 @@ TEST_CASE("run_script: a cut answer is never a result") {
   }
   CHECK_THROWS_AS(d::parse_script_output(b + " b\nx\n" + b + " x 0\n%%%\n" + b + " .\n", b), exedev::ProtocolError);
   CHECK_THROWS_AS(d::parse_script_output(b + " b\nx\n" + b + " x seven\n" + b + " .\n", b), exedev::ProtocolError);
+}
+
+TEST_CASE("run_script: the answer read as it arrives gives the same result, however it is split") {
+  const std::string b = "#B3#";
+  std::string binary;
+  for (int i = 0; i < 256; ++i) binary += static_cast<char>(i);
+  const std::vector<std::string> bodies = {
+      "login banner\n" + b + " b\n" + "line\n\nno newline" + "\n" + b + " x 7\nZXJy\n" + b + " .\n",
+      b + " b\n\n" + b + " x 0\n" + b + " .\n",
+      "noise " + b + " b\nnot the frame\n" + b + " b\n" + binary + b + " b\n" + "\n" + b + " x 1\n" + b + " .\n",
+      b + " b\n" + binary + "\n#B3# x\n" + "\n" + b + " x 255\nZXJy\nZXJy\n" + b + " .\n",
+      b + " b\nx\n" + b + " x 0\n%%%\n" + b + " .\n",  // garbled stderr
+      b + " b\nx\n" + b + " .\n",                        // no exit frame
+      b + " b\nAAAA\n" + b + " x 0\n" + b,               // cut
+  };
+  for (const auto& body : bodies) {
+    std::optional<d::ScriptOutput> whole;
+    bool whole_garbled = false;
+    try {
+      whole = d::parse_script_output(body, b);
+    } catch (const exedev::ProtocolError&) {
+      whole_garbled = true;
+    }
+    for (std::size_t piece = 1; piece <= body.size(); piece += piece < 8 ? 1 : 7) {
+      INFO(body << " in pieces of " << piece);
+      std::string out;
+      d::ScriptOutputReader reader(b, [&out](std::string_view bytes) { out.append(bytes); });
+      for (std::size_t at = 0; at < body.size(); at += piece) reader.feed(std::string_view(body).substr(at, piece));
+      std::optional<d::ScriptOutput> parsed;
+      bool garbled = false;
+      try {
+        parsed = reader.finish();
+      } catch (const exedev::ProtocolError&) {
+        garbled = true;
+      }
+      CHECK(garbled == whole_garbled);
+      CHECK(parsed.has_value() == whole.has_value());
+      if (parsed && whole) {
+        CHECK(out == whole->stdout_bytes);
+        CHECK(reader.stdout_size() == out.size());
+        CHECK(parsed->exit_code == whole->exit_code);
+        CHECK(parsed->stderr_bytes == whole->stderr_bytes);
+      }
+    }
+  }
+}
+
+TEST_CASE("run_script: stdout reaches the sink before the answer ends, the frames never do") {
+  const std::string b = "#B4#";
+  const std::string page(1 << 20, 'p');
+  std::string out;
+  d::ScriptOutputReader reader(b, [&out](std::string_view bytes) { out.append(bytes); });
+  reader.feed(b + " b\n");
+  reader.feed(page);
+  // All but the bytes that may open the exit frame are out while the script still runs.
+  CHECK(out.size() == page.size() - (b.size() + 3));
+  reader.feed("\n" + b + " x 0\n" + b + " .\n");
+  const auto parsed = reader.finish();
+  REQUIRE(parsed);
+  CHECK(out == page);
+  CHECK(parsed->stdout_bytes.empty());
 }
 
 TEST_CASE("pacing: a full bucket, then one token per interval, reserved in order") {

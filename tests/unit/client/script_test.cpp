@@ -369,7 +369,7 @@ TEST_CASE("bad input is refused when building") {
 }
 
 TEST_CASE("run_request_bytes: the launch's size, with room for the records a request removes") {
-  exedev::RunOptions none;
+  exedev::ClientRunOptions none;
   const auto bare = exedev::run_request_bytes("box", "true", none);
   CHECK(bare == exedev::run_request_bytes("box", "true", none));  // no random part changes it
   // Sixteen finished records' ids ride along at most: far more than a bare launch would need.
@@ -378,17 +378,17 @@ TEST_CASE("run_request_bytes: the launch's size, with room for the records a req
   // Every part of the command counts.
   CHECK(exedev::run_request_bytes("box", std::string(3000, 'x'), none) > bare + 3000);
   CHECK(exedev::run_request_bytes("a-longer-vm-name", "true", none) == bare + std::string("a-longer-vm-name").size() - 3);
-  exedev::RunOptions with_env;
+  exedev::ClientRunOptions with_env;
   with_env.env["NAME"] = std::string(1000, 'v');
   CHECK(exedev::run_request_bytes("box", "true", with_env) > bare + 1000);
-  exedev::RunOptions with_dir;
+  exedev::ClientRunOptions with_dir;
   with_dir.working_dir = std::string(500, 'd');
   CHECK(exedev::run_request_bytes("box", "true", with_dir) > bare + 500);
-  exedev::RunOptions with_timeout;
+  exedev::ClientRunOptions with_timeout;
   with_timeout.timeout = std::chrono::seconds(30);
   CHECK(exedev::run_request_bytes("box", "true", with_timeout) > bare);
   // What run() refuses before sending, this refuses too.
-  exedev::RunOptions bad_env;
+  exedev::ClientRunOptions bad_env;
   bad_env.env["NOT A NAME"] = "x";
   CHECK_THROWS_AS(exedev::run_request_bytes("box", "true", bad_env), std::invalid_argument);
   CHECK_THROWS_AS(exedev::run_request_bytes("box", std::string("a\0b", 3), none), std::invalid_argument);

@@ -2,6 +2,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <vector>
+
 using exedev::detail::base64_decode;
 using exedev::detail::base64_encode;
 
@@ -37,5 +40,38 @@ TEST_CASE("base64 decoding refuses anything that is not complete, well-padded ba
                           "YWJj YWJj", "YWJj\t", "YQ=\n=Q", "====", "Y==="}) {
     INFO(bad);
     CHECK_FALSE(base64_decode(bad).has_value());
+  }
+}
+
+TEST_CASE("base64 decoding in pieces gives base64_decode's answer, however the text is split", "[unit][common]") {
+  std::string all;
+  for (int i = 0; i < 256; ++i) all += static_cast<char>(i);
+  std::vector<std::string> texts = {"YWJj\nZGVm\n", "YWI=\r\n", "\n", "", base64_encode(all), base64_encode(all.substr(1)),
+                                    base64_encode(all.substr(2))};
+  for (const char* bad : {"Zg=", "YWJ", "Z", "Z#==", "YW@j", "=YWJ", "Zg==Zg==", "Zg===", "Z===", "YWJj=", "YW=j",
+                          "YWJj YWJj", "YQ=\n=Q", "====", "Y==="}) {
+    texts.emplace_back(bad);
+  }
+  for (const auto& text : texts) {
+    const auto whole = base64_decode(text);
+    // Every split into two pieces, and into pieces of every fixed size.
+    for (std::size_t cut = 0; cut <= text.size(); ++cut) {
+      INFO(text << " cut at " << cut);
+      exedev::detail::Base64Decoder decoder;
+      std::string out;
+      const bool ok = decoder.feed(text.substr(0, cut), out) && decoder.feed(text.substr(cut), out) && decoder.finish(out);
+      CHECK(ok == whole.has_value());
+      if (ok && whole) CHECK(out == *whole);
+    }
+    for (std::size_t piece = 1; piece <= 5; ++piece) {
+      INFO(text << " in pieces of " << piece);
+      exedev::detail::Base64Decoder decoder;
+      std::string out;
+      bool ok = true;
+      for (std::size_t at = 0; ok && at < text.size(); at += piece) ok = decoder.feed(text.substr(at, piece), out);
+      ok = ok && decoder.finish(out);
+      CHECK(ok == whole.has_value());
+      if (ok && whole) CHECK(out == *whole);
+    }
   }
 }

@@ -120,3 +120,103 @@ TEST_CASE("read pages: raw or gzip, exactly the bytes expected", "[unit][workspa
   CHECK_THROWS_AS(detail::decode_page("gzip\n" + exedev::detail::base64_encode(data), data.size(), path),
                   detail::DamagedOutputError);
 }
+
+namespace {
+
+// Feeds `text` to `decoder` in pieces of `piece` bytes, at their offsets.
+void feed_in_pieces(detail::PageDecoder& decoder, const std::string& text, std::size_t piece) {
+  for (std::size_t at = 0; at < text.size(); at += piece) decoder.feed(at, std::string_view(text).substr(at, piece));
+}
+
+}  // namespace
+
+TEST_CASE("read pages decoded as they arrive: the same bytes however the output is split", "[unit][workspace]") {
+  const std::string path = "/w/f";
+  const auto data = text(5000);
+  const auto raw = "raw\n" + exedev::detail::base64_encode(data) + "\n";
+  const auto packed = "gzip\n" + exedev::detail::base64_encode(detail::gzip_compress(data)) + "\n";
+  for (const auto* page : {&raw, &packed}) {
+    for (const std::size_t piece : {1, 2, 3, 5, 76, 77, 4096}) {
+      INFO(page->substr(0, 4) << " in pieces of " << piece);
+      std::string out = "before";
+      detail::PageDecoder decoder(out, data.size());
+      feed_in_pieces(decoder, *page, piece);
+      decoder.finish(path);
+      CHECK(out == "before" + data);
+    }
+  }
+}
+
+TEST_CASE("read pages decoded as they arrive: a raw page is decoded before its end arrives", "[unit][workspace]") {
+  const auto data = random_bytes(1 << 20);
+  const auto page = "raw\n" + exedev::detail::base64_encode(data);
+  std::string out;
+  detail::PageDecoder decoder(out, data.size());
+  decoder.feed(0, std::string_view(page).substr(0, page.size() / 2));
+  // Half the text is in: about half the page is already bytes, not text.
+  CHECK(out.size() > data.size() / 2 - 1024);
+  CHECK(out == data.substr(0, out.size()));
+  decoder.feed(page.size() / 2, std::string_view(page).substr(page.size() / 2));
+  decoder.finish("/w/f");
+  CHECK(out == data);
+}
+
+TEST_CASE("read pages decoded as they arrive: a script sent again starts the page over", "[unit][workspace]") {
+  const auto data = text(3000);
+  const auto page = "raw\n" + exedev::detail::base64_encode(data);
+  std::string out = "kept";
+  detail::PageDecoder decoder(out, data.size());
+  decoder.feed(0, std::string_view(page).substr(0, 1000));  // a first answer, lost after 1000 bytes
+  feed_in_pieces(decoder, page, 333);                       // the script again, from offset 0
+  decoder.finish("/w/f");
+  CHECK(out == "kept" + data);
+}
+
+TEST_CASE("read pages decoded as they arrive: damage, gaps, short and long pages are refused", "[unit][workspace]") {
+  const std::string path = "/w/f";
+  const auto data = text(3000);
+  const auto raw = "raw\n" + exedev::detail::base64_encode(data);
+  const auto refused = [&](const std::string& page, std::size_t expected) {
+    std::string out = "kept";
+    detail::PageDecoder decoder(out, expected);
+    feed_in_pieces(decoder, page, 100);
+    CHECK_THROWS_AS(decoder.finish(path), detail::DamagedOutputError);
+    CHECK(out == "kept");  // nothing of a refused page stays
+  };
+  refused(raw, data.size() - 1);
+  refused(raw, data.size() + 1);
+  refused(raw.substr(0, raw.size() - 4), data.size());
+  refused("raw\n%%%%" + raw.substr(4), data.size());
+  refused("raw", 0);
+  refused("zstd\n" + exedev::detail::base64_encode(data), data.size());
+  refused(std::string(100, 'r') + "\n", 0);
+  std::string out;
+  detail::PageDecoder gap(out, data.size());
+  gap.feed(0, std::string_view(raw).substr(0, 100));
+  gap.feed(200, std::string_view(raw).substr(200));
+  CHECK_THROWS_AS(gap.finish(path), detail::DamagedOutputError);
+}
+
+TEST_CASE("read pages decoded as they arrive: the first page follows the file's size line", "[unit][workspace]") {
+  const std::string path = "/w/f";
+  const auto data = text(3000);
+  std::string out;
+  auto first = detail::PageDecoder::after_size_line(out, 1024);
+  feed_in_pieces(first, "  3000\nraw\n" + exedev::detail::base64_encode(data.substr(0, 1024)) + "\n", 7);
+  REQUIRE(first.size() == 3000u);
+  first.finish(path);
+  CHECK(out == data.substr(0, 1024));
+
+  std::string empty;
+  auto nothing = detail::PageDecoder::after_size_line(empty, 1024);
+  nothing.feed(0, "0\nraw\n");
+  nothing.finish(path);
+  CHECK(nothing.size() == 0u);
+  CHECK(empty.empty());
+
+  std::string bad;
+  auto unsized = detail::PageDecoder::after_size_line(bad, 1024);
+  unsized.feed(0, "many\nraw\n");
+  CHECK_FALSE(unsized.size().has_value());
+  CHECK_THROWS_AS(unsized.finish(path), detail::DamagedOutputError);
+}

@@ -1,0 +1,40 @@
+#pragma once
+// What the Client's commands answer beyond VMInfo: resize, rm, whoami, and a raw /exec request.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace exedev {
+
+/// What `resize` changed: before and after, for what was asked (memory and CPUs come together).
+struct ResizeResult {
+  std::optional<std::uint64_t> old_memory_bytes;
+  std::optional<std::uint64_t> new_memory_bytes;
+  std::optional<unsigned> old_cpus;
+  std::optional<unsigned> new_cpus;
+  std::optional<std::uint64_t> old_disk_bytes;
+  std::optional<std::uint64_t> new_disk_bytes;
+};
+
+struct RemoveResult {
+  std::vector<std::string> deleted;
+  std::vector<std::string> failed;  ///< Missing or not deletable (exe.dev still answers 200).
+};
+
+struct WhoAmI {
+  std::string email;
+  std::string region;
+};
+
+/// The raw answer to one /exec request.
+struct ExecResponse {
+  unsigned status = 0;
+  std::string body;
+  /// An `ssh` answer's exit code from its X-Exe-Exit trailer; nullopt without one (a proxy
+  /// stripped it, the stream was cut, or the command was not ssh).
+  std::optional<int> exit_code;
+};
+
+}  // namespace exedev

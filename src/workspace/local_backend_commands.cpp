@@ -1,0 +1,363 @@
+// LocalBackend's commands: the child in a session of its own, its output and exit collected
+// by coroutines, the timeout and the output limit.
+#include <exedev/workspace/local_backend.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <fmt/format.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdlib>
+#include <optional>
+#include <stdexcept>
+#include <vector>
+
+#include <exedev/workspace/errors.hpp>
+#include <exedev/workspace/workspace.hpp>
+
+#include "common/coroutines.hpp"
+#include "common/event.hpp"
+#include "common/subprocess.hpp"
+#include "common/time_limits.hpp"
+#include "workspace/local_backend_state.hpp"
+#include "workspace/shell_filesystem.hpp"
+#include "workspace/shield.hpp"
+
+namespace exedev::workspace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using local::Fd;
+using local::throw_errno;
+
+namespace {
+
+constexpr auto kOutputDrainGrace = 2s;
+constexpr auto kReapGrace = 2s;
+constexpr const char* kInheritedEnv[] = {"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE"};
+
+std::string decode(std::string_view bytes) { return utf8_replace_invalid(bytes); }
+
+}  // namespace
+
+namespace {
+
+struct Spawned {
+  pid_t pid = -1;
+  Fd out;
+  Fd err;
+};
+
+// What run() shares with the coroutines that collect a child's output and exit.
+struct Capture {
+  static constexpr int kOut = 0;
+  static constexpr int kErr = 1;
+  std::array<std::string, 2> streams;  // stdout, stderr
+  std::array<bool, 2> done{};          // EOF seen
+  [[nodiscard]] bool pipes_done() const { return done[kOut] && done[kErr]; }
+  [[nodiscard]] std::size_t captured() const { return streams[kOut].size() + streams[kErr].size(); }
+  bool exited = false;
+  Clock::time_point exit_time;
+  int status = 0;
+  bool overflow = false;
+  // Helpers (the two readers and the exit waiter) still running, the first exception one of
+  // them threw, and how run() stops them.
+  int live = 0;
+  std::exception_ptr failure;
+  std::array<asio::cancellation_signal, 3> stop;
+  // run() waits on this; a helper that changed something wakes run().
+  exedev::detail::Event changed;
+};
+
+// The PATH lookup of execvp, done with the child's PATH: the first executable regular file
+// wins; a match that is not executable makes the result "Permission denied" (126).
+struct Lookup {
+  std::string program;
+  int missing_code = 0;  // 127 or 126 when nothing runnable was found
+};
+
+Lookup find_program(const std::string& name, const Env& env, const std::string& root) {
+  if (name.find('/') != std::string::npos) return {name, 0};
+  const auto it = env.find("PATH");
+  const std::string search = it != env.end() ? it->second : "/bin:/usr/bin";
+  bool denied = false;
+  std::size_t start = 0;
+  while (start <= search.size()) {
+    const auto end = std::min(search.find(':', start), search.size());
+    std::string dir = search.substr(start, end - start);
+    start = end + 1;
+    if (dir.empty()) dir = ".";
+    const auto candidate = detail::posix_join(detail::posix_join(root, dir), name);
+    struct stat st{};
+    if (::stat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (::access(candidate.c_str(), X_OK) == 0) return {candidate, 0};
+    denied = true;
+  }
+  return {"", denied ? 126 : 127};
+}
+
+CommandResult not_runnable(const std::string& argv0, int code) {
+  return CommandResult{code, "", argv0 + (code == 126 ? ": Permission denied\n" : ": command not found\n")};
+}
+
+// Starts the child in a session of its own, with the pipes' write ends as stdout/stderr.
+// Returns errno on failure.
+int spawn(const std::string& program, const std::vector<std::string>& argv, const Env& env, const std::string& root,
+          Spawned& child) {
+  int out_pipe[2];
+  int err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return errno;
+  Fd out_r(out_pipe[0]), out_w(out_pipe[1]);
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) return errno;
+  Fd err_r(err_pipe[0]), err_w(err_pipe[1]);
+  exedev::detail::SpawnRequest request;
+  request.program = program;
+  request.argv = argv;
+  for (const auto& [key, value] : env) request.environment.push_back(key + "=" + value);
+  request.directory = root;
+  request.grouping = exedev::detail::ProcessGrouping::new_session;
+  request.stdout_fd = out_w.get();
+  request.stderr_fd = err_w.get();
+  const auto started = exedev::detail::spawn_process(request);
+  if (started.error != 0) return started.error;
+  child.pid = started.pid;
+  child.out.adopt(out_r.release());
+  child.err.adopt(err_r.release());
+  return 0;
+}
+
+// `stream` is Capture::kOut or Capture::kErr. (An index, not a pointer to member: GCC 12 loses
+// pointer-to-member parameters of coroutines.)
+// `on_output` (may be empty) gets each chunk as it arrives; an exception it throws ends this
+// helper and becomes run()'s failure, which stops the command.
+Task<void> read_stream(asio::posix::stream_descriptor& pipe, int stream, std::shared_ptr<Capture> capture,
+                       OutputCallback on_output) {
+  // Cancellation arrives as an error code, never as an exception between operations.
+  co_await asio::this_coro::throw_if_cancelled(false);
+  std::array<char, 64 * 1024> chunk;
+  while (true) {
+    boost::system::error_code ec;
+    const std::size_t n = co_await pipe.async_read_some(asio::buffer(chunk), asio::redirect_error(asio::use_awaitable, ec));
+    capture->streams[static_cast<std::size_t>(stream)].append(chunk.data(), n);
+    if (on_output && n > 0) on_output(std::string_view(chunk.data(), n));
+    if (capture->captured() > LocalBackend::max_capture_bytes) {
+      capture->overflow = true;
+      co_return;
+    }
+    if (ec) {
+      // EOF, or the read was cancelled because run() is finishing.
+      if (ec != asio::error::operation_aborted) capture->done[static_cast<std::size_t>(stream)] = true;
+      co_return;
+    }
+  }
+}
+
+// Waits for the direct child's exit and reaps it.
+Task<void> wait_exit(asio::posix::stream_descriptor& pidfd, pid_t pid, std::shared_ptr<Capture> capture) {
+  co_await asio::this_coro::throw_if_cancelled(false);
+  const auto status = co_await exedev::detail::reap_when_exited(pidfd, pid);
+  if (!status) co_return;
+  capture->exited = true;
+  capture->exit_time = Clock::now();
+  capture->status = *status;
+}
+
+// Reaps a killed child without blocking the executor, within the reap grace; past it, a
+// detached coroutine keeps waiting so that no zombie is left.
+Task<void> reap(asio::posix::stream_descriptor& pidfd, pid_t pid, std::shared_ptr<Capture> capture) {
+  if (capture->exited) co_return;
+  auto done = std::make_shared<bool>(false);
+  auto wait = [](asio::posix::stream_descriptor& fd, pid_t pid, std::shared_ptr<Capture> capture,
+                 std::shared_ptr<bool> done) -> Task<void> {
+    const auto status = co_await exedev::detail::reap_when_exited(fd, pid);
+    if (!status) co_return;
+    capture->exited = true;
+    capture->status = *status;
+    *done = true;
+  };
+  try {
+    co_await detail::run_shielded(wait(pidfd, pid, capture, done), kReapGrace);
+  } catch (const WorkspaceTimeoutError&) {
+  }
+  if (*done) co_return;
+  // A SIGKILLed process that has not exited after the grace is stuck in the kernel: let a
+  // detached waiter own the pidfd and reap it whenever it exits.
+  auto owner = std::make_shared<asio::posix::stream_descriptor>(std::move(pidfd));
+  asio::co_spawn(
+      owner->get_executor(),
+      [](std::shared_ptr<asio::posix::stream_descriptor> fd, pid_t pid) -> Task<void> {
+        co_await exedev::detail::reap_when_exited(*fd, pid);
+      }(owner, pid),
+      asio::detached);
+}
+
+std::string timeout_text(double seconds) { return fmt::format("{:g}", seconds); }
+
+// Kills and reaps (blocking) a child that run() abandons on an unexpected path, such as the
+// coroutine frame being destroyed with its io_context. The normal paths reap asynchronously.
+class ChildGuard {
+ public:
+  explicit ChildGuard(pid_t pid) : pid_(pid) {}
+  ~ChildGuard() {
+    if (pid_ > 0) exedev::detail::kill_and_reap_now(pid_);
+  }
+  ChildGuard(const ChildGuard&) = delete;
+  ChildGuard& operator=(const ChildGuard&) = delete;
+  void release() { pid_ = -1; }
+
+ private:
+  pid_t pid_;
+};
+
+}  // namespace
+
+Task<CommandResult> LocalBackend::run(Command command, RunOptions options) {
+  // run_command() keeps awaiting (to kill and reap) after a cancellation, so it must not throw
+  // at its co_awaits.
+  CommandResult result;
+  EXEDEV_AWAIT_DESPITE_CANCELLATION(
+      error, [](LocalBackend& backend, Command command, RunOptions options, CommandResult& result) -> Task<void> {
+        if (co_await detail::cancellation_requested()) {
+          throw boost::system::system_error(asio::error::operation_aborted, "command cancelled before it started");
+        }
+        result = co_await backend.run_command(std::move(command), std::move(options));
+      }(*this, std::move(command), std::move(options), result));
+  if (error) std::rethrow_exception(error);
+  co_return result;
+}
+
+Task<CommandResult> LocalBackend::run_command(Command command, RunOptions options) {
+  validate_timeout(options.timeout);
+  std::vector<std::string> argv = command.is_shell() ? std::vector<std::string>{"/bin/sh", "-c", command.line()}
+                                                     : command.args();
+  if (argv.empty()) throw std::invalid_argument("command must not be empty");
+  const auto root = state_->ensure_alive();
+  // The timeout clock starts once the working directory is resolved; startup counts.
+  const auto deadline = exedev::detail::deadline_after(options.timeout);
+
+  Env env;
+  for (const char* key : kInheritedEnv) {
+    if (const char* value = std::getenv(key)) env[key] = value;
+  }
+  for (const auto& [key, value] : state_->env) env[key] = value;
+  for (const auto& [key, value] : options.env) env[key] = value;
+
+  const auto lookup = find_program(argv[0], env, root);
+  if (lookup.missing_code) co_return not_runnable(argv[0], lookup.missing_code);
+  Spawned child;
+  if (const int error = spawn(lookup.program, argv, env, root, child); error != 0) {
+    if (error != ENOENT && error != EACCES) {
+      throw std::system_error(error, std::generic_category(), "cannot start '" + argv[0] + "'");
+    }
+    // The working directory, not the program, may be what is missing or closed.
+    state_->ensure_alive();
+    if (::access(root.c_str(), X_OK) != 0) throw_errno(errno, root, "cannot enter the working directory");
+    co_return not_runnable(argv[0], error == EACCES ? 126 : 127);
+  }
+  ChildGuard guard(child.pid);
+
+  const auto executor = co_await asio::this_coro::executor;
+  asio::posix::stream_descriptor exit_fd(executor, exedev::detail::open_pidfd(child.pid));
+  asio::posix::stream_descriptor out(executor, child.out.release());
+  asio::posix::stream_descriptor err(executor, child.err.release());
+  auto capture = std::make_shared<Capture>();
+
+  if (deadline && Clock::now() >= *deadline) {
+    exedev::detail::kill_process_group(child.pid);
+    co_await reap(exit_fd, child.pid, capture);
+    guard.release();
+    throw WorkspaceTimeoutError(
+        fmt::format("command timed out after {}s during startup", timeout_text(options.timeout->count())), "", "");
+  }
+
+  auto start_helper = [&capture, &executor](std::size_t index, Task<void> task) {
+    ++capture->live;
+    asio::co_spawn(executor, std::move(task),
+                   asio::bind_cancellation_slot(capture->stop[index].slot(), [capture](std::exception_ptr e) {
+                     if (e && !capture->failure) capture->failure = e;
+                     --capture->live;
+                     capture->changed.notify();
+                   }));
+  };
+  start_helper(0, read_stream(out, Capture::kOut, capture, options.on_stdout));
+  start_helper(1, read_stream(err, Capture::kErr, capture, options.on_stderr));
+  start_helper(2, wait_exit(exit_fd, child.pid, capture));
+
+  // Wait until the outcome is known: exit with both pipes at EOF, exit plus the drain grace,
+  // overflow, a helper failure, the deadline, or the caller's cancellation.
+  bool cancelled = false;
+  while (!capture->failure && !capture->overflow && !(capture->exited && capture->pipes_done())) {
+    if (co_await detail::cancellation_requested()) {  // also a cancellation that came before the wait
+      cancelled = true;
+      break;
+    }
+    auto until = deadline.value_or(Clock::time_point::max());
+    if (capture->exited) until = std::min(until, capture->exit_time + kOutputDrainGrace);
+    if (Clock::now() >= until) break;
+    co_await capture->changed.wait_until(until);
+    if (co_await detail::cancellation_requested()) {
+      cancelled = true;
+      break;
+    }
+  }
+  // Stop the helpers and wait for them: they use this frame's descriptors. A further
+  // cancellation from the caller only ends one wait early: the loop waits again.
+  for (auto& signal : capture->stop) signal.emit(asio::cancellation_type::terminal);
+  while (capture->live > 0) co_await capture->changed.wait();
+  const std::exception_ptr failure = capture->failure;
+  const bool exited = capture->exited;  // before reap() records the exit of a killed child
+  const bool completed = exited && !cancelled && !capture->overflow && !failure;
+  bool group_killed = true;
+  if (!completed) {
+    if (!exited) group_killed = exedev::detail::kill_process_group(child.pid);
+    else ::killpg(child.pid, SIGKILL);  // background jobs still holding the output
+    co_await reap(exit_fd, child.pid, capture);
+  }
+  guard.release();
+
+  if (failure) std::rethrow_exception(failure);
+  if (cancelled) throw boost::system::system_error(asio::error::operation_aborted, "command cancelled");
+  if (capture->overflow) {
+    throw WorkspaceOutputLimitError(
+        "local workspace output exceeded 10 MiB safety limit; redirect the command's output to a file and read "
+        "part of it instead",
+        max_capture_bytes, decode(std::string_view(capture->streams[Capture::kOut]).substr(0, kept_capture_bytes)),
+        decode(std::string_view(capture->streams[Capture::kErr]).substr(0, kept_capture_bytes)));
+  }
+  if (!exited) {
+    const auto seconds = timeout_text(options.timeout ? options.timeout->count() : 0.0);
+    throw WorkspaceTimeoutError(
+        group_killed ? fmt::format("command timed out after {}s and was killed", seconds)
+                     : fmt::format("command timed out after {}s; killing its process group was denied, so only "
+                                   "the command itself was killed",
+                                   seconds),
+        decode(capture->streams[Capture::kOut]), decode(capture->streams[Capture::kErr]));
+  }
+  // A command that ended because its directory was deleted did not run in a live workspace.
+  state_->ensure_alive();
+  // A named result, not `co_return T{...}`: GCC 12 can lose an aggregate built in co_return.
+  CommandResult result;
+  result.exit_code = exedev::detail::exit_code_of(capture->status);
+  result.stdout_text = decode(capture->streams[Capture::kOut]);
+  result.stderr_text = decode(capture->streams[Capture::kErr]);
+  co_return result;
+}
+
+}  // namespace exedev::workspace
