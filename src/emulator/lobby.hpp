@@ -3,13 +3,24 @@
 // of `ssh`. The server calls authorize() before it reads the body, prepare() after, then
 // execute(). Lobby commands answer a Reply; `ssh` answers an SshPlan the server runs.
 //
+// The VMs' directories, processes and the persisted state belong to a VmHost (vm_host.hpp).
 // Thread safety: every member function locks one mutex, so the server thread and the public
-// Emulator API can call it at the same time.
+// Emulator API can call it at the same time. Nothing blocks under it: a command changes the
+// state under the mutex and plans its host work (a HostWork); the work runs after the mutex is
+// released, in the order the state changes were made (turns.hpp), and the command answers
+// once it is done. Reads (authorize, prepare, vms, records…) never wait for host work.
+//
+// The implementation is split by seam: lobby.cpp (construction, host work, tokens, views),
+// lobby_state.cpp (the state, its JSON, replies), lobby_pipeline.cpp (the command table and the
+// three stages), lobby_vm_commands.cpp, lobby_meta_commands.cpp (help, whoami, ssh-key
+// generate-api-key), vm_commands_extra.cpp and lobby_instrumentation.cpp (faults, modes, records).
 
 #include <exedev/emulator/emulator.hpp>
 
 #include "emulator/flags.hpp"
 #include "emulator/rate_limiter.hpp"
+#include "emulator/turns.hpp"
+#include "emulator/vm_host.hpp"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -17,8 +28,11 @@
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <set>
 #include <optional>
 #include <string>
 #include <utility>
@@ -58,7 +72,6 @@ struct Prepared {
 };
 
 struct LobbyConfig {
-  std::filesystem::path state_dir;
   std::string token;  ///< empty = reuse the persisted one or make one
   std::map<std::string, TokenSpec> tokens;
   Modes modes;
@@ -69,8 +82,8 @@ class Lobby {
  public:
   using Clock = std::chrono::steady_clock;
 
-  /// Loads the state persisted in config.state_dir (VMs, tokens), if any.
-  explicit Lobby(LobbyConfig config);
+  /// Loads the state `host` persisted (VMs, tokens), if any. `host` must outlive the lobby.
+  Lobby(LobbyConfig config, VmHost& host);
   ~Lobby();
   Lobby(const Lobby&) = delete;
   Lobby& operator=(const Lobby&) = delete;
@@ -116,6 +129,9 @@ class Lobby {
 
  private:
   struct Command;
+  struct HostWork;
+  struct NewVm;
+  struct StoredState;
   using Handler = std::variant<Reply, SshPlan> (Lobby::*)(const Key&, const Prepared&);
 
   static const std::vector<Command>& command_table();
@@ -160,23 +176,48 @@ class Lobby {
   Vm* only_vm_argument(const Key& key, const Prepared& request, const char* usage, std::optional<Reply>& error);
   std::string vm_status(const Vm& vm) const;
   bool vm_ready(const Vm& vm) const;
+  /// Whether a VM has the name or is being created under it.
+  bool name_taken(const std::string& name) const;
   std::string unused_name() const;
-  Vm& add_vm(Vm vm);
+  /// Plans the VM's creation: its name is reserved now; the VM exists once the host has made
+  /// its directory, and execute() then answers `vm.reply()`. Returns a placeholder reply.
+  Reply create_vm(NewVm vm);
   void remove_vm(const std::string& name);
   std::string add_key(Key key);
-  void persist() const;
-  void load();
-  void load_from(const nlohmann::ordered_json& state);
+
+  // Host work. The functions marked "under mutex_" plan; run() does the work without it.
+  /// Under mutex_: the state is to be saved once the work of this change runs.
+  void persist();
+  /// Under mutex_: `action` is to run on the host once the work of this change runs.
+  void plan_host_work(std::function<void(VmHost&)> action);
+  /// Under mutex_: the work planned so far, with its place in line.
+  std::pair<HostWork, TurnQueue::Place> take_planned();
+  /// Without mutex_: waits for the place's turn, runs the work and, for a VM being created,
+  /// returns the command's reply.
+  std::optional<Reply> run(std::pair<HostWork, TurnQueue::Place> planned);
+  /// Without mutex_: saves the state as it is now.
+  void save_state();
+
+  // The state as persisted (lobby_state.cpp).
+  /// Under mutex_: the state as the text the host saves.
+  std::string state_text() const;
+  StoredState parse_state(const std::string& text) const;
+  /// Without mutex_: the state the host saved, if any.
+  std::optional<StoredState> load_state();
 
   LobbyConfig config_;
+  VmHost& host_;
   mutable std::mutex mutex_;
   std::map<std::string, Vm> vms_;           // by name
+  std::set<std::string> reserved_names_;    // VMs being created
   std::map<std::string, Key> keys_;         // by token
   std::string default_token_;
   RateLimiter limiter_;
   std::deque<Fault> faults_;
   std::vector<CommandRecord> records_;
   std::uint64_t next_generation_ = 1;
+  std::unique_ptr<HostWork> planned_;  // filled by the handlers under mutex_
+  TurnQueue turns_;
 };
 
 }  // namespace exedev::emulator

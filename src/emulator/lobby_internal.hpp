@@ -1,6 +1,6 @@
 #pragma once
-// The lobby's internals shared by the files that implement its commands (lobby.cpp and
-// vm_commands_extra.cpp): the VM, key and command records, and the reply helpers.
+// The lobby's internals shared by the files that implement it (lobby.hpp lists them): the VM,
+// key and command records, the planned host work, and the reply helpers.
 
 #include "emulator/flags.hpp"
 #include "emulator/lobby.hpp"
@@ -9,6 +9,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -55,6 +58,36 @@ struct Lobby::Command {
   std::string description;
 };
 
+/// A VM that exists once the host has made its directory.
+struct Lobby::NewVm {
+  Vm vm;
+  std::filesystem::path copy_from;  // cp: the source's directory; empty for new
+  std::string source_name;          // cp: named by the error when the copy fails
+  std::chrono::milliseconds boot_delay{0};  // counted from the moment the VM exists
+  std::function<Reply()> reply;     // the command's answer once the VM exists
+};
+
+/// What a change of the lobby's state leaves for the host, run after the mutex is released.
+struct Lobby::HostWork {
+  std::vector<std::function<void(VmHost&)>> actions;  // in the order planned
+  std::optional<NewVm> created;                       // new, cp
+  bool persist = false;
+};
+
+/// The state as the host persists it.
+struct Lobby::StoredState {
+  std::map<std::string, Vm> vms;
+  std::map<std::string, Key> keys;
+  std::string default_token;
+  std::uint64_t next_generation = 1;
+};
+
+/// The commands a token without `cmds` may run.
+extern const std::vector<std::string> default_cmds;
+inline constexpr const char* region = "lax";
+inline constexpr const char* region_display = "Los Angeles, USA";
+inline constexpr std::uint64_t gib = 1024ull * 1024 * 1024;
+
 /// `json` as one line (invalid UTF-8 replaced).
 std::string dump(const Json& json);
 /// A lobby reply: the body trimmed and ended with one newline, the lobby's headers.
@@ -66,6 +99,12 @@ std::string rfc3339(SysClock::time_point t);
 /// `<vm>.exe.xyz`.
 std::string host_of(const std::string& vm);
 bool has_tag(const VMRecord& vm, const std::string& tag);
+std::string join(const std::vector<std::string>& words, std::string_view separator);
+/// A new exe1 token: `exe1.` and 26 characters of the base32 alphabet.
+std::string new_token();
+/// The target of `ssh [-l user] [user@]vmname[.exe.xyz] …`; sets `rest` (if given) to the
+/// command words.
+std::optional<std::string> ssh_target(const std::vector<std::string>& args, std::vector<std::string>* rest);
 
 /// Whether a tag-scoped key may run the command: exe.dev's commands marked AllowTagScoped.
 bool allowed_for_tag_scoped_keys(const std::string& command);

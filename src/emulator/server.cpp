@@ -340,7 +340,8 @@ Emulator::Emulator(Options options) : impl_(std::make_unique<Impl>()) {
   impl.login_shell = !options.login_shell.empty()              ? options.login_shell
                      : ::access("/bin/bash", X_OK) == 0 ? std::string("/bin/bash")
                                                          : std::string("/bin/sh");
-  impl.lobby = std::make_unique<Lobby>(LobbyConfig{impl.state_dir, options.token, options.tokens, options.modes});
+  impl.host = std::make_unique<FileVmHost>(impl.state_dir);
+  impl.lobby = std::make_unique<Lobby>(LobbyConfig{options.token, options.tokens, options.modes}, *impl.host);
   if (!options.plain_http) {
     impl.tls = make_tls_material(options.expired_certificate);
     impl.ssl_context = std::make_unique<ssl::context>(ssl::context::tls_server);

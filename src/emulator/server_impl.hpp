@@ -8,6 +8,7 @@
 #include "emulator/lobby.hpp"
 #include "emulator/ssh_process.hpp"
 #include "emulator/tls.hpp"
+#include "emulator/vm_host.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -53,6 +54,7 @@ struct Emulator::Impl {
   std::string login_shell;  ///< resolved from Options::login_shell
   TlsMaterial tls;
   std::unique_ptr<ssl::context> ssl_context;
+  std::unique_ptr<FileVmHost> host;  // before the lobby, which uses it
   std::unique_ptr<Lobby> lobby;
   std::unique_ptr<asio::io_context> ioc;
   std::optional<tcp::acceptor> acceptor;

@@ -18,7 +18,6 @@ namespace exedev::emulator {
 
 namespace {
 
-constexpr std::uint64_t gib = 1024ull * 1024 * 1024;
 // Resize limits: at least 2 GiB and 1 CPU (stage/stage.go); this emulator's plan allows what
 // `new` allows (16 CPUs, 64 GiB memory, 500 GiB disk); a disk grows by at most 250 GiB at once.
 constexpr std::uint64_t min_memory = 2 * gib;
@@ -153,7 +152,7 @@ std::variant<Reply, SshPlan> Lobby::cmd_rename(const Key& key, const Prepared& r
   if (vms_.count(old_name) == 0) return fail(fmt::format("vm \"{}\" not found", old_name));
   Vm* vm = find_visible(key, old_name);
   if (vm == nullptr) return fail(fmt::format("VM \"{}\" not found", old_name));  // out of the key's scope
-  if (vms_.count(new_name) > 0) return fail(fmt::format("name \"{}\" is not available", new_name));
+  if (name_taken(new_name)) return fail(fmt::format("name \"{}\" is not available", new_name));
   if (!vm_ready(*vm) && vm->boot_status == "creating") {
     return fail(fmt::format("can't rename \"{}\" while it is still being created", old_name));
   }

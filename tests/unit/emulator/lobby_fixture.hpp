@@ -1,6 +1,7 @@
 #pragma once
-// The fixture of the lobby's unit tests: a Lobby on a temporary state directory, and requests
-// run through its three stages as the server would.
+// The fixture of the lobby's tests on the real host: a Lobby on a FileVmHost in a temporary
+// state directory, and requests run through its three stages as the server would. (The tests
+// on an in-memory host are in lobby_host_test.cpp.)
 
 #include "emulator/lobby.hpp"
 
@@ -15,6 +16,7 @@
 
 namespace lobby_test {
 
+using exedev::emulator::FileVmHost;
 using exedev::emulator::Lobby;
 using exedev::emulator::LobbyConfig;
 using exedev::emulator::Reply;
@@ -28,15 +30,10 @@ inline std::filesystem::path make_temp_dir() {
   return pattern;
 }
 
-struct Fixture {
-  std::filesystem::path dir = make_temp_dir();
-  std::unique_ptr<Lobby> lobby = std::make_unique<Lobby>(LobbyConfig{dir, {}, {}, {}});
-  std::string token = lobby->default_token();
-
-  ~Fixture() {
-    lobby->kill_all_processes();
-    std::filesystem::remove_all(dir);
-  }
+/// Requests run through the lobby's three stages as the server would, as `token` unless told.
+struct LobbyDriver {
+  std::unique_ptr<Lobby> lobby;
+  std::string token;
 
   std::variant<Reply, SshPlan> run(const std::string& line, const std::string& as = {}) {
     const std::string who = as.empty() ? token : as;
@@ -69,12 +66,30 @@ struct Fixture {
   }
 };
 
+/// A lobby on the real host, in a temporary state directory.
+struct Fixture : LobbyDriver {
+  std::filesystem::path dir = make_temp_dir();
+  FileVmHost host{dir};
+
+  Fixture() {
+    lobby = std::make_unique<Lobby>(LobbyConfig{}, host);
+    token = lobby->default_token();
+  }
+  ~Fixture() {
+    lobby->kill_all_processes();
+    lobby.reset();  // before the host it uses
+    std::filesystem::remove_all(dir);
+  }
+
+  /// A new lobby on the same state directory, as a restarted emulator.
+  void restart() { lobby = std::make_unique<Lobby>(LobbyConfig{}, host); }
+};
+
 inline std::string header(const Reply& reply, const std::string& name) {
   for (const auto& [key, value] : reply.headers) {
     if (key == name) return value;
   }
   return {};
 }
-
 
 }  // namespace lobby_test

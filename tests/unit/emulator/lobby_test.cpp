@@ -313,7 +313,7 @@ TEST_CASE("lobby: state survives a restart", "[lobby]") {
   Fixture f;
   f.ok("new --name=persist-me --tag=keep --comment=remember");
   const auto issued = f.lobby->issue_token({});
-  f.lobby = std::make_unique<Lobby>(LobbyConfig{f.dir, {}, {}, {}});
+  f.restart();
   CHECK(f.lobby->default_token() == f.token);
   const auto vm = f.lobby->vm("persist-me");
   REQUIRE(vm);
@@ -327,7 +327,8 @@ TEST_CASE("lobby: a corrupt state file is a clear error that quotes nothing from
   const auto dir = make_temp_dir();
   std::ofstream(dir / "emulator-state.json") << "{\"token\":\"exe1.SECRETSECRETSECRETSECRETSE\",";
   try {
-    Lobby lobby(LobbyConfig{dir, {}, {}, {}});
+    FileVmHost host(dir);
+    Lobby lobby(LobbyConfig{}, host);
     FAIL("the state was accepted");
   } catch (const std::runtime_error& e) {
     const std::string message = e.what();

@@ -59,7 +59,7 @@ TEST_CASE("lobby: rename renames the VM; its processes and directory stay", "[lo
   CHECK(f.error("rename new-name third-name") == "vm rename not supported when vm is not running!");
 
   // The new name survives a restart of the emulator.
-  f.lobby = std::make_unique<Lobby>(LobbyConfig{f.dir, {}, {}, {}});
+  f.restart();
   CHECK(f.lobby->vm("new-name"));
 }
 
@@ -140,7 +140,7 @@ TEST_CASE("lobby: the new shares survive a restart", "[lobby]") {
   f.ok("new --name=keep-share");
   f.ok("share set-public keep-share");
   const std::string token = f.ok("share add-link keep-share").at("token");
-  f.lobby = std::make_unique<Lobby>(LobbyConfig{f.dir, {}, {}, {}});
+  f.restart();
   const Json shown = f.ok("share show keep-share");
   CHECK(shown.at("status") == "public");
   CHECK(shown.at("links").at(0).at("token") == token);

@@ -1,0 +1,226 @@
+// The lobby's state: its JSON as the host persists it, the keys and names it makes, the views of
+// a VM, and the reply helpers every command uses.
+#include "emulator/lobby.hpp"
+#include "emulator/lobby_internal.hpp"
+
+#include "emulator/lexer.hpp"
+
+#include "common/base64.hpp"
+#include "common/random_ids.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <ctime>
+#include <random>
+#include <stdexcept>
+
+namespace exedev::emulator {
+
+const std::vector<std::string> default_cmds = {"help", "ls", "new", "whoami", "ssh-key list", "share show",
+                                               "exe0-to-exe1"};
+
+// ---------------------------------------------------------------------------------------------
+// Replies and formats
+
+std::string dump(const Json& json) { return json.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+Reply json_reply(unsigned status, std::string body) {
+  Reply reply;
+  reply.status = status;
+  reply.headers = {{"Content-Type", "application/json; charset=utf-8"}, {"X-Content-Type-Options", "nosniff"}};
+  // The lobby trims its output and ends it with one newline unless it is empty.
+  const auto text = trim_space(body);
+  reply.body = text.empty() ? std::string() : std::string(text) + "\n";
+  return reply;
+}
+
+Reply ok(const Json& json) { return json_reply(200, dump(json)); }
+Reply fail(const std::string& message) { return error_reply(422, message); }
+
+Reply error_reply(unsigned status, const std::string& message) {
+  return json_reply(status, dump(Json{{"error", message}}));
+}
+
+std::string rfc3339(SysClock::time_point t) {
+  const std::time_t secs = SysClock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buffer;
+}
+
+std::string host_of(const std::string& vm) { return vm + ".exe.xyz"; }
+
+bool has_tag(const VMRecord& vm, const std::string& tag) {
+  return std::find(vm.tags.begin(), vm.tags.end(), tag) != vm.tags.end();
+}
+
+std::string join(const std::vector<std::string>& words, std::string_view separator) {
+  std::string out;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (i) out += separator;
+    out += words[i];
+  }
+  return out;
+}
+
+std::string new_token() { return "exe1." + detail::random_chars("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 26); }
+
+namespace {
+
+std::int64_t to_ms(SysClock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+SysClock::time_point from_ms(std::int64_t ms) { return SysClock::time_point(std::chrono::milliseconds(ms)); }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// The persisted state
+
+std::string Lobby::state_text() const {
+  Json state;
+  state["version"] = 1;
+  state["token"] = default_token_;
+  state["next_generation"] = next_generation_;
+  state["vms"] = Json::array();
+  for (const auto& [name, vm] : vms_) {
+    state["vms"].push_back({{"id", vm.id}, {"name", name}, {"status", vm.record.status}, {"tags", vm.record.tags},
+                            {"comment", vm.record.comment}, {"image", vm.record.image},
+                            {"created_at", to_ms(vm.record.created_at)}, {"cpus", vm.record.cpus},
+                            {"memory_bytes", vm.record.memory_bytes}, {"disk_bytes", vm.record.disk_bytes},
+                            {"env", vm.record.env}, {"integrations", vm.record.integrations},
+                            {"standalone", vm.record.standalone}, {"egress", vm.record.egress},
+                            {"ready_at", to_ms(vm.ready_at)}, {"boot_status", vm.boot_status},
+                            {"generation", vm.generation}, {"share", vm.share}, {"proxy_port", vm.proxy_port}});
+    Json links = Json::array();
+    for (const ShareLink& link : vm.share_links) links.push_back({{"token", link.token}, {"created_at", to_ms(link.created_at)}});
+    state["vms"].back()["share_links"] = std::move(links);
+  }
+  state["keys"] = Json::array();
+  for (const auto& [token, key] : keys_) {
+    Json j{{"token", token}, {"all_commands", key.all_commands}, {"label", key.spec.label},
+           {"fingerprint", key.fingerprint}, {"public_key", key.public_key}};
+    if (key.spec.cmds) j["cmds"] = *key.spec.cmds;
+    if (key.spec.tag) j["tag"] = *key.spec.tag;
+    if (key.vm_scope) j["vm"] = *key.vm_scope;
+    if (key.spec.expires_at) j["expires_at"] = to_ms(*key.spec.expires_at);
+    if (key.spec.key_expires_at) j["key_expires_at"] = to_ms(*key.spec.key_expires_at);
+    state["keys"].push_back(std::move(j));
+  }
+  return state.dump(1) + '\n';
+}
+
+Lobby::StoredState Lobby::parse_state(const std::string& text) const {
+  const auto where = host_.state_file().string();
+  Json state;
+  try {
+    state = Json::parse(text);
+  } catch (const Json::parse_error&) {
+    // Not e.what(): it quotes the file, which holds tokens.
+    throw std::runtime_error("cannot read the emulator state in " + where + ": not valid JSON");
+  }
+  try {
+    StoredState stored;
+    stored.default_token = state.value("token", std::string());
+    stored.next_generation = state.value("next_generation", std::uint64_t{1});
+    for (const Json& j : state.at("vms")) {
+      Vm vm;
+      vm.id = j.at("id");
+      vm.record.name = j.at("name");
+      vm.record.status = j.at("status");
+      vm.record.tags = j.at("tags").get<std::vector<std::string>>();
+      vm.record.comment = j.at("comment");
+      vm.record.image = j.at("image");
+      vm.record.dir = host_.vm_directory(vm.id);
+      vm.record.home = vm.record.dir / "home";
+      vm.record.created_at = from_ms(j.at("created_at"));
+      vm.record.cpus = j.at("cpus");
+      vm.record.memory_bytes = j.at("memory_bytes");
+      vm.record.disk_bytes = j.at("disk_bytes");
+      vm.record.env = j.at("env").get<std::vector<std::string>>();
+      vm.record.integrations = j.at("integrations").get<std::vector<std::string>>();
+      vm.record.standalone = j.at("standalone");
+      vm.record.egress = j.at("egress");
+      vm.ready_at = from_ms(j.at("ready_at"));
+      vm.boot_status = j.at("boot_status");
+      vm.generation = j.at("generation");
+      vm.share = j.value("share", std::string("private"));
+      vm.proxy_port = j.value("proxy_port", 80u);
+      for (const Json& link : j.value("share_links", Json::array())) {
+        vm.share_links.push_back(ShareLink{link.at("token"), from_ms(link.at("created_at"))});
+      }
+      stored.vms.emplace(vm.record.name, std::move(vm));
+    }
+    for (const Json& j : state.at("keys")) {
+      Key key;
+      key.token = j.at("token");
+      key.all_commands = j.at("all_commands");
+      if (j.contains("cmds")) key.spec.cmds = j.at("cmds").get<std::vector<std::string>>();
+      if (j.contains("tag")) key.spec.tag = j.at("tag").get<std::string>();
+      if (j.contains("vm")) key.vm_scope = j.at("vm").get<std::string>();
+      if (j.contains("expires_at")) key.spec.expires_at = from_ms(j.at("expires_at"));
+      if (j.contains("key_expires_at")) key.spec.key_expires_at = from_ms(j.at("key_expires_at"));
+      key.spec.label = j.at("label");
+      key.fingerprint = j.at("fingerprint");
+      key.public_key = j.at("public_key");
+      stored.keys.emplace(key.token, std::move(key));
+    }
+    return stored;
+  } catch (const Json::exception& e) {
+    throw std::runtime_error("cannot read the emulator state in " + where + ": " + e.what());
+  }
+}
+
+std::optional<Lobby::StoredState> Lobby::load_state() {
+  const auto text = host_.load_state();
+  if (!text) return std::nullopt;
+  return parse_state(*text);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Keys, names and views of a VM (under mutex_)
+
+std::string Lobby::add_key(Key key) {
+  if (key.spec.label.empty()) key.spec.label = fmt::format("api-key-{}", keys_.size() + 1);
+  // An OpenSSH ed25519 public key blob: length-prefixed type name, then 32 key bytes.
+  std::string blob("\0\0\0\x0bssh-ed25519\0\0\0\x20", 19);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (int i = 0; i < 32; ++i) blob += static_cast<char>(byte(detail::random_engine()));
+  key.public_key = "ssh-ed25519 " + detail::base64_encode(blob);
+  key.fingerprint = "SHA256:" + detail::random_chars("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", 43);
+  const std::string token = key.token;
+  keys_[token] = std::move(key);
+  return token;
+}
+
+Lobby::Vm* Lobby::find_visible(const Key& key, const std::string& name) {
+  const auto it = vms_.find(name);
+  if (it == vms_.end()) return nullptr;
+  if (key.spec.tag && !has_tag(it->second.record, *key.spec.tag)) return nullptr;
+  if (key.vm_scope && *key.vm_scope != name) return nullptr;
+  return &it->second;
+}
+
+bool Lobby::vm_ready(const Vm& vm) const { return SysClock::now() >= vm.ready_at; }
+
+std::string Lobby::vm_status(const Vm& vm) const { return vm_ready(vm) ? vm.record.status : vm.boot_status; }
+
+bool Lobby::name_taken(const std::string& name) const { return vms_.count(name) > 0 || reserved_names_.count(name) > 0; }
+
+std::string Lobby::unused_name() const {
+  static const char* const adjectives[] = {"amber", "brisk", "calm", "dusty", "eager", "fuzzy", "gentle", "hazy",
+                                           "icy", "jolly", "keen", "lucky", "mellow", "nimble", "quiet", "rapid"};
+  static const char* const nouns[] = {"otter", "falcon", "maple", "harbor", "comet", "meadow", "pebble", "raven",
+                                      "summit", "tulip", "walrus", "willow", "yak", "zephyr", "badger", "cedar"};
+  std::uniform_int_distribution<int> pick(0, 15);
+  std::uniform_int_distribution<int> number(10, 9999);
+  while (true) {
+    std::string name = fmt::format("{}-{}-{}", adjectives[pick(detail::random_engine())], nouns[pick(detail::random_engine())], number(detail::random_engine()));
+    if (!name_taken(name)) return name;
+  }
+}
+
+}  // namespace exedev::emulator

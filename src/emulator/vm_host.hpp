@@ -1,0 +1,64 @@
+#pragma once
+// What the lobby asks of the machine it emulates VMs on: the VMs' directories, their processes
+// and the persisted state. The lobby (lobby.hpp) decides; a VmHost does the blocking work, never
+// under the lobby's mutex. FileVmHost is the real one; the unit tests use an in-memory fake.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <system_error>
+
+namespace exedev::emulator {
+
+class VmHost {
+ public:
+  virtual ~VmHost() = default;
+
+  /// Where the VM with this id keeps its files (its home is `<dir>/home`). Computes, touches nothing.
+  virtual std::filesystem::path vm_directory(const std::string& vm_id) const = 0;
+  /// Where the state is persisted, for error messages. Computes, touches nothing.
+  virtual std::filesystem::path state_file() const = 0;
+
+  /// The persisted state as written by save_state(), or nullopt when none was ever saved.
+  virtual std::optional<std::string> load_state() = 0;
+  /// Replaces the persisted state at once (a crash never leaves half of it). Throws on failure.
+  virtual void save_state(const std::string& text) = 0;
+
+  /// Makes `dir` and `dir/home` (a new VM). Throws on failure.
+  virtual void create_vm_directory(const std::filesystem::path& dir) = 0;
+  /// Copies a VM's directory to a new one (cp); on failure leaves nothing at `to` and returns why.
+  virtual std::error_code copy_vm_directory(const std::filesystem::path& from, const std::filesystem::path& to) = 0;
+  /// Deletes a VM's directory and everything in it; a missing one is no error.
+  virtual void remove_vm_directory(const std::filesystem::path& dir) = 0;
+
+  /// Stops every process of the VM and returns once each is stopped or gone (pause).
+  virtual void stop_vm_processes(const std::string& vm_id) = 0;
+  /// Lets the stopped processes of the VM run again (resume, ssh to a paused VM).
+  virtual void continue_vm_processes(const std::string& vm_id) = 0;
+  /// Kills every process of the VM (rm, restart, shutdown).
+  virtual void kill_vm_processes(const std::string& vm_id) = 0;
+};
+
+/// The host of a real emulator: a state directory (`emulator-state.json`, `vms/<id>/`) and the
+/// processes found by their EXEDEV_EMULATOR_VM marker (processes.hpp).
+class FileVmHost final : public VmHost {
+ public:
+  /// Creates `<state_dir>/vms` if missing.
+  explicit FileVmHost(std::filesystem::path state_dir);
+
+  std::filesystem::path vm_directory(const std::string& vm_id) const override;
+  std::filesystem::path state_file() const override;
+  std::optional<std::string> load_state() override;
+  void save_state(const std::string& text) override;
+  void create_vm_directory(const std::filesystem::path& dir) override;
+  std::error_code copy_vm_directory(const std::filesystem::path& from, const std::filesystem::path& to) override;
+  void remove_vm_directory(const std::filesystem::path& dir) override;
+  void stop_vm_processes(const std::string& vm_id) override;
+  void continue_vm_processes(const std::string& vm_id) override;
+  void kill_vm_processes(const std::string& vm_id) override;
+
+ private:
+  std::filesystem::path state_dir_;
+};
+
+}  // namespace exedev::emulator
