@@ -154,17 +154,16 @@ std::string server_message(std::string_view body, const std::vector<std::string>
 void throw_api_error(unsigned status, const std::string& command, std::string_view body,
                      const std::vector<std::string>& secrets, std::optional<std::chrono::milliseconds> retry_after) {
   auto msg = server_message(body, secrets);
-  switch (status) {
-    case 400: case 405: case 413: throw BadRequestError(status, command, std::move(msg));
-    case 401: throw AuthenticationError(status, command, std::move(msg));
-    case 403: throw PermissionError(status, command, std::move(msg));
-    case 404: throw NotFoundError(status, command, std::move(msg));
-    case 422: throw CommandFailedError(status, command, std::move(msg));
-    case 429: throw RateLimitedError(command, std::move(msg), retry_after);
-    case 504: throw GatewayTimeoutError(status, command, std::move(msg));
-    default:
-      if (status >= 500 && status < 600) throw ServerError(status, command, std::move(msg));
-      throw APIError(status, command, std::move(msg));
+  switch (errc_for_status(status)) {
+    case errc::bad_request: throw BadRequestError(status, command, std::move(msg));
+    case errc::authentication_failed: throw AuthenticationError(status, command, std::move(msg));
+    case errc::permission_denied: throw PermissionError(status, command, std::move(msg));
+    case errc::unknown_command: throw NotFoundError(status, command, std::move(msg));
+    case errc::command_failed: throw CommandFailedError(status, command, std::move(msg));
+    case errc::rate_limited: throw RateLimitedError(command, std::move(msg), retry_after);
+    case errc::gateway_timeout: throw GatewayTimeoutError(status, command, std::move(msg));
+    case errc::server_error: throw ServerError(status, command, std::move(msg));
+    default: throw APIError(status, command, std::move(msg));
   }
 }
 

@@ -16,6 +16,11 @@ namespace exedev::detail {
 /// response body is never repeated), or nothing for an empty one. `secrets` are masked.
 [[nodiscard]] std::string server_message(std::string_view body, const std::vector<std::string>& secrets);
 
+/// The code of an error answer with this HTTP status (0: no token; 200: an error object in a
+/// success answer, which exe.dev sends for some failed commands). The one mapping of statuses:
+/// APIError takes its code from it, throw_api_error its type. (Defined in errors.cpp.)
+[[nodiscard]] errc errc_for_status(unsigned status);
+
 /// Throws the APIError subclass that `status` maps to (400/405/413 BadRequestError, 401
 /// AuthenticationError, 403 PermissionError, 404 NotFoundError, 422 CommandFailedError, 429
 /// RateLimitedError, with `retry_after`, 504 GatewayTimeoutError, other 5xx ServerError, anything

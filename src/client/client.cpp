@@ -63,10 +63,9 @@ asio::awaitable<detail::HttpResponse> detail::ClientState::lobby(const std::stri
       if (failure) std::rethrow_exception(failure);
       co_return response;
     }
-    const auto retry_after = failure ? std::nullopt : response.retry_after;
     // (A named string: GCC 12 destroys a temporary inside a co_await expression twice.)
     const std::string why = failure ? std::string("lost its connection") : fmt::format("got HTTP {}", response.status);
-    co_await wait_before_retry(command, why, attempt, retry_after);
+    co_await wait_before_retry(command, why, attempt, response.retry_after);
   }
 }
 

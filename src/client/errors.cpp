@@ -1,3 +1,5 @@
+#include "client/api_response.hpp"
+
 #include <exedev/error_code.hpp>
 #include <exedev/errors.hpp>
 
@@ -15,9 +17,9 @@ std::string describe(unsigned status, const std::string& command, const std::str
   return text;
 }
 
-// The code of an error answer with this HTTP status (0: no token; 200: an error object in a
-// success answer, which exe.dev sends for some failed commands).
-errc status_code(unsigned status) {
+}  // namespace
+
+errc detail::errc_for_status(unsigned status) {
   switch (status) {
     case 0: case 401: return errc::authentication_failed;
     case 200: case 422: return errc::command_failed;
@@ -29,6 +31,8 @@ errc status_code(unsigned status) {
     default: return status >= 500 && status < 600 ? errc::server_error : errc::unexpected_status;
   }
 }
+
+namespace {
 
 class ClientCategory final : public std::error_category {
  public:
@@ -81,7 +85,7 @@ bool Error::may_have_run() const noexcept {
 }
 
 APIError::APIError(unsigned status, std::string command, std::string server_message)
-    : Error(status_code(status), describe(status, command, server_message)),
+    : Error(detail::errc_for_status(status), describe(status, command, server_message)),
       status_(status),
       command_(std::move(command)),
       server_message_(std::move(server_message)) {}

@@ -310,11 +310,8 @@ TEST_CASE("typed commands: resize and rename") {
 
 TEST_CASE("a 429 past the retries carries exe.dev's Retry-After and says it is worth retrying") {
   emulator::Options options;
-  options.modes.rate_limit.enabled = true;
-  options.modes.rate_limit.burst = 2;
-  options.modes.rate_limit.refill_per_second = 1;
-  options.modes.rate_limit.overdraft = 0;
-  options.modes.rate_limit.retry_after = true;
+  options.modes.rate_limit = {.enabled = true, .burst = 2, .refill_per_second = 1,
+                               .overdraft = 0, .retry_after = true};
   Fixture f(options);
   exedev::testing::run([&](boost::asio::any_io_executor ex) -> Task0 {
     auto o = f.options();

@@ -390,11 +390,8 @@ TEST_CASE("run: a stream cut mid-command is recovered from the record; the comma
 
 TEST_CASE("run: a launch refused with 429 is sent again once the limit allows; each command runs once") {
   emulator::Options options;
-  options.modes.rate_limit.enabled = true;
-  options.modes.rate_limit.burst = 2;
-  options.modes.rate_limit.refill_per_second = 5;
-  options.modes.rate_limit.overdraft = 0;
-  options.modes.rate_limit.retry_after = true;
+  options.modes.rate_limit = {.enabled = true, .burst = 2, .refill_per_second = 5,
+                               .overdraft = 0, .retry_after = true};
   Fixture f(options);
   exedev::testing::run(
       [&](boost::asio::any_io_executor ex) -> Task0 {

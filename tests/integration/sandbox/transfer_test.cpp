@@ -219,11 +219,8 @@ TEST_CASE("a commit whose answer is lost leaves the old or the new file, never a
 
 TEST_CASE("a 429 on new is retried once the limit allows", "[integration]") {
   exedev::emulator::Options options;
-  options.modes.rate_limit.enabled = true;
-  options.modes.rate_limit.burst = 2;
-  options.modes.rate_limit.refill_per_second = 20;
-  options.modes.rate_limit.overdraft = 0;
-  options.modes.rate_limit.retry_after = true;
+  options.modes.rate_limit = {.enabled = true, .burst = 2, .refill_per_second = 20,
+                               .overdraft = 0, .retry_after = true};
   Fixture f(options);
   if (f.skip("the emulator's rate limiter")) return;
   exedev::testing::run([&](Executor ex) -> Task<void> {
@@ -244,10 +241,7 @@ TEST_CASE("a 429 on new is retried once the limit allows", "[integration]") {
 
 TEST_CASE("with pacing on, bulk requests wait locally and collect no 429", "[integration]") {
   exedev::emulator::Options options;
-  options.modes.rate_limit.enabled = true;
-  options.modes.rate_limit.burst = 3;
-  options.modes.rate_limit.refill_per_second = 20;
-  options.modes.rate_limit.overdraft = 0;
+  options.modes.rate_limit = {.enabled = true, .burst = 3, .refill_per_second = 20, .overdraft = 0};
   Fixture f(options);
   if (f.skip("the emulator's rate limiter")) return;
   exedev::testing::run([&](Executor ex) -> Task<void> {
