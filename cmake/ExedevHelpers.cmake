@@ -13,6 +13,22 @@ function(exedev_warnings target)
   endif()
 endfunction()
 
+# GCC 12 at -O3 (CMake's Release flags) reports false -Wrestrict warnings inside libstdc++'s
+# std::string code once it inlines a short literal into a string: assigning a 1-char literal
+# (s = "/", https://gcc.gnu.org/bugzilla/show_bug.cgi?id=105329) or concatenating one
+# ("/" + s, https://gcc.gnu.org/bugzilla/show_bug.cgi?id=105651). Shape new code so that it does
+# not fire (a char instead of a 1-char literal, append instead of operator+, as in
+# src/workspace/local_backend_files.cpp); CI's Release build fails on it. For files that still
+# trigger it, this turns -Wrestrict off for GCC 12 only and only in the SOURCES of TARGET.
+# Usage: exedev_gcc12_false_restrict(TARGET <target> SOURCES <absolute paths>...)
+function(exedev_gcc12_false_restrict)
+  cmake_parse_arguments(ARG "" "TARGET" "SOURCES" ${ARGN})
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_GREATER_EQUAL 12
+     AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+    set_property(SOURCE ${ARG_SOURCES} TARGET_DIRECTORY ${ARG_TARGET} APPEND PROPERTY COMPILE_OPTIONS -Wno-restrict)
+  endif()
+endfunction()
+
 # Asio's build mode, for the project's own targets only. Asio is compiled once, in src/asio,
 # and the mode stays PRIVATE: a consumer compiles Asio header-only (its default) or in any mode
 # it likes, and src/asio weakens the definitions it compiles so that they never clash with a

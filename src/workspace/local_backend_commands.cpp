@@ -103,7 +103,9 @@ Lookup find_program(const std::string& name, const Env& env, const std::string& 
     const auto end = std::min(search.find(':', start), search.size());
     std::string dir = search.substr(start, end - start);
     start = end + 1;
-    if (dir.empty()) dir = ".";
+    // A char, not ".": GCC 12 at -O3 warns falsely about assigning a 1-char literal to a string
+    // (-Wrestrict, https://gcc.gnu.org/bugzilla/show_bug.cgi?id=105329).
+    if (dir.empty()) dir = '.';
     const auto candidate = detail::posix_join(detail::posix_join(root, dir), name);
     struct stat st{};
     if (::stat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;

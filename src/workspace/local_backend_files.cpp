@@ -59,7 +59,9 @@ std::pair<std::string, bool> join_realpath(std::string path, std::string rest,
                                            std::map<std::string, std::optional<std::string>>& seen) {
   if (!rest.empty() && rest.front() == '/') {
     rest = rest.substr(1);
-    path = "/";
+    // A char, not "/": GCC 12 at -O3 warns falsely about assigning a 1-char literal to a string
+    // (-Wrestrict, https://gcc.gnu.org/bugzilla/show_bug.cgi?id=105329).
+    path = '/';
   }
   while (!rest.empty()) {
     const auto slash = rest.find('/');
@@ -113,7 +115,10 @@ void make_dirs(const std::string& path, std::errc last_error) {
     const auto end = std::min(path.find('/', start), path.size());
     const bool last = end >= path.size() || path.find_first_not_of('/', end) == std::string::npos;
     if (end > start) {
-      current += "/" + path.substr(start, end - start);
+      // Appended in place, not as "/" + substr: GCC 12 at -O3 warns falsely about that
+      // concatenation (-Wrestrict, https://gcc.gnu.org/bugzilla/show_bug.cgi?id=105651).
+      current += '/';
+      current.append(path, start, end - start);
       if (::mkdir(current.c_str(), 0777) != 0) {
         const int error = errno;
         if (error != EEXIST) throw_errno(error, path, "cannot create directory");
