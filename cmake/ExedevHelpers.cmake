@@ -60,8 +60,11 @@ endfunction()
 # A Catch2 test executable registered in CTest with labels.
 # Usage: exedev_test(<name> LABELS unit [integration ...] SOURCES ... LINK ... [PERMISSIONS])
 # PERMISSIONS: the binary has [permissions] test cases, which depend on file permissions root
-# bypasses. They run in their own entry, <name>_unprivileged, as an unprivileged user (see
-# tests/run_unprivileged.sh), and the main entry leaves them out.
+# bypasses. The main entry leaves them out; they run in two more entries (see
+# tests/run_permission_checks.sh): <name>_unprivileged, as root without CAP_DAC_OVERRIDE and
+# CAP_DAC_READ_SEARCH (or as the non-root user running the suite), which must pass, and
+# <name>_with_dac_override, as root with them, which must fail (WILL_FAIL): proof that the first
+# one checked permissions. Each skips, saying why, only where its setup is impossible.
 function(exedev_test name)
   cmake_parse_arguments(ARG "PERMISSIONS" "TIMEOUT" "LABELS;SOURCES;LINK" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
@@ -77,11 +80,17 @@ function(exedev_test name)
   set(logged ${PROJECT_SOURCE_DIR}/tests/run_logged.sh ${EXEDEV_TEST_OUTPUT_DIR})
   if(ARG_PERMISSIONS)
     add_test(NAME ${name} COMMAND ${logged}/${name}.log $<TARGET_FILE:${name}> --durations no "~[permissions]")
-    add_test(NAME ${name}_unprivileged
-             COMMAND ${logged}/${name}_unprivileged.log ${PROJECT_SOURCE_DIR}/tests/run_unprivileged.sh
-                     $<TARGET_FILE:${name}> --durations no "[permissions]")
-    set_tests_properties(${name}_unprivileged PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
-                         SKIP_REGULAR_EXPRESSION "skipped[: ]" FIXTURES_REQUIRED exedev_test_output)
+    foreach(variant unprivileged:dropped with_dac_override:kept)
+      string(REPLACE ":" ";" variant ${variant})
+      list(GET variant 0 suffix)
+      list(GET variant 1 capabilities)
+      add_test(NAME ${name}_${suffix}
+               COMMAND ${logged}/${name}_${suffix}.log ${PROJECT_SOURCE_DIR}/tests/run_permission_checks.sh
+                       ${capabilities} $<TARGET_FILE:${name}> --durations no "[permissions]")
+      set_tests_properties(${name}_${suffix} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+                           SKIP_REGULAR_EXPRESSION "^skipped: " FIXTURES_REQUIRED exedev_test_output)
+    endforeach()
+    set_tests_properties(${name}_with_dac_override PROPERTIES WILL_FAIL ON)
   else()
     add_test(NAME ${name} COMMAND ${logged}/${name}.log $<TARGET_FILE:${name}> --durations no)
   endif()

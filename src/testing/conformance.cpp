@@ -181,7 +181,7 @@ void register_backend_suite(BackendSuite suite) {
   for (const auto& [name, body] : rules()) {
     const std::string test_name = shared->name + ": " + name;
     // Rule 28 depends on file permissions, which root bypasses: tagged so that a runner can
-    // give it an unprivileged user (tests/run_unprivileged.sh).
+    // run it without that privilege (tests/run_permission_checks.sh).
     const std::string tags = "[conformance][" + shared->name + "]" +
                              (name == "test_permission_denied_uses_builtin_error" ? "[permissions]" : "");
     // The registry takes ownership of the invoker, as with Catch's own macros.

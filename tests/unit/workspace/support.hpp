@@ -10,6 +10,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -73,7 +74,13 @@ boost::asio::awaitable<std::optional<std::string>> error_of(boost::asio::awaitab
   co_return std::nullopt;
 }
 
-inline bool running_as_root() { return ::geteuid() == 0; }
+// Whether a [permissions] case skips: root bypasses file permissions (CAP_DAC_OVERRIDE), unless
+// tests/run_permission_checks.sh runs it, which drops that capability (or keeps it to show the
+// case fails) and sets EXEDEV_PERMISSION_CHECKS=required.
+inline bool skip_permission_checks() {
+  const char* required = std::getenv("EXEDEV_PERMISSION_CHECKS");
+  return ::geteuid() == 0 && (required == nullptr || std::string_view(required) != "required");
+}
 
 // `size` bytes of every value, the same for the same seed: data that does not compress.
 inline std::string random_bytes(std::size_t size, std::uint64_t seed) {
