@@ -1,0 +1,214 @@
+#include "sandbox/ssh_vm.hpp"
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <chrono>
+#include <exception>
+#include <utility>
+
+#include "common/coroutines.hpp"
+#include "common/event.hpp"
+#include "common/random_ids.hpp"
+#include "common/time_limits.hpp"
+#include "sandbox/ssh_commands.hpp"
+
+namespace exedev::detail {
+
+namespace asio = boost::asio;
+using namespace asio::experimental::awaitable_operators;
+
+namespace {
+
+constexpr std::string_view kBoundaryAlphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+// How long the stop of a command's process group may take: TERM, 5 s, KILL, and the channel.
+constexpr auto kStopBound = std::chrono::seconds(10);
+
+// Why a running command is being ended before it exits by itself.
+enum class StopReason { none, timeout, output_limit, callback_failed };
+
+// A command in flight: its output so far, the marker, and why it must stop (if it must).
+struct CommandRun {
+  explicit CommandRun(std::string marker_boundary) : boundary(marker_boundary), marker(std::move(marker_boundary)) {}
+  std::string boundary;
+  StartMarkerReader marker;
+  PartialOutput output;
+  std::size_t limit = 0;
+  StopReason stop = StopReason::none;
+  std::exception_ptr callback_error;
+  Event stop_requested;
+
+  void request_stop(StopReason reason) {
+    if (stop != StopReason::none) return;
+    stop = reason;
+    stop_requested.notify();
+  }
+  // Counts `bytes` against the limit; false (and a stop) once it is passed.
+  bool admit(std::string_view bytes) {
+    if (stop != StopReason::none) return false;
+    if (output.stdout_data.size() + output.stderr_data.size() + bytes.size() > limit) {
+      request_stop(StopReason::output_limit);
+      return false;
+    }
+    return true;
+  }
+  void forward(const std::function<void(std::string_view)>& callback, std::string_view bytes) {
+    if (!callback || bytes.empty()) return;
+    try {
+      callback(bytes);
+    } catch (...) {
+      callback_error = std::current_exception();
+      request_stop(StopReason::callback_failed);
+    }
+  }
+};
+
+Task<void> exec_into(std::shared_ptr<ssh::Connection> connection, ssh::ExecRequest request, ssh::ExecResult* result) {
+  auto executing = connection->exec(std::move(request));
+  *result = co_await std::move(executing);
+}
+
+// Returns once the run asks to stop, or at `deadline` (then asks for the timeout stop itself).
+Task<void> stop_watch(CommandRun* run, Event::Clock::time_point deadline) {
+  while (run->stop == StopReason::none) {
+    if (Event::Clock::now() >= deadline) {
+      run->request_stop(StopReason::timeout);
+      break;
+    }
+    co_await run->stop_requested.wait_until(deadline);
+    const auto state = co_await asio::this_coro::cancellation_state;
+    if (state.cancelled() != asio::cancellation_type::none) co_return;
+  }
+}
+
+// Stops the command's process group from a channel of its own, within kStopBound; `*stopped`
+// says whether that was confirmed (false with no group known, no channel, or the bound passed).
+Task<void> stop_group(std::shared_ptr<ssh::Connection> connection, std::optional<std::int64_t> pgid, bool* stopped) {
+  *stopped = false;
+  if (!pgid || !connection->is_open()) co_return;
+  ssh::ExecRequest request;
+  request.command = std::string(ssh_exec_command);
+  request.stdin_data = ssh_stop_program(*pgid);
+  ssh::ExecResult result;
+  auto stopping = capture(exec_into(connection, std::move(request), &result));
+  auto bound = sleep_for(kStopBound);
+  auto outcome = co_await (std::move(stopping) || std::move(bound));
+  *stopped = outcome.index() == 0 && std::get<0>(outcome) == nullptr && result.exit_code == 0;
+}
+
+PartialOutput snapshot(const CommandRun& run) { return run.output; }
+
+}  // namespace
+
+std::optional<ssh::Endpoint> ssh_endpoint(const VMInfo& vm) {
+  ssh::Endpoint endpoint;
+  std::string dest_user;
+  std::string dest_host = vm.ssh_dest;
+  if (const auto at = dest_host.rfind('@'); at != std::string::npos) {
+    dest_user = dest_host.substr(0, at);
+    dest_host = dest_host.substr(at + 1);
+  }
+  endpoint.host = !vm.ssh_host.empty() ? vm.ssh_host : dest_host;
+  if (endpoint.host.empty()) return std::nullopt;
+  endpoint.user = !vm.ssh_user.empty() ? vm.ssh_user : (!dest_user.empty() ? dest_user : std::string("root"));
+  endpoint.port = vm.ssh_port.value_or(22);
+  return endpoint;
+}
+
+Task<RunResult> ssh_run(std::shared_ptr<ssh::Connection> connection, std::string shell_line, ClientRunOptions options) {
+  CommandRun run(random_chars(kBoundaryAlphabet, 24));
+  run.limit = options.max_output_bytes;
+  ssh::ExecRequest request;
+  request.command = std::string(ssh_exec_command);
+  request.stdin_data = ssh_command_program(run.boundary, shell_line, options.env, options.working_dir);
+  request.on_stdout = [&run, &options](std::string_view bytes) {
+    if (!run.admit(bytes)) return;
+    run.output.stdout_data.append(bytes);
+    run.forward(options.on_stdout, bytes);
+  };
+  request.on_stderr = [&run, &options](std::string_view bytes) {
+    const std::string own = run.marker.feed(bytes);
+    if (own.empty() || !run.admit(own)) return;
+    run.output.stderr_data.append(own);
+    run.forward(options.on_stderr, own);
+  };
+  const auto deadline = deadline_after(options.timeout).value_or(Event::Clock::time_point::max());
+
+  ssh::ExecResult result;
+  auto executing = capture(exec_into(connection, std::move(request), &result));
+  auto watching = stop_watch(&run, deadline);
+  auto outcome = co_await (std::move(executing) || std::move(watching));
+
+  const auto state = co_await asio::this_coro::cancellation_state;
+  const bool cancelled = state.cancelled() != asio::cancellation_type::none;
+  if (!cancelled && outcome.index() == 0 && run.stop == StopReason::none) {
+    if (const auto error = std::get<0>(outcome)) {
+      try {
+        std::rethrow_exception(error);
+      } catch (const ConnectionError& e) {
+        // The channel was open: the command may have run.
+        if (e.sent()) throw OutcomeUnknownError("the SSH connection dropped while a command ran", snapshot(run));
+        throw;
+      }
+    }
+    co_return RunResult{result.exit_code, std::move(run.output.stdout_data), std::move(run.output.stderr_data)};
+  }
+
+  // Ending early: a timeout, the output limit, a failed callback or a cancellation. The channel
+  // is closed; the process group is stopped from another one, whatever cancels the caller.
+  bool stopped = false;
+  EXEDEV_AWAIT_DESPITE_CANCELLATION(stop_error, shielded(stop_group(connection, run.marker.pgid(), &stopped)));
+  if (stop_error) stopped = false;
+  if (cancelled) throw boost::system::system_error(asio::error::operation_aborted);
+  switch (run.stop) {
+    case StopReason::timeout:
+      if (!stopped) throw OutcomeUnknownError("a command passed its timeout and its stop could not be confirmed", snapshot(run));
+      throw RunTimeoutError("a command passed its timeout and was stopped", snapshot(run));
+    case StopReason::output_limit:
+      throw OutputLimitError("a command wrote more than " + std::to_string(run.limit) + " bytes of output and was stopped",
+                             run.limit, snapshot(run));
+    case StopReason::callback_failed: std::rethrow_exception(run.callback_error);
+    case StopReason::none: break;
+  }
+  throw OutcomeUnknownError("a command over SSH ended without an exit status", snapshot(run));
+}
+
+Task<RunResult> ssh_run_script(std::shared_ptr<ssh::Connection> connection, std::string script, ScriptOptions options) {
+  ssh::ExecRequest request;
+  request.command = std::string(ssh_exec_command);
+  request.stdin_data = ssh_script_program(script, options.args);
+  std::string stdout_bytes;
+  std::uint64_t offset = 0;
+  bool over_limit = false;
+  std::exception_ptr sink_error;
+  request.on_stdout = [&](std::string_view bytes) {
+    if (over_limit || sink_error) return;
+    if (offset + bytes.size() > options.max_output_bytes) {
+      over_limit = true;
+      return;
+    }
+    if (options.on_stdout) {
+      try {
+        options.on_stdout(offset, bytes);
+      } catch (...) {
+        sink_error = std::current_exception();
+      }
+    } else {
+      stdout_bytes.append(bytes);
+    }
+    offset += bytes.size();
+  };
+  request.on_stderr = nullptr;  // collected by the exec
+  ssh::ExecResult result;
+  auto executing = exec_into(connection, std::move(request), &result);
+  co_await std::move(executing);
+  if (sink_error) std::rethrow_exception(sink_error);
+  if (over_limit) {
+    throw OutputLimitError("a script wrote more than " + std::to_string(options.max_output_bytes) + " bytes of output",
+                           options.max_output_bytes, PartialOutput{std::move(stdout_bytes), std::move(result.stderr_bytes)});
+  }
+  co_return RunResult{result.exit_code, std::move(stdout_bytes), std::move(result.stderr_bytes)};
+}
+
+}  // namespace exedev::detail
