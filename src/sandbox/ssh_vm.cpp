@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <exception>
+#include <stdexcept>
 #include <utility>
 
 #include "common/coroutines.hpp"
@@ -36,13 +37,14 @@ struct CommandRun {
   PartialOutput output;
   std::size_t limit = 0;
   StopReason stop = StopReason::none;
+  bool stopped = false;  // the process group was stopped (confirmed by the stop program)
   std::exception_ptr callback_error;
-  Event stop_requested;
+  Event changed;  // a stop was asked for, or stderr arrived
 
   void request_stop(StopReason reason) {
     if (stop != StopReason::none) return;
     stop = reason;
-    stop_requested.notify();
+    changed.notify();
   }
   // Counts `bytes` against the limit; false (and a stop) once it is passed.
   bool admit(std::string_view bytes) {
@@ -69,19 +71,6 @@ Task<void> exec_into(std::shared_ptr<ssh::Connection> connection, ssh::ExecReque
   *result = co_await std::move(executing);
 }
 
-// Returns once the run asks to stop, or at `deadline` (then asks for the timeout stop itself).
-Task<void> stop_watch(CommandRun* run, Event::Clock::time_point deadline) {
-  while (run->stop == StopReason::none) {
-    if (Event::Clock::now() >= deadline) {
-      run->request_stop(StopReason::timeout);
-      break;
-    }
-    co_await run->stop_requested.wait_until(deadline);
-    const auto state = co_await asio::this_coro::cancellation_state;
-    if (state.cancelled() != asio::cancellation_type::none) co_return;
-  }
-}
-
 // Stops the command's process group from a channel of its own, within kStopBound; `*stopped`
 // says whether that was confirmed (false with no group known, no channel, or the bound passed).
 Task<void> stop_group(std::shared_ptr<ssh::Connection> connection, std::optional<std::int64_t> pgid, bool* stopped) {
@@ -93,8 +82,42 @@ Task<void> stop_group(std::shared_ptr<ssh::Connection> connection, std::optional
   ssh::ExecResult result;
   auto stopping = capture(exec_into(connection, std::move(request), &result));
   auto bound = sleep_for(kStopBound);
-  auto outcome = co_await (std::move(stopping) || std::move(bound));
+  auto racing = std::move(stopping) || std::move(bound);
+  auto outcome = co_await std::move(racing);
   *stopped = outcome.index() == 0 && std::get<0>(outcome) == nullptr && result.exit_code == 0;
+}
+
+// Waits on the run's event until `done()` holds or `deadline` passes; false at the deadline.
+// A cancellation ends the wait with operation_aborted at the next co_await.
+template <typename Done>
+Task<bool> wait_for(CommandRun* run, Done done, Event::Clock::time_point deadline) {
+  while (!done()) {
+    if (Event::Clock::now() >= deadline) co_return false;
+    co_await run->changed.wait_until(deadline);
+    const auto state = co_await asio::this_coro::cancellation_state;
+    if (state.cancelled() != asio::cancellation_type::none) throw boost::system::system_error(asio::error::operation_aborted);
+  }
+  co_return true;
+}
+
+// Races the command's channel: asks for the timeout stop at `deadline`; once a stop is asked for
+// (timeout, output limit, failed callback), stops the process group while the channel stays open
+// (its marker may still be on the way), then lets the channel end by itself. Returns, so that
+// the channel is closed, only when the stop could not be confirmed or the channel outlived it.
+Task<void> stopper(std::shared_ptr<ssh::Connection> connection, CommandRun* run, Event::Clock::time_point deadline) {
+  const auto stop_asked = [run] { return run->stop != StopReason::none; };
+  const auto marker_seen = [run] { return run->marker.started(); };
+  const auto never = [] { return false; };
+  auto waiting = wait_for(run, stop_asked, deadline);
+  if (!co_await std::move(waiting)) run->request_stop(StopReason::timeout);
+  auto awaiting_marker = wait_for(run, marker_seen, Event::Clock::now() + kStopBound);
+  co_await std::move(awaiting_marker);
+  // Shielded: the channel may end (the group's TERM ends it) while the stop still confirms.
+  auto stopping = shielded(stop_group(connection, run->marker.pgid(), &run->stopped));
+  co_await std::move(stopping);
+  // Stopped: the channel ends by itself; a process that left the group may keep it open.
+  auto draining = wait_for(run, never, Event::Clock::now() + kStopBound);
+  if (run->stopped) co_await std::move(draining);
 }
 
 PartialOutput snapshot(const CommandRun& run) { return run.output; }
@@ -128,7 +151,9 @@ Task<RunResult> ssh_run(std::shared_ptr<ssh::Connection> connection, std::string
     run.forward(options.on_stdout, bytes);
   };
   request.on_stderr = [&run, &options](std::string_view bytes) {
+    const bool had_started = run.marker.started();
     const std::string own = run.marker.feed(bytes);
+    if (!had_started && run.marker.started()) run.changed.notify();
     if (own.empty() || !run.admit(own)) return;
     run.output.stderr_data.append(own);
     run.forward(options.on_stderr, own);
@@ -137,15 +162,23 @@ Task<RunResult> ssh_run(std::shared_ptr<ssh::Connection> connection, std::string
 
   ssh::ExecResult result;
   auto executing = capture(exec_into(connection, std::move(request), &result));
-  auto watching = stop_watch(&run, deadline);
-  auto outcome = co_await (std::move(executing) || std::move(watching));
+  auto stopping = stopper(connection, &run, deadline);
+  auto racing = std::move(executing) || std::move(stopping);
+  auto outcome = co_await std::move(racing);
 
   const auto state = co_await asio::this_coro::cancellation_state;
-  const bool cancelled = state.cancelled() != asio::cancellation_type::none;
-  if (!cancelled && outcome.index() == 0 && run.stop == StopReason::none) {
-    if (const auto error = std::get<0>(outcome)) {
+  if (state.cancelled() != asio::cancellation_type::none) {
+    // The caller cancelled: both sides were cancelled; stop the group whatever happens next.
+    bool stopped = false;
+    EXEDEV_AWAIT_DESPITE_CANCELLATION(stop_error, shielded(stop_group(connection, run.marker.pgid(), &stopped)));
+    (void)stop_error;  // best effort: the cancellation is what the caller asked about
+    throw boost::system::system_error(asio::error::operation_aborted);
+  }
+  const std::exception_ptr exec_error = outcome.index() == 0 ? std::get<0>(outcome) : nullptr;
+  if (run.stop == StopReason::none) {
+    if (exec_error) {
       try {
-        std::rethrow_exception(error);
+        std::rethrow_exception(exec_error);
       } catch (const ConnectionError& e) {
         // The channel was open: the command may have run.
         if (e.sent()) throw OutcomeUnknownError("the SSH connection dropped while a command ran", snapshot(run));
@@ -154,16 +187,9 @@ Task<RunResult> ssh_run(std::shared_ptr<ssh::Connection> connection, std::string
     }
     co_return RunResult{result.exit_code, std::move(run.output.stdout_data), std::move(run.output.stderr_data)};
   }
-
-  // Ending early: a timeout, the output limit, a failed callback or a cancellation. The channel
-  // is closed; the process group is stopped from another one, whatever cancels the caller.
-  bool stopped = false;
-  EXEDEV_AWAIT_DESPITE_CANCELLATION(stop_error, shielded(stop_group(connection, run.marker.pgid(), &stopped)));
-  if (stop_error) stopped = false;
-  if (cancelled) throw boost::system::system_error(asio::error::operation_aborted);
   switch (run.stop) {
     case StopReason::timeout:
-      if (!stopped) throw OutcomeUnknownError("a command passed its timeout and its stop could not be confirmed", snapshot(run));
+      if (!run.stopped) throw OutcomeUnknownError("a command passed its timeout and its stop could not be confirmed", snapshot(run));
       throw RunTimeoutError("a command passed its timeout and was stopped", snapshot(run));
     case StopReason::output_limit:
       throw OutputLimitError("a command wrote more than " + std::to_string(run.limit) + " bytes of output and was stopped",
@@ -171,7 +197,7 @@ Task<RunResult> ssh_run(std::shared_ptr<ssh::Connection> connection, std::string
     case StopReason::callback_failed: std::rethrow_exception(run.callback_error);
     case StopReason::none: break;
   }
-  throw OutcomeUnknownError("a command over SSH ended without an exit status", snapshot(run));
+  throw std::logic_error("ssh_run: unreachable");
 }
 
 Task<RunResult> ssh_run_script(std::shared_ptr<ssh::Connection> connection, std::string script, ScriptOptions options) {

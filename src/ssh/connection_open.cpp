@@ -195,7 +195,9 @@ class Authenticator {
       if (!problem.empty()) throw_unusable(explicit_key->source, problem);
       const long rc = co_await try_key(*explicit_key, options_.passphrase);
       if (rc == 0) co_return;
-      if (rc == LIBSSH2_ERROR_FILE || rc == LIBSSH2_ERROR_PUBLICKEY_UNRECOGNIZED) {
+      // (LIBSSH2_ERROR_PUBLICKEY_UNRECOGNIZED is LIBSSH2_ERROR_AUTHENTICATION_FAILED in libssh2
+      // 1.10: the server's refusal of a key it does not know, not a key libssh2 cannot read.)
+      if (rc == LIBSSH2_ERROR_FILE) {
         throw_unusable(explicit_key->source, options_.passphrase ? "libssh2 could not load it (a wrong passphrase?)"
                                                                  : "libssh2 could not load it");
       }

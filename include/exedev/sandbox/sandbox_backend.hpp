@@ -36,6 +36,7 @@
 #include <exedev/sandbox/errors.hpp>
 #include <exedev/sandbox/vm_spec.hpp>
 #include <exedev/sandbox/vms.hpp>
+#include <exedev/ssh/errors.hpp>
 #include <exedev/ssh/options.hpp>
 #include <exedev/workspace/backend.hpp>
 #include <exedev/workspace/types.hpp>
