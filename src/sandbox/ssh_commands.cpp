@@ -1,5 +1,6 @@
 #include "sandbox/ssh_commands.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <stdexcept>
 
@@ -35,8 +36,14 @@ std::string ssh_command_program(const std::string& boundary, const std::string& 
   s += "g=\n";
   s += "if read -r l </proc/$$/stat 2>/dev/null; then set -- ${l##*) }; g=$3; fi\n";
   s += "[ -n \"$g\" ] || g=$(ps -o pgid= -p $$ 2>/dev/null | tr -d ' ')\n";
-  s += "printf '%s %s\\n' " + sh_single_quote(boundary) + " \"$g\" >&2\n";
-  s += "exec \"$S\" -l -c " + sh_single_quote(text) + " </dev/null\n";
+  const std::string b = sh_single_quote(boundary);
+  s += "printf '%s %s\\n' " + b + " \"$g\" >&2\n";
+  s += "\"$S\" -l -c " + sh_single_quote(text) + " </dev/null\n";
+  s += "c=$?\n";
+  // The end of each stream: a background child may hold the channel open past the exit.
+  s += "printf '\\n%s x %s\\n' " + b + " \"$c\"\n";
+  s += "printf '\\n%s x %s\\n' " + b + " \"$c\" >&2\n";
+  s += "exit \"$c\"\n";
   s += "}\n";
   s += "main\n";
   return s;
@@ -93,6 +100,49 @@ std::string StartMarkerReader::feed(std::string_view bytes) {
     line_.clear();
   }
   return {};
+}
+
+EndMarkerReader::EndMarkerReader(const std::string& boundary) : mark_("\n" + boundary + " x ") {}
+
+std::string EndMarkerReader::feed(std::string_view bytes) {
+  if (exit_code_) return {};
+  pending_.append(bytes);
+  std::string out;
+  for (;;) {
+    const auto at = pending_.find(mark_);
+    if (at == std::string::npos) break;
+    const auto digits = at + mark_.size();
+    const auto nl = pending_.find('\n', digits);
+    if (nl == std::string::npos) {
+      // The status is still on its way: everything before the mark is data.
+      out.append(pending_, 0, at);
+      pending_.erase(0, at);
+      return out;
+    }
+    int code = 0;
+    const auto [end, ec] = std::from_chars(pending_.data() + digits, pending_.data() + nl, code);
+    if (ec == std::errc() && end == pending_.data() + nl) {
+      out.append(pending_, 0, at);
+      pending_.clear();
+      exit_code_ = code;
+      return out;
+    }
+    // Not the end frame (the boundary is random, so only a garbled one): it is data.
+    out.append(pending_, 0, digits);
+    pending_.erase(0, digits);
+  }
+  // Hold back what may be the start of the mark.
+  std::size_t keep = std::min(pending_.size(), mark_.size() - 1);
+  while (keep > 0 && pending_.compare(pending_.size() - keep, keep, mark_, 0, keep) != 0) --keep;
+  out.append(pending_, 0, pending_.size() - keep);
+  pending_.erase(0, pending_.size() - keep);
+  return out;
+}
+
+std::string EndMarkerReader::finish() {
+  std::string rest;
+  rest.swap(pending_);
+  return rest;
 }
 
 }  // namespace exedev::detail

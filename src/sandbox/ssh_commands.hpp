@@ -23,7 +23,7 @@ namespace exedev::detail {
 inline constexpr std::string_view ssh_exec_command = "/bin/sh";
 
 /// The program (stdin) of a command: the marker, then `$SHELL -l -c <command text>` with stdin
-/// at EOF, in the session's process group. Throws std::invalid_argument as command_text does, or
+/// at EOF, in the session's process group, then the end marks; it exits with the command's status. Throws std::invalid_argument as command_text does, or
 /// for an invalid boundary.
 [[nodiscard]] std::string ssh_command_program(const std::string& boundary, const std::string& shell_line,
                                               const std::map<std::string, std::string>& env,
@@ -54,6 +54,27 @@ class StartMarkerReader {
   std::string line_;
   bool started_ = false;
   std::optional<std::int64_t> pgid_;
+};
+
+/// Reads one stream of a command started by ssh_command_program, split anywhere: the program
+/// ends each stream with `\n<B> x <status>\n` once the command has exited, because a background
+/// child that inherited the stream can keep the channel open long after. Bytes before that end
+/// mark are the command's; bytes after it are ignored.
+class EndMarkerReader {
+ public:
+  explicit EndMarkerReader(const std::string& boundary);
+  /// Returns the command's bytes among `bytes` (possibly none; a possible start of the mark is
+  /// held back until it is decided).
+  [[nodiscard]] std::string feed(std::string_view bytes);
+  /// The bytes held back, when the stream ended without its end mark (the program was killed).
+  [[nodiscard]] std::string finish();
+  /// The command's exit status, once the end mark has arrived.
+  [[nodiscard]] std::optional<int> exit_code() const noexcept { return exit_code_; }
+
+ private:
+  std::string mark_;
+  std::string pending_;
+  std::optional<int> exit_code_;
 };
 
 }  // namespace exedev::detail

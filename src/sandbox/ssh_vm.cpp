@@ -31,15 +31,51 @@ enum class StopReason { none, timeout, output_limit, callback_failed };
 
 // A command in flight: its output so far, the marker, and why it must stop (if it must).
 struct CommandRun {
-  explicit CommandRun(std::string marker_boundary) : boundary(marker_boundary), marker(std::move(marker_boundary)) {}
+  explicit CommandRun(std::string marker_boundary)
+      : boundary(marker_boundary), marker(marker_boundary), out_end(marker_boundary), err_end(marker_boundary) {}
   std::string boundary;
   StartMarkerReader marker;
+  EndMarkerReader out_end;
+  EndMarkerReader err_end;
   PartialOutput output;
   std::size_t limit = 0;
   StopReason stop = StopReason::none;
   bool stopped = false;  // the process group was stopped (confirmed by the stop program)
   std::exception_ptr callback_error;
-  Event changed;  // a stop was asked for, or stderr arrived
+  Event changed;  // a stop was asked for, the start marker or an end mark arrived
+
+  // Both streams ended: the command exited (its channel may stay open for a background child).
+  [[nodiscard]] bool ended() const { return out_end.exit_code() && err_end.exit_code(); }
+  void take_stdout(std::string_view bytes, const std::function<void(std::string_view)>& callback) {
+    const bool had_ended = ended();
+    const std::string own = out_end.feed(bytes);
+    if (!own.empty() && admit(own)) {
+      output.stdout_data.append(own);
+      forward(callback, own);
+    }
+    if (!had_ended && ended()) changed.notify();
+  }
+  void take_stderr(std::string_view bytes, const std::function<void(std::string_view)>& callback) {
+    const bool had_started = marker.started();
+    const bool had_ended = ended();
+    const std::string own = err_end.feed(marker.feed(bytes));
+    if (!own.empty() && admit(own)) {
+      output.stderr_data.append(own);
+      forward(callback, own);
+    }
+    if ((!had_started && marker.started()) || (!had_ended && ended())) changed.notify();
+  }
+  // A stream that ended without its end mark (the program was killed): what was held back is
+  // the command's too.
+  void flush(const std::function<void(std::string_view)>& on_stdout, const std::function<void(std::string_view)>& on_stderr) {
+    take_rest(out_end.finish(), on_stdout, output.stdout_data);
+    take_rest(err_end.finish(), on_stderr, output.stderr_data);
+  }
+  void take_rest(const std::string& rest, const std::function<void(std::string_view)>& callback, std::string& into) {
+    if (rest.empty() || !admit(rest)) return;
+    into.append(rest);
+    forward(callback, rest);
+  }
 
   void request_stop(StopReason reason) {
     if (stop != StopReason::none) return;
@@ -105,11 +141,12 @@ Task<bool> wait_for(CommandRun* run, Done done, Event::Clock::time_point deadlin
 // (its marker may still be on the way), then lets the channel end by itself. Returns, so that
 // the channel is closed, only when the stop could not be confirmed or the channel outlived it.
 Task<void> stopper(std::shared_ptr<ssh::Connection> connection, CommandRun* run, Event::Clock::time_point deadline) {
-  const auto stop_asked = [run] { return run->stop != StopReason::none; };
+  const auto stop_asked_or_ended = [run] { return run->stop != StopReason::none || run->ended(); };
   const auto marker_seen = [run] { return run->marker.started(); };
   const auto never = [] { return false; };
-  auto waiting = wait_for(run, stop_asked, deadline);
+  auto waiting = wait_for(run, stop_asked_or_ended, deadline);
   if (!co_await std::move(waiting)) run->request_stop(StopReason::timeout);
+  if (run->stop == StopReason::none) co_return;  // it exited: close the channel a child holds
   auto awaiting_marker = wait_for(run, marker_seen, Event::Clock::now() + kStopBound);
   co_await std::move(awaiting_marker);
   // Shielded: the channel may end (the group's TERM ends it) while the stop still confirms.
@@ -145,19 +182,8 @@ Task<RunResult> ssh_run(std::shared_ptr<ssh::Connection> connection, std::string
   ssh::ExecRequest request;
   request.command = std::string(ssh_exec_command);
   request.stdin_data = ssh_command_program(run.boundary, shell_line, options.env, options.working_dir);
-  request.on_stdout = [&run, &options](std::string_view bytes) {
-    if (!run.admit(bytes)) return;
-    run.output.stdout_data.append(bytes);
-    run.forward(options.on_stdout, bytes);
-  };
-  request.on_stderr = [&run, &options](std::string_view bytes) {
-    const bool had_started = run.marker.started();
-    const std::string own = run.marker.feed(bytes);
-    if (!had_started && run.marker.started()) run.changed.notify();
-    if (own.empty() || !run.admit(own)) return;
-    run.output.stderr_data.append(own);
-    run.forward(options.on_stderr, own);
-  };
+  request.on_stdout = [&run, &options](std::string_view bytes) { run.take_stdout(bytes, options.on_stdout); };
+  request.on_stderr = [&run, &options](std::string_view bytes) { run.take_stderr(bytes, options.on_stderr); };
   const auto deadline = deadline_after(options.timeout).value_or(Event::Clock::time_point::max());
 
   ssh::ExecResult result;
@@ -175,6 +201,8 @@ Task<RunResult> ssh_run(std::shared_ptr<ssh::Connection> connection, std::string
     throw boost::system::system_error(asio::error::operation_aborted);
   }
   const std::exception_ptr exec_error = outcome.index() == 0 ? std::get<0>(outcome) : nullptr;
+  // Without its end marks, every byte that arrived is the command's (held back ones too).
+  if (!run.ended()) run.flush(options.on_stdout, options.on_stderr);
   if (run.stop == StopReason::none) {
     if (exec_error) {
       try {
@@ -185,7 +213,8 @@ Task<RunResult> ssh_run(std::shared_ptr<ssh::Connection> connection, std::string
         throw;
       }
     }
-    co_return RunResult{result.exit_code, std::move(run.output.stdout_data), std::move(run.output.stderr_data)};
+    const int exit_code = run.ended() ? *run.err_end.exit_code() : result.exit_code;
+    co_return RunResult{exit_code, std::move(run.output.stdout_data), std::move(run.output.stderr_data)};
   }
   switch (run.stop) {
     case StopReason::timeout:

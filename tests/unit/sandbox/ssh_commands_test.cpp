@@ -13,6 +13,7 @@
 #include <string>
 #include <sys/wait.h>
 
+using exedev::detail::EndMarkerReader;
 using exedev::detail::StartMarkerReader;
 
 namespace {
@@ -82,6 +83,26 @@ TEST_CASE("ssh commands: a long noise line never grows the reader past its bound
   CHECK(*reader.pgid() == 77);
 }
 
+// A command's streams as SandboxBackend reads them: the start marker and end marks taken out.
+struct CommandStreams {
+  std::string out, err;
+  std::optional<int> out_status, err_status;
+  std::optional<std::int64_t> pgid;
+};
+
+CommandStreams read_streams(const ShellRun& run, const std::string& boundary) {
+  CommandStreams streams;
+  StartMarkerReader start(boundary);
+  EndMarkerReader out_end(boundary);
+  EndMarkerReader err_end(boundary);
+  streams.out = out_end.feed(run.stdout_bytes);
+  streams.err = err_end.feed(start.feed(run.stderr_bytes));
+  streams.out_status = out_end.exit_code();
+  streams.err_status = err_end.exit_code();
+  streams.pgid = start.pgid();
+  return streams;
+}
+
 TEST_CASE("ssh commands: a command runs in the login shell, in its working dir, with its env and status") {
   std::map<std::string, std::string> env;
   env["GREETING"] = "it's \"quoted\" $HOME";
@@ -89,25 +110,49 @@ TEST_CASE("ssh commands: a command runs in the login shell, in its working dir, 
                                                            env, std::string("/tmp"));
   const auto run = run_sh(program);
   CHECK(run.exit_code == 3);
-  CHECK(run.stdout_bytes == "it's \"quoted\" $HOME|/tmp");
-  StartMarkerReader reader("Bm1");
-  CHECK(reader.feed(run.stderr_bytes) == "oops\n");
-  REQUIRE(reader.pgid());
-  CHECK(*reader.pgid() > 1);
+  const auto streams = read_streams(run, "Bm1");
+  CHECK(streams.out == "it's \"quoted\" $HOME|/tmp");
+  CHECK(streams.err == "oops\n");
+  CHECK(streams.out_status == 3);
+  CHECK(streams.err_status == 3);
+  REQUIRE(streams.pgid);
+  CHECK(*streams.pgid > 1);
 }
 
 TEST_CASE("ssh commands: a working dir that does not exist exits 1 without running the command") {
   const auto run = run_sh(exedev::detail::ssh_command_program("Bm2", "echo ran", {}, std::string("/nonexistent/dir")));
   CHECK(run.exit_code == 1);
-  CHECK(run.stdout_bytes.empty());
+  const auto streams = read_streams(run, "Bm2");
+  CHECK(streams.out.empty());
+  CHECK(streams.out_status == 1);
 }
 
 TEST_CASE("ssh commands: a command's stdin is at EOF and a signal's status is 128+N") {
   const auto eof = run_sh(exedev::detail::ssh_command_program("Bm3", "cat; echo done", {}, std::nullopt));
   CHECK(eof.exit_code == 0);
-  CHECK(eof.stdout_bytes == "done\n");
+  CHECK(read_streams(eof, "Bm3").out == "done\n");
   const auto killed = run_sh(exedev::detail::ssh_command_program("Bm4", "sh -c 'kill -s KILL $$'; exit $?", {}, std::nullopt));
   CHECK(killed.exit_code == 128 + 9);
+  CHECK(read_streams(killed, "Bm4").err_status == 128 + 9);
+}
+
+TEST_CASE("ssh commands: the end mark is found however the stream is split, and only once") {
+  const std::string stream = std::string("data\nmore \0bytes", 17) + "\nBe1 x 42\nafter the end";
+  for (std::size_t piece = 1; piece <= stream.size(); ++piece) {
+    EndMarkerReader reader("Be1");
+    std::string out;
+    for (std::size_t at = 0; at < stream.size(); at += piece) out += reader.feed(std::string_view(stream).substr(at, piece));
+    CHECK(out == std::string("data\nmore \0bytes", 17));
+    CHECK(reader.exit_code() == 42);
+    CHECK(reader.finish().empty());
+  }
+}
+
+TEST_CASE("ssh commands: output that only looks like the end mark is data, and a cut stream keeps its tail") {
+  EndMarkerReader reader("Be2");
+  CHECK(reader.feed("a\nBe2 x nope\nb\nBe2") == "a\nBe2 x nope\nb");
+  CHECK_FALSE(reader.exit_code());
+  CHECK(reader.finish() == "\nBe2");
 }
 
 TEST_CASE("ssh commands: invalid input is refused before anything is sent") {
