@@ -1,8 +1,9 @@
 // The README's demo: drives a VM end to end on the bundled exe.dev emulator.
 //
-// 1. starts the emulator in-process (real HTTPS on loopback, its own CA);
-// 2. a first agent "run" gets a workspace on a new VM: commands, files, a listing;
-// 3. a second run reattaches to the same VM by its WorkspaceRef and continues;
+// 1. starts the emulator in-process (real HTTPS on loopback, its own CA, and each VM's SSH
+//    endpoint served by OpenSSH's sshd), registering an SSH key made for the demo;
+// 2. a first agent "run" gets a workspace on a new VM over SSH: commands, files, a listing;
+// 3. a second run reattaches to the same VM by its WorkspaceRef over exe.dev's /exec API;
 // 4. outside any run, the VMs manager inspects, pauses, resumes and destroys the VM.
 // Every step prints what it did; any failure exits non-zero.
 
@@ -15,10 +16,16 @@
 #include <boost/asio/io_context.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+
+#include <unistd.h>
 
 namespace asio = boost::asio;
 namespace ws = exedev::workspace;
@@ -38,11 +45,28 @@ void expect(bool condition, const char* what) {
   if (!condition) throw std::runtime_error(std::string("demo check failed: ") + what);
 }
 
+// An ed25519 key pair made with ssh-keygen in `directory` (the demo's own; yours is registered
+// with exe.dev once: `ssh exe.dev ssh-key add '<public key>'`).
+std::filesystem::path make_demo_key(const std::filesystem::path& directory) {
+  const auto key = directory / "id_ed25519";
+  const std::string command = "ssh-keygen -q -t ed25519 -N '' -C exedev-demo -f '" + key.string() + "'";
+  if (std::system(command.c_str()) != 0) throw std::runtime_error("ssh-keygen failed (is openssh-client installed?)");
+  return key;
+}
+
+std::string first_line(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
 // Both runs and the lifecycle calls, as one coroutine on the demo's io_context.
-asio::awaitable<void> drive(exedev::Sandbox& sandbox) {
+asio::awaitable<void> drive(exedev::Sandbox& sandbox, exedev::Sandbox& over_exec, exedev::emulator::Emulator& emulator) {
   std::optional<ws::WorkspaceRef> ref;
 
-  step("run 1: the first workspace operation provisions a VM and waits until it runs commands");
+  step("run 1 (over SSH): the first operation provisions a VM through /exec, then works over SSH");
+  std::size_t requests = 0;
   co_await sandbox.with_run(std::nullopt, [&](exedev::SandboxRun& run) -> exedev::Task<void> {
     auto& workspace = *run.workspace;
     std::printf("   working dir: %s\n", (co_await workspace.working_dir()).c_str());
@@ -58,10 +82,13 @@ asio::awaitable<void> drive(exedev::Sandbox& sandbox) {
     for (const auto& entry : co_await workspace.list_dir(".")) {
       std::printf("   %s %s\n", entry.is_dir ? "dir " : "file", entry.name.c_str());
     }
+    expect(run.backend->transport_in_use() == exedev::Transport::ssh, "run 1 went over SSH");
+    requests = emulator.commands().size();
   });
+  std::printf("   /exec requests so far: %zu (provisioning only: the run's commands and files went over SSH)\n", requests);
 
-  step("run 2: a new run reattaches to the same VM by its ref");
-  co_await sandbox.with_run(ref, [&](exedev::SandboxRun& run) -> exedev::Task<void> {
+  step("run 2 (over /exec): a new run reattaches to the same VM by its ref");
+  co_await over_exec.with_run(ref, [&](exedev::SandboxRun& run) -> exedev::Task<void> {
     auto& workspace = *run.workspace;
     auto plan = co_await workspace.read_text("notes/plan.txt");
     std::printf("   notes/plan.txt: %s", plan.c_str());
@@ -70,7 +97,9 @@ asio::awaitable<void> drive(exedev::Sandbox& sandbox) {
     expect(blob == std::string("\x00\x01\xfe\xff", 4), "binary bytes round-trip");
     // A braced argv is safe inside co_await with GCC 12 too: Command::argv takes a StringList.
     show(co_await workspace.run(ws::Command::argv({"sh", "-c", "echo \"$1\"", "sh", "argv items stay literal: $HOME"})));
+    expect(run.backend->transport_in_use() == exedev::Transport::exec, "run 2 went over /exec");
   });
+  std::printf("   /exec requests of run 2: %zu\n", emulator.commands().size() - requests);
 
   step("outside a run: inspect, pause, resume, destroy");
   auto vms = sandbox.vms();
@@ -89,20 +118,33 @@ asio::awaitable<void> drive(exedev::Sandbox& sandbox) {
 }  // namespace
 
 int main() try {
+  const auto key_dir = std::filesystem::temp_directory_path() / ("exedev-demo-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(key_dir);
+  const auto key = make_demo_key(key_dir);
+
   exedev::emulator::Options emulator_options;
   emulator_options.modes.boot_delay = 1500ms;  // a new VM takes a moment before it runs commands
+  emulator_options.ssh_authorized_keys.push_back(first_line(key.string() + ".pub"));
   exedev::emulator::Emulator emulator(emulator_options);
   std::printf("exe.dev emulator at %s (CA %s)\n", emulator.url().c_str(), emulator.ca_file().c_str());
 
   const auto client_options = exedev::emulator::client_options(emulator);
-
-  exedev::Sandbox sandbox({.spec = exedev::VMSpec({.name = "demo-vm", .tags = {"demo"}, .working_dir = "app"}),
-                           .scope_tag = "agents",
-                           .client_options = client_options});
+  exedev::SandboxOptions options{.spec = exedev::VMSpec({.name = "demo-vm", .tags = {"demo"}, .working_dir = "app"}),
+                                 .scope_tag = "agents",
+                                 .client_options = client_options};
+  options.ssh.private_key_file = key;
+  options.ssh.known_hosts_file = emulator.ssh_known_hosts();  // the emulator's host keys, checked strictly
+  options.ssh.host_key_policy = exedev::HostKeyPolicy::strict;
+  options.logger = [](exedev::LogLevel, std::string_view line) {
+    std::printf("   [log] %.*s\n", static_cast<int>(line.size()), line.data());
+  };
+  exedev::Sandbox sandbox(options);  // transport: automatic (SSH, since a key is registered)
+  options.transport = exedev::Transport::exec;
+  exedev::Sandbox over_exec(options);
 
   asio::io_context io;
   std::exception_ptr failure;
-  asio::co_spawn(io, drive(sandbox), [&](std::exception_ptr e) { failure = e; });
+  asio::co_spawn(io, drive(sandbox, over_exec, emulator), [&](std::exception_ptr e) { failure = e; });
   io.run();
   if (failure) std::rethrow_exception(failure);
 
@@ -110,6 +152,7 @@ int main() try {
   std::printf("   %zu /exec requests over %zu TLS connections; %zu VMs left\n", emulator.commands().size(),
               emulator.connections_accepted(), emulator.vms().size());
   expect(emulator.vms().empty(), "no VM left behind");
+  std::filesystem::remove_all(key_dir);
   std::printf("\ndemo finished\n");
   return 0;
 } catch (const std::exception& error) {

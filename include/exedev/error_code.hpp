@@ -1,5 +1,6 @@
 #pragma once
-// The exe.dev client's error codes: one `exedev::errc` per kind of client error (errors.hpp), in
+// The exe.dev client's error codes: one `exedev::errc` per kind of client error (errors.hpp, and
+// ssh/errors.hpp for the SSH layer's), in
 // a category of their own, so that an `Error` can be told apart by `code()` as well as by type,
 // compared with `==`, and logged with `code().message()`.
 
@@ -25,6 +26,9 @@ enum class errc {
   outcome_unknown,        ///< OutcomeUnknownError: a command may have run, its result is lost
   run_timeout,            ///< RunTimeoutError
   output_limit,           ///< OutputLimitError
+  host_key_rejected,      ///< HostKeyError: an SSH host key refused (changed, unknown under strict, revoked)
+  ssh_authentication_failed,  ///< SshAuthenticationError: the SSH server accepted none of the keys tried
+  ssh_key_unusable,       ///< SshKeyUnusableError: a private key that cannot be used (unreadable, encrypted, unknown type)
 };
 
 /// The category of exedev::errc; its name is "exedev".

@@ -53,6 +53,9 @@ class ClientCategory final : public std::error_category {
       case errc::outcome_unknown: return "the command may have run; its result is unknown";
       case errc::run_timeout: return "the command passed its timeout and was stopped";
       case errc::output_limit: return "the command passed its output limit and was stopped";
+      case errc::host_key_rejected: return "the SSH server's host key was refused";
+      case errc::ssh_authentication_failed: return "the SSH server accepted none of the keys tried";
+      case errc::ssh_key_unusable: return "an SSH private key could not be used";
     }
     return "unknown exedev error";
   }
@@ -79,6 +82,8 @@ bool Error::may_have_run() const noexcept {
     case errc::bad_request: case errc::authentication_failed: case errc::permission_denied:
     case errc::unknown_command: case errc::command_failed: case errc::rate_limited:
       return false;  // refused before anything ran (§1.5)
+    case errc::host_key_rejected: case errc::ssh_authentication_failed: case errc::ssh_key_unusable:
+      return false;  // an SSH connection refused before any command was sent
     default:
       return true;
   }

@@ -117,25 +117,33 @@ void require_hex(std::string_view id) {
   }
 }
 
-std::string command_text(const ScriptRequest& r) {
-  require_no_nul(r.shell_line, "the command");
+}  // namespace
+
+std::string command_text(const std::string& shell_line, const std::map<std::string, std::string>& env,
+                         const std::optional<std::string>& working_dir) {
+  require_no_nul(shell_line, "the command");
   std::string text;
-  if (r.working_dir) {
-    require_no_nul(*r.working_dir, "the working directory");
-    if (r.working_dir->empty()) throw std::invalid_argument("run: the working directory must not be empty");
-    text += "cd -- " + sh_single_quote(*r.working_dir) + " || exit 1\n";
+  if (working_dir) {
+    require_no_nul(*working_dir, "the working directory");
+    if (working_dir->empty()) throw std::invalid_argument("run: the working directory must not be empty");
+    text += "cd -- " + sh_single_quote(*working_dir) + " || exit 1\n";
   }
-  for (const auto& [name, value] : r.env) {
+  for (const auto& [name, value] : env) {
     if (!valid_env_name(name)) throw std::invalid_argument("run: an environment variable name must match [A-Za-z_][A-Za-z0-9_]*");
     require_no_nul(value, "an environment value");
     text += "export " + name + "=" + sh_single_quote(value) + "\n";
   }
-  text += r.shell_line;
+  text += shell_line;
   text += '\n';
   return text;
 }
 
-}  // namespace
+std::string_view login_shell_selection() {
+  // POSIX-compatible login shells only (the command text's preamble is sh syntax), else /bin/sh.
+  return "S=${SHELL:-/bin/sh}\n"
+         "case ${S##*/} in csh|tcsh|fish|nu|xonsh|elvish|pwsh) S=/bin/sh ;; esac\n"
+         "[ -x \"$S\" ] || S=/bin/sh\n";
+}
 
 std::string build_script(const ScriptRequest& r) {
   require_hex(r.id);
@@ -163,13 +171,10 @@ std::string build_script(const ScriptRequest& r) {
       }
       s += "mkdir -p -- \"$r\" 2>/dev/null\n";
       s += "if ! mkdir -- \"$d\" 2>/dev/null; then printf '%s n\\n' \"$B\"; exit 0; fi\n";
-      s += "if ! printf '%s' " + sh_single_quote(command_text(r)) + " >\"$d/cmd\" || ! printf '%s' " +
+      s += "if ! printf '%s' " + sh_single_quote(command_text(r.shell_line, r.env, r.working_dir)) + " >\"$d/cmd\" || ! printf '%s' " +
            sh_single_quote(runner_script) + " >\"$d/run\"; then rm -rf -- \"$d\"; printf '%s n\\n' \"$B\"; exit 0; fi\n";
-      // The command runs in the login shell the ssh session names (POSIX-compatible ones only:
-      // the record's preamble is sh syntax), else /bin/sh.
-      s += "S=${SHELL:-/bin/sh}\n";
-      s += "case ${S##*/} in csh|tcsh|fish|nu|xonsh|elvish|pwsh) S=/bin/sh ;; esac\n";
-      s += "[ -x \"$S\" ] || S=/bin/sh\n";
+      // The command runs in the login shell the ssh session names.
+      s += login_shell_selection();
       s += "setsid /bin/sh \"$d/run\" \"$d\" " + sh_single_quote(timeout) + " \"$S\" </dev/null >/dev/null 2>&1 &\n";
       s += "printf '%s s\\n' \"$B\"\n";
       s += fmt::format("pollw {}\n", r.wait_seconds);

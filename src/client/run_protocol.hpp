@@ -60,6 +60,16 @@ struct ScriptRequest {
 /// command, env or working directory, or an invalid env name.
 [[nodiscard]] std::string build_script(const ScriptRequest& request);
 
+/// The text the login shell runs for a command: `cd` to the working directory (exit 1 when it
+/// fails), the env exported, then the line. Throws std::invalid_argument for a NUL byte, an
+/// empty working directory or an invalid env name. Shared by every transport.
+[[nodiscard]] std::string command_text(const std::string& shell_line, const std::map<std::string, std::string>& env,
+                                       const std::optional<std::string>& working_dir);
+
+/// sh lines that set `S` to the session's login shell: $SHELL when it is POSIX-compatible and
+/// executable, else /bin/sh.
+[[nodiscard]] std::string_view login_shell_selection();
+
 /// The word sent after `ssh <vm>`: a line any login shell runs (`echo <b64>|base64 -d|/bin/sh`),
 /// so neither the lobby lexer nor the VM's shell ever sees the script's own bytes.
 [[nodiscard]] std::string remote_command(const std::string& script);

@@ -18,6 +18,8 @@ Lobby::Lobby(LobbyConfig config, VmHost& host)
   if (auto stored = load_state()) {
     vms_ = std::move(stored->vms);
     keys_ = std::move(stored->keys);
+    ssh_keys_ = std::move(stored->ssh_keys);
+    next_ssh_key_number_ = stored->next_ssh_key_number;
     default_token_ = std::move(stored->default_token);
     next_generation_ = stored->next_generation;
   }
@@ -37,7 +39,17 @@ Lobby::Lobby(LobbyConfig config, VmHost& host)
     keys_.erase(token);
     add_key(std::move(key));
   }
+  for (const std::string& line : config_.ssh_authorized_keys) {
+    const Reply added = add_ssh_key(line);
+    // A key registered before (a restart on the same state) is no error.
+    if (added.status != 200 && added.body.find("already associated") == std::string::npos) {
+      throw std::invalid_argument("cannot register an SSH key of the emulator's options: " +
+                                  nlohmann::json::parse(added.body).at("error").get<std::string>());
+    }
+  }
+  *planned_ = HostWork{};  // what add_ssh_key planned is done here
   host_.save_state(state_text());
+  host_.save_authorized_keys(authorized_keys());
 }
 
 Lobby::~Lobby() = default;
@@ -76,6 +88,7 @@ std::optional<Reply> Lobby::run(std::pair<HostWork, TurnQueue::Place> planned) {
     try {
       if (created.copy_from.empty()) host_.create_vm_directory(created.vm.record.dir);
       else failed = host_.copy_vm_directory(created.copy_from, created.vm.record.dir);
+      if (!failed) created.vm.ssh_port = host_.open_ssh_endpoint(created.vm.id, 0);
     } catch (...) {
       std::lock_guard lock(mutex_);
       reserved_names_.erase(created.vm.record.name);
@@ -88,8 +101,8 @@ std::optional<Reply> Lobby::run(std::pair<HostWork, TurnQueue::Place> planned) {
     } else {
       created.vm.ready_at = SysClock::now() + created.boot_delay;
       const std::string name = created.vm.record.name;
-      vms_.emplace(name, std::move(created.vm));
-      reply = created.reply();
+      const Vm& vm = vms_.emplace(name, std::move(created.vm)).first->second;
+      reply = created.reply(vm);
       persist = true;
     }
   }
@@ -137,9 +150,12 @@ void Lobby::reload() {
   keys_.clear();
   faults_.clear();
   limiter_.clear();
+  ssh_keys_.clear();
   if (stored) {
     vms_ = std::move(stored->vms);
     keys_ = std::move(stored->keys);
+    ssh_keys_ = std::move(stored->ssh_keys);
+    next_ssh_key_number_ = stored->next_ssh_key_number;
     default_token_ = std::move(stored->default_token);
     next_generation_ = stored->next_generation;
   }
@@ -160,6 +176,37 @@ bool Lobby::vm_current(const std::string& vm_id, std::uint64_t generation) const
   std::lock_guard lock(mutex_);
   return std::any_of(vms_.begin(), vms_.end(),
                      [&](const auto& entry) { return entry.second.id == vm_id && entry.second.generation == generation; });
+}
+
+std::optional<SshRoute> Lobby::ssh_route(const std::string& vm_id) const {
+  std::lock_guard lock(mutex_);
+  for (const auto& [name, vm] : vms_) {
+    if (vm.id != vm_id) continue;
+    // A paused VM does not serve SSH, nor does one still booting (docs/emulator.md, "SSH").
+    if (vm.record.status != "running" || !vm_ready(vm)) return std::nullopt;
+    return SshRoute{name, vm.id, vm.generation, vm.record.home, vm.record.env};
+  }
+  return std::nullopt;
+}
+
+std::vector<std::pair<std::string, std::uint16_t>> Lobby::ssh_endpoints() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::pair<std::string, std::uint16_t>> out;
+  for (const auto& [name, vm] : vms_) out.emplace_back(vm.id, vm.ssh_port);
+  return out;
+}
+
+void Lobby::set_ssh_port(const std::string& vm_id, std::uint16_t port) {
+  std::unique_lock lock(mutex_);
+  for (auto& [name, vm] : vms_) {
+    if (vm.id == vm_id && vm.ssh_port != port) {
+      vm.ssh_port = port;
+      persist();
+    }
+  }
+  auto planned = take_planned();
+  lock.unlock();
+  run(std::move(planned));
 }
 
 std::vector<VMRecord> Lobby::vms() const {

@@ -13,7 +13,8 @@
 // The implementation is split by seam: lobby.cpp (construction, host work, tokens, views),
 // lobby_state.cpp (the state, its JSON, replies), lobby_pipeline.cpp (the command table and the
 // three stages), lobby_vm_commands.cpp, lobby_meta_commands.cpp (help, whoami, ssh-key
-// generate-api-key), vm_commands_extra.cpp and lobby_instrumentation.cpp (faults, modes, records).
+// generate-api-key), vm_commands_extra.cpp, lobby_ssh_keys.cpp (ssh-key list, add, remove) and
+// lobby_instrumentation.cpp (faults, modes, records).
 
 #include <exedev/emulator/emulator.hpp>
 
@@ -76,6 +77,20 @@ struct LobbyConfig {
   std::map<std::string, TokenSpec> tokens;
   Modes modes;
   std::string email = "user@example.com";
+  /// Public keys (authorized_keys lines) registered at start, as `ssh-key add` registers them.
+  std::vector<std::string> ssh_authorized_keys;
+  /// Where the VMs' SSH endpoints are, for the answers: their address and login user.
+  std::string ssh_host = "127.0.0.1";
+  std::string ssh_user = "exedev";
+};
+
+/// What an SSH session of a VM runs with: the VM, its home and environment (as SshPlan).
+struct SshRoute {
+  std::string vm;
+  std::string vm_id;
+  std::uint64_t generation = 0;
+  std::filesystem::path home;
+  std::vector<std::string> env;
 };
 
 class Lobby {
@@ -118,6 +133,16 @@ class Lobby {
   std::string issue_token(TokenSpec spec);
   void revoke_token(const std::string& token);
 
+  /// The session a new connection to the VM's SSH endpoint runs, or nullopt when the endpoint
+  /// must refuse it: the VM is gone, paused, or still booting.
+  std::optional<SshRoute> ssh_route(const std::string& vm_id) const;
+  /// Every VM's id and the port its SSH endpoint had (0: none yet), to serve them again.
+  std::vector<std::pair<std::string, std::uint16_t>> ssh_endpoints() const;
+  /// Records (and persists) the port the VM's SSH endpoint now listens on.
+  void set_ssh_port(const std::string& vm_id, std::uint16_t port);
+  /// The authorized_keys text of the registered SSH keys (host work writes it on each change).
+  std::string authorized_keys() const;
+
   /// Kills the processes of every VM (the emulator is shutting down).
   void kill_all_processes();
   /// Forgets the VMs, tokens, faults and rate-limit buckets held in memory and loads the state
@@ -126,6 +151,7 @@ class Lobby {
 
   struct Vm;
   struct Key;
+  struct SshKey;
 
  private:
   struct Command;
@@ -135,8 +161,8 @@ class Lobby {
   using Handler = std::variant<Reply, SshPlan> (Lobby::*)(const Key&, const Prepared&);
 
   static const std::vector<Command>& command_table();
-  /// The commands of vm_commands_extra.cpp (resize, rename, stat, share, ssh-key list,
-  /// exe0-to-exe1), appended to the table.
+  /// The commands of vm_commands_extra.cpp (resize, rename, stat, share, exe0-to-exe1),
+  /// appended to the table.
   static std::vector<Command> extra_commands();
   static nlohmann::ordered_json command_help(const Command& command);
   std::optional<ParsedFlags> parse_command_flags(const Prepared& request, std::optional<Reply>& error) const;
@@ -163,7 +189,17 @@ class Lobby {
   std::variant<Reply, SshPlan> cmd_share_set_public(const Key&, const Prepared&);
   std::variant<Reply, SshPlan> cmd_share_set_private(const Key&, const Prepared&);
   std::variant<Reply, SshPlan> cmd_share_add_link(const Key&, const Prepared&);
+  // lobby_ssh_keys.cpp
   std::variant<Reply, SshPlan> cmd_ssh_key_list(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> cmd_ssh_key_add(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> cmd_ssh_key_remove(const Key&, const Prepared&);
+  /// The `ssh-key` commands, appended to the table.
+  static std::vector<Command> ssh_key_commands();
+  /// Under mutex_: registers a public key line as `ssh-key add` does and answers its reply
+  /// (422 with exe.dev's message when refused).
+  Reply add_ssh_key(std::string_view line);
+  /// Under mutex_: the authorized_keys file is to be written once the work of this change runs.
+  void plan_authorized_keys();
   std::variant<Reply, SshPlan> cmd_exe0_to_exe1(const Key&, const Prepared&);
   std::variant<Reply, SshPlan> share_visibility(const Key&, const Prepared&, const std::string& share);
   /// The VM named by `share …`'s first argument, owned and in the key's tag scope; nullptr with
@@ -211,6 +247,8 @@ class Lobby {
   std::map<std::string, Vm> vms_;           // by name
   std::set<std::string> reserved_names_;    // VMs being created
   std::map<std::string, Key> keys_;         // by token
+  std::vector<SshKey> ssh_keys_;            // in the order registered
+  std::uint64_t next_ssh_key_number_ = 1;   // names `key-N` for keys without a comment
   std::string default_token_;
   RateLimiter limiter_;
   std::deque<Fault> faults_;

@@ -38,6 +38,17 @@ struct Lobby::Vm {
   std::string share = "private";
   unsigned proxy_port = 80;
   std::vector<ShareLink> share_links;
+  // The port of the VM's SSH endpoint (0: none), kept across restarts of the emulator.
+  std::uint16_t ssh_port = 0;
+};
+
+/// An SSH public key registered with `ssh-key add` (or Options::ssh_authorized_keys): it may
+/// log in to every VM's SSH endpoint.
+struct Lobby::SshKey {
+  std::string public_key;   // canonical: `<type> <base64>`
+  std::string fingerprint;  // SHA256:…
+  std::string name;
+  SysClock::time_point added_at;
 };
 
 struct Lobby::Key {
@@ -64,7 +75,7 @@ struct Lobby::NewVm {
   std::filesystem::path copy_from;  // cp: the source's directory; empty for new
   std::string source_name;          // cp: named by the error when the copy fails
   std::chrono::milliseconds boot_delay{0};  // counted from the moment the VM exists
-  std::function<Reply()> reply;     // the command's answer once the VM exists
+  std::function<Reply(const Vm&)> reply;  // the command's answer once the VM exists
 };
 
 /// What a change of the lobby's state leaves for the host, run after the mutex is released.
@@ -78,6 +89,8 @@ struct Lobby::HostWork {
 struct Lobby::StoredState {
   std::map<std::string, Vm> vms;
   std::map<std::string, Key> keys;
+  std::vector<SshKey> ssh_keys;
+  std::uint64_t next_ssh_key_number = 1;
   std::string default_token;
   std::uint64_t next_generation = 1;
 };
@@ -98,6 +111,10 @@ Reply fail(const std::string& message);
 std::string rfc3339(SysClock::time_point t);
 /// `<vm>.exe.xyz`.
 std::string host_of(const std::string& vm);
+/// Sets the fields that say where the VM's SSH endpoint is: `ssh_dest` (`user@host`),
+/// `ssh_host`, `ssh_port`, `ssh_user` and `ssh_command`; without an endpoint (port 0) only
+/// `ssh_dest` and `ssh_host` (`<vm>.exe.xyz`, which reach nothing) and `ssh_command`.
+void add_ssh_fields(Json& json, const std::string& vm, std::uint16_t ssh_port, const LobbyConfig& config);
 bool has_tag(const VMRecord& vm, const std::string& tag);
 std::string join(const std::vector<std::string>& words, std::string_view separator);
 /// A new exe1 token: `exe1.` and 26 characters of the base32 alphabet.

@@ -82,6 +82,7 @@ const std::vector<Lobby::Command>& Lobby::command_table() {
   static const std::vector<Command> all = [] {
     auto commands = table;
     for (auto& command : extra_commands()) commands.push_back(std::move(command));
+    for (auto& command : ssh_key_commands()) commands.push_back(std::move(command));
     return commands;
   }();
   return all;

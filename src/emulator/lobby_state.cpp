@@ -53,6 +53,22 @@ std::string rfc3339(SysClock::time_point t) {
 
 std::string host_of(const std::string& vm) { return vm + ".exe.xyz"; }
 
+void add_ssh_fields(Json& json, const std::string& vm, std::uint16_t ssh_port, const LobbyConfig& config) {
+  if (ssh_port == 0) {
+    json["ssh_command"] = "ssh " + host_of(vm);
+    json["ssh_dest"] = host_of(vm);
+    json["ssh_host"] = host_of(vm);
+    return;
+  }
+  // As exe.dev's newer answers: the destination as user@host, and the parts apart.
+  const std::string dest = config.ssh_user + "@" + config.ssh_host;
+  json["ssh_command"] = fmt::format("ssh -p {} {}", ssh_port, dest);
+  json["ssh_dest"] = dest;
+  json["ssh_host"] = config.ssh_host;
+  json["ssh_port"] = ssh_port;
+  json["ssh_user"] = config.ssh_user;
+}
+
 bool has_tag(const VMRecord& vm, const std::string& tag) {
   return std::find(vm.tags.begin(), vm.tags.end(), tag) != vm.tags.end();
 }
@@ -94,7 +110,8 @@ std::string Lobby::state_text() const {
                             {"env", vm.record.env}, {"integrations", vm.record.integrations},
                             {"standalone", vm.record.standalone}, {"egress", vm.record.egress},
                             {"ready_at", to_ms(vm.ready_at)}, {"boot_status", vm.boot_status},
-                            {"generation", vm.generation}, {"share", vm.share}, {"proxy_port", vm.proxy_port}});
+                            {"generation", vm.generation}, {"share", vm.share}, {"proxy_port", vm.proxy_port},
+                            {"ssh_port", vm.ssh_port}});
     Json links = Json::array();
     for (const ShareLink& link : vm.share_links) links.push_back({{"token", link.token}, {"created_at", to_ms(link.created_at)}});
     state["vms"].back()["share_links"] = std::move(links);
@@ -109,6 +126,12 @@ std::string Lobby::state_text() const {
     if (key.spec.expires_at) j["expires_at"] = to_ms(*key.spec.expires_at);
     if (key.spec.key_expires_at) j["key_expires_at"] = to_ms(*key.spec.key_expires_at);
     state["keys"].push_back(std::move(j));
+  }
+  state["next_ssh_key_number"] = next_ssh_key_number_;
+  state["ssh_keys"] = Json::array();
+  for (const SshKey& key : ssh_keys_) {
+    state["ssh_keys"].push_back({{"public_key", key.public_key}, {"fingerprint", key.fingerprint}, {"name", key.name},
+                                 {"added_at", to_ms(key.added_at)}});
   }
   return state.dump(1) + '\n';
 }
@@ -149,6 +172,7 @@ Lobby::StoredState Lobby::parse_state(const std::string& text) const {
       vm.generation = j.at("generation");
       vm.share = j.value("share", std::string("private"));
       vm.proxy_port = j.value("proxy_port", 80u);
+      vm.ssh_port = j.value("ssh_port", std::uint16_t{0});
       for (const Json& link : j.value("share_links", Json::array())) {
         vm.share_links.push_back(ShareLink{link.at("token"), from_ms(link.at("created_at"))});
       }
@@ -167,6 +191,10 @@ Lobby::StoredState Lobby::parse_state(const std::string& text) const {
       key.fingerprint = j.at("fingerprint");
       key.public_key = j.at("public_key");
       stored.keys.emplace(key.token, std::move(key));
+    }
+    stored.next_ssh_key_number = state.value("next_ssh_key_number", std::uint64_t{1});
+    for (const Json& j : state.value("ssh_keys", Json::array())) {
+      stored.ssh_keys.push_back(SshKey{j.at("public_key"), j.at("fingerprint"), j.at("name"), from_ms(j.at("added_at"))});
     }
     return stored;
   } catch (const Json::exception& e) {

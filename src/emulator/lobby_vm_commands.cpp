@@ -29,14 +29,11 @@ std::optional<Reply> refuse_egress(const std::string& egress) {
 
 std::string new_id() { return detail::random_hex(8); }
 
-Json new_details(const VMRecord& vm) {
+Json new_details(const VMRecord& vm, std::uint16_t ssh_port, const LobbyConfig& config) {
   Json json;
   json["vm_name"] = vm.name;
   json["tags"] = vm.tags;
-  json["ssh_command"] = "ssh " + host_of(vm.name);
-  json["ssh_dest"] = host_of(vm.name);
-  json["ssh_host"] = host_of(vm.name);
-  json["ssh_port"] = 22;
+  add_ssh_fields(json, vm.name, ssh_port, config);
   json["https_url"] = "https://" + host_of(vm.name);
   json["proxy_port"] = 80;
   if (vm.image == "exeuntu") {
@@ -58,6 +55,7 @@ Reply Lobby::create_vm(NewVm vm) {
 void Lobby::remove_vm(const std::string& name) {
   const auto it = vms_.find(name);
   plan_host_work([id = it->second.id, dir = it->second.record.dir](VmHost& host) {
+    host.close_ssh_endpoint(id);
     host.kill_vm_processes(id);
     host.remove_vm_directory(dir);
   });
@@ -148,7 +146,7 @@ std::variant<Reply, SshPlan> Lobby::cmd_new(const Key& key, const Prepared& requ
   vm.generation = next_generation_++;
   NewVm created;
   created.boot_delay = config_.modes.boot_delay;
-  created.reply = [record = vm.record] { return ok(new_details(record)); };
+  created.reply = [config = config_](const Vm& made) { return ok(new_details(made.record, made.ssh_port, config)); };
   created.vm = std::move(vm);
   return create_vm(std::move(created));
 }
@@ -205,15 +203,23 @@ std::variant<Reply, SshPlan> Lobby::cmd_cp(const Key& key, const Prepared& reque
   created.source_name = args[0];
   created.boot_delay = config_.modes.boot_delay;
   if (config_.modes.cp_response == CpResponse::new_like) {
-    created.reply = [record = copy.record, source_name = source->record.name] {
-      Json json = new_details(record);
+    created.reply = [config = config_, source_name = source->record.name](const Vm& made) {
+      Json json = new_details(made.record, made.ssh_port, config);
       json["source"] = source_name;
       return ok(json);
     };
   } else {
-    created.reply = [name, source_name = source->record.name, begun] {
-      return ok({{"name", name}, {"state", "starting"}, {"source", source_name}, {"ssh", host_of(name)},
-                 {"elapsed", std::chrono::duration<double>(Clock::now() - begun).count()}});
+    created.reply = [config = config_, source_name = source->record.name, begun](const Vm& made) {
+      Json json{{"name", made.record.name}, {"state", "starting"}, {"source", source_name}};
+      // `ssh` is the legacy form's destination; the endpoint's fields follow it (docs/emulator.md).
+      Json where;
+      add_ssh_fields(where, made.record.name, made.ssh_port, config);
+      json["ssh"] = where["ssh_dest"];
+      if (made.ssh_port != 0) {
+        for (const char* field : {"ssh_host", "ssh_port", "ssh_user"}) json[field] = where[field];
+      }
+      json["elapsed"] = std::chrono::duration<double>(Clock::now() - begun).count();
+      return ok(json);
     };
   }
   created.vm = std::move(copy);
@@ -239,8 +245,8 @@ std::variant<Reply, SshPlan> Lobby::cmd_ls(const Key& key, const Prepared& reque
     }
     Json item;
     item["vm_name"] = name;
-    item["ssh_dest"] = host_of(name);
-    item["ssh_host"] = host_of(name);
+    add_ssh_fields(item, name, vm.ssh_port, config_);
+    item.erase("ssh_command");  // ls names no command
     item["status"] = vm_status(vm);
     item["region"] = region;
     item["region_display"] = region_display;
@@ -305,7 +311,11 @@ std::variant<Reply, SshPlan> Lobby::cmd_pause(const Key& key, const Prepared& re
   if (vm == nullptr) return *error;
   if (!vm_ready(*vm)) return fail(fmt::format("VM \"{}\" is in state \"{}\" and cannot be paused", vm->record.name, vm_status(*vm)));
   if (vm->record.status == "paused") return fail(fmt::format("VM \"{}\" is already paused", vm->record.name));
-  plan_host_work([id = vm->id](VmHost& host) { host.stop_vm_processes(id); });
+  // A paused VM serves no SSH: its connections close, new ones are refused (ssh_route).
+  plan_host_work([id = vm->id](VmHost& host) {
+    host.close_ssh_connections(id);
+    host.stop_vm_processes(id);
+  });
   vm->record.status = "paused";
   persist();
   return ok({{"vm_name", vm->record.name}, {"status", "paused"}});
@@ -327,7 +337,10 @@ std::variant<Reply, SshPlan> Lobby::cmd_restart(const Key& key, const Prepared& 
   Vm* vm = only_vm_argument(key, request, "usage: restart <vm>", error);
   if (vm == nullptr) return *error;
   if (!vm_ready(*vm)) return fail(fmt::format("VM is in state \"{}\" and cannot be restarted", vm_status(*vm)));
-  plan_host_work([id = vm->id](VmHost& host) { host.kill_vm_processes(id); });
+  plan_host_work([id = vm->id](VmHost& host) {
+    host.close_ssh_connections(id);
+    host.kill_vm_processes(id);
+  });
   vm->record.status = "running";
   vm->boot_status = "starting";
   vm->ready_at = SysClock::now() + config_.modes.boot_delay;

@@ -28,13 +28,16 @@ using namespace exedev::emulator;
 
 constexpr const char* usage = R"usage(usage: exedev-emulator [options]
 
-Runs a local exe.dev (POST /exec over HTTPS on loopback) until SIGINT or SIGTERM, after printing
-  url=…  ca_file=…  token=…  control_secret=…  state_dir=…
+Runs a local exe.dev (POST /exec over HTTPS on loopback, and each VM's SSH endpoint) until
+SIGINT or SIGTERM, after printing
+  url=…  ca_file=…  token=…  control_secret=…  state_dir=…  ssh_known_hosts=…
 on stdout, one per line. See docs/emulator.md.
 
   --print-env                 print instead, for a shell to eval, the lines
                                 export EXE_BASE_URL=…  export EXE_TOKEN=…  export EXE_CA_FILE=…
-                              that point a default exedev::Client at the emulator
+                                export EXE_SSH_KNOWN_HOSTS=…
+                              that point a default exedev::Client at the emulator (the last:
+                              the known_hosts file of the VMs' SSH endpoints)
   --background                serve from a background process, print the lines above plus its
                               process id (pid=… or export EXEDEV_EMULATOR_PID=…), and return:
                                 eval "$(exedev-emulator --background --print-env)"
@@ -66,6 +69,8 @@ on stdout, one per line. See docs/emulator.md.
   --latency=DUR               time every command takes in the lobby (default 0)
   --login-shell=PATH          the VMs' login shell: ssh lines run as PATH -c LINE (default
                               /bin/bash when present, else /bin/sh)
+  --ssh-key=FILE              register the public keys in FILE (e.g. ~/.ssh/id_ed25519.pub)
+                              for the VMs' SSH endpoints, as `ssh-key add` does (repeatable)
   --help                      this text
 DUR is N (milliseconds), Nms, Ns or Nm.
 )usage";
@@ -83,6 +88,9 @@ std::string ready_lines(const Emulator& emulator, bool print_env, std::optional<
     out << "export EXE_BASE_URL=" << sh_quote_if_needed(emulator.url()) << "\n"
         << "export EXE_TOKEN=" << sh_quote_if_needed(emulator.token()) << "\n"
         << "export EXE_CA_FILE=" << sh_quote_if_needed(emulator.ca_file().string()) << "\n";
+    if (!emulator.ssh_known_hosts().empty()) {
+      out << "export EXE_SSH_KNOWN_HOSTS=" << sh_quote_if_needed(emulator.ssh_known_hosts().string()) << "\n";
+    }
     if (background_pid) out << "export EXEDEV_EMULATOR_PID=" << *background_pid << "\n";
   } else {
     out << "url=" << emulator.url() << "\n"
@@ -90,6 +98,7 @@ std::string ready_lines(const Emulator& emulator, bool print_env, std::optional<
         << "token=" << emulator.token() << "\n"
         << "control_secret=" << emulator.control_secret() << "\n"
         << "state_dir=" << emulator.state_dir().string() << "\n";
+    if (!emulator.ssh_known_hosts().empty()) out << "ssh_known_hosts=" << emulator.ssh_known_hosts().string() << "\n";
     if (background_pid) out << "pid=" << *background_pid << "\n";
   }
   return out.str();
@@ -136,6 +145,17 @@ std::string trim(std::string s) {
   const auto b = s.find_first_not_of(" \t\r\n");
   if (b == std::string::npos) return {};
   return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+// Every public key line of a file (blank lines and # comments skipped).
+void load_ssh_keys(const std::string& path, Options& options) {
+  std::ifstream in(path);
+  if (!in) bad("cannot read " + path);
+  std::string line;
+  while (std::getline(in, line)) {
+    line = trim(line);
+    if (!line.empty() && line[0] != '#') options.ssh_authorized_keys.push_back(line);
+  }
 }
 
 void load_tokens(const std::string& path, Options& options) {
@@ -214,6 +234,7 @@ int main(int argc, char** argv) {
     else if (name == "--tokens-file") load_tokens(need_value(), options);
     else if (name == "--control-secret") options.control_secret = need_value();
     else if (name == "--login-shell") options.login_shell = need_value();
+    else if (name == "--ssh-key") load_ssh_keys(need_value(), options);
     else if (name == "--boot-delay") modes.boot_delay = duration();
     else if (name == "--ssh-time-limit") modes.ssh_time_limit = need(duration_from(need_value()), name);
     else if (name == "--lobby-deadline") modes.lobby_deadline = duration();

@@ -42,9 +42,22 @@ bool is_zombie(int pid) {
 
 }  // namespace
 
-std::vector<int> find_vm_processes(const std::string& vm_id) {
+std::vector<std::string> vm_environment(const std::string& vm_id, const std::string& vm_name,
+                                        const std::filesystem::path& home, const std::vector<std::string>& vm_env,
+                                        const std::string& login_shell) {
+  std::vector<std::string> environment = {"HOME=" + home.string(), "PWD=" + home.string(), std::string("PATH=") + vm_path,
+                                          "SHELL=" + login_shell, "LANG=C.UTF-8", "USER=exedev", "LOGNAME=exedev",
+                                          std::string(vm_marker_variable) + "=" + vm_id,
+                                          "EXEDEV_EMULATOR_VM_NAME=" + vm_name};
+  environment.insert(environment.end(), vm_env.begin(), vm_env.end());
+  return environment;
+}
+
+std::vector<int> find_vm_processes(const std::string& vm_id) { return find_marked_processes(vm_marker_variable, vm_id); }
+
+std::vector<int> find_marked_processes(const std::string& variable, const std::string& value) {
   std::vector<int> pids;
-  const std::string needle = std::string(vm_marker_variable) + "=" + vm_id;
+  const std::string needle = variable + "=" + value;
   DIR* dir = ::opendir("/proc");
   if (dir == nullptr) return pids;
   while (const dirent* entry = ::readdir(dir)) {

@@ -8,12 +8,26 @@
 // that gap. VM ids are random per VM, so emulators running side by side never touch each
 // other's processes.
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
 namespace exedev::emulator {
 
 inline constexpr const char* vm_marker_variable = "EXEDEV_EMULATOR_VM";
+
+/// The PATH of a VM's commands, on /exec and over SSH alike.
+inline constexpr const char* vm_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// The whole environment of a command run in a VM (an /exec `ssh` command or an SSH session):
+/// HOME, PWD, PATH, SHELL, LANG, USER, LOGNAME, the marker, the VM's name, then the VM's own
+/// `new --env` variables.
+std::vector<std::string> vm_environment(const std::string& vm_id, const std::string& vm_name,
+                                        const std::filesystem::path& home, const std::vector<std::string>& vm_env,
+                                        const std::string& login_shell);
+
+/// Live (non-zombie) processes whose initial environment holds the entry `variable=value`.
+std::vector<int> find_marked_processes(const std::string& variable, const std::string& value);
 
 /// Live (non-zombie) processes whose initial environment holds EXEDEV_EMULATOR_VM=<vm_id>.
 std::vector<int> find_vm_processes(const std::string& vm_id);

@@ -17,7 +17,11 @@
 
 #include <fmt/format.h>
 
+#include <pwd.h>
+#include <unistd.h>
+
 #include <fstream>
+#include <iostream>
 #include <stdexcept>
 #include <utility>
 
@@ -26,6 +30,12 @@ namespace exedev::emulator {
 namespace {
 
 constexpr std::size_t max_body = 64 * 1024;           // 64 KiB; the 65 537th byte is refused
+
+// The user the VMs' SSH endpoints log in as: the one running the emulator.
+std::string login_user() {
+  const passwd* entry = ::getpwuid(::geteuid());
+  return entry != nullptr && entry->pw_name != nullptr ? std::string(entry->pw_name) : std::string("root");
+}
 
 bool is_loopback_host(const std::string& host) {
   if (host == "localhost" || host == "::1") return true;
@@ -72,6 +82,14 @@ void Emulator::Impl::start() {
   acceptor->listen();
   port = acceptor->local_endpoint().port();
   asio::co_spawn(*ioc, accept_loop(), asio::detached);
+  if (ssh_server) {
+    ssh_endpoints = std::make_unique<SshEndpoints>(*ioc, *lobby, *ssh_server, known_hosts);
+    host->attach_ssh(ssh_endpoints.get());
+    // Every VM's endpoint again, on the port it had when the port is still free.
+    for (const auto& [vm_id, ssh_port] : lobby->ssh_endpoints()) {
+      lobby->set_ssh_port(vm_id, ssh_endpoints->open(vm_id, ssh_port));
+    }
+  }
   thread = std::thread([this] { ioc->run(); });
 }
 
@@ -90,7 +108,10 @@ void Emulator::Impl::stop() {
     }
     processes.clear();
   }
+  host->attach_ssh(nullptr);
   lobby->kill_all_processes();
+  if (ssh_server) ssh_server->stop();
+  ssh_endpoints.reset();
   acceptor.reset();
   ioc.reset();  // destroys the suspended coroutines and with them every socket
   open = 0;
@@ -341,7 +362,21 @@ Emulator::Emulator(Options options) : impl_(std::make_unique<Impl>()) {
                      : ::access("/bin/bash", X_OK) == 0 ? std::string("/bin/bash")
                                                          : std::string("/bin/sh");
   impl.host = std::make_unique<FileVmHost>(impl.state_dir);
-  impl.lobby = std::make_unique<Lobby>(LobbyConfig{options.token, options.tokens, options.modes}, *impl.host);
+  LobbyConfig config;
+  config.token = options.token;
+  config.tokens = options.tokens;
+  config.modes = options.modes;
+  config.ssh_authorized_keys = options.ssh_authorized_keys;
+  config.ssh_host = "127.0.0.1";
+  config.ssh_user = login_user();
+  impl.lobby = std::make_unique<Lobby>(std::move(config), *impl.host);
+  try {
+    impl.ssh_server = std::make_unique<SshServer>(impl.state_dir, impl.login_shell);
+    impl.known_hosts = impl.ssh_server->directory() / "known_hosts";
+  } catch (const std::exception& e) {
+    // The emulator serves /exec without SSH endpoints: answers then carry no ssh_port.
+    std::cerr << "exedev-emulator: no SSH endpoints: " << e.what() << "\n";
+  }
   if (!options.plain_http) {
     impl.tls = make_tls_material(options.expired_certificate);
     impl.ssl_context = std::make_unique<ssl::context>(ssl::context::tls_server);
@@ -389,6 +424,7 @@ std::vector<CommandRecord> Emulator::commands() const { return impl_->lobby->com
 void Emulator::clear_commands() { impl_->lobby->clear_commands(); }
 std::size_t Emulator::connections_accepted() const { return impl_->accepted; }
 std::size_t Emulator::open_connections() const { return impl_->open; }
+std::filesystem::path Emulator::ssh_known_hosts() const { return impl_->known_hosts; }
 
 void Emulator::restart() {
   Impl& impl = *impl_;

@@ -6,7 +6,9 @@
 #include <exedev/emulator/emulator.hpp>
 
 #include "emulator/lobby.hpp"
+#include "emulator/ssh_endpoints.hpp"
 #include "emulator/ssh_process.hpp"
+#include "emulator/ssh_server.hpp"
 #include "emulator/tls.hpp"
 #include "emulator/vm_host.hpp"
 
@@ -56,7 +58,10 @@ struct Emulator::Impl {
   std::unique_ptr<ssl::context> ssl_context;
   std::unique_ptr<FileVmHost> host;  // before the lobby, which uses it
   std::unique_ptr<Lobby> lobby;
+  std::unique_ptr<SshServer> ssh_server;  // null when SSH cannot be served here
+  std::filesystem::path known_hosts;      // <state_dir>/ssh/known_hosts, empty without SSH
   std::unique_ptr<asio::io_context> ioc;
+  std::unique_ptr<SshEndpoints> ssh_endpoints;  // while the server runs
   std::optional<tcp::acceptor> acceptor;
   std::thread thread;
   std::uint16_t port = 0;

@@ -38,12 +38,7 @@ std::shared_ptr<SshProcess> SshProcess::spawn(asio::io_context& ioc, const SshPl
   detail::SpawnRequest request;
   request.program = login_shell;
   request.argv = {login_shell, "-c", plan.line};
-  request.environment = {"HOME=" + plan.home.string(), "PWD=" + plan.home.string(),
-                         "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                         "SHELL=" + login_shell, "LANG=C.UTF-8", "USER=exedev", "LOGNAME=exedev",
-                         std::string(vm_marker_variable) + "=" + plan.vm_id,
-                         "EXEDEV_EMULATOR_VM_NAME=" + plan.vm};
-  request.environment.insert(request.environment.end(), plan.env.begin(), plan.env.end());
+  request.environment = vm_environment(plan.vm_id, plan.vm, plan.home, plan.env, login_shell);
   request.directory = plan.home.string();
   request.grouping = detail::ProcessGrouping::new_group;
   int pipe_fds[2];

@@ -1,5 +1,5 @@
 // The lobby commands beyond the ones the sandbox layer needs: resize, rename, stat, share
-// (show, set-public, set-private, add-link), ssh-key list and exe0-to-exe1. Shapes, errors and
+// (show, set-public, set-private, add-link) and exe0-to-exe1. Shapes, errors and
 // tag-scope rules follow exe.dev's server code at the commit exedev-api.md §0 names
 // (docs/emulator.md lists each detail and its file). Each handler runs with the lobby's mutex held.
 #include "emulator/lobby.hpp"
@@ -73,8 +73,6 @@ std::vector<Lobby::Command> Lobby::extra_commands() {
        "Restrict the HTTP proxy to authenticated users"},
       {"share add-link", &Lobby::cmd_share_add_link, false, {json, {"qr", K::boolean, {}, "show a QR code"}},
        "share add-link <vm>", "Create a shareable link for a VM"},
-      {"ssh-key list", &Lobby::cmd_ssh_key_list, false, {json}, "ssh-key list",
-       "List all SSH keys associated with your account"},
       {"exe0-to-exe1", &Lobby::cmd_exe0_to_exe1, false, {{"vm", K::string, {}, "scope token to a specific VM"}, json},
        "exe0-to-exe1 [--vm=VMNAME] <exe0-token>", "trade an exe0 token for an exe1 token"},
   };
@@ -261,21 +259,6 @@ std::variant<Reply, SshPlan> Lobby::cmd_share_add_link(const Key& key, const Pre
   persist();
   return ok_sorted({{"status", "success"}, {"vm_name", vm->record.name}, {"token", token},
                     {"url", proxy_url(vm->record.name) + "/?share=" + token}});
-}
-
-std::variant<Reply, SshPlan> Lobby::cmd_ssh_key_list(const Key& key, const Prepared& request) {
-  std::optional<Reply> error;
-  const auto flags = parse_command_flags(request, error);
-  if (!flags) return *error;
-  Json keys = Json::array();
-  for (const auto& entry : keys_) {
-    const Key& other = entry.second;
-    if (key.spec.tag && other.spec.tag != key.spec.tag) continue;  // a tag-scoped key sees its peers only
-    // `name` is always present; the emulator keeps no added_at / last_used_at (omitted when unset).
-    keys.push_back(Json{{"public_key", other.public_key}, {"fingerprint", other.fingerprint},
-                        {"name", other.spec.label}, {"current", false}});
-  }
-  return ok(Json{{"ssh_keys", keys}});
 }
 
 std::variant<Reply, SshPlan> Lobby::cmd_exe0_to_exe1(const Key& key, const Prepared& request) {

@@ -23,15 +23,48 @@ std::optional<std::string> FileVmHost::load_state() {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-void FileVmHost::save_state(const std::string& text) {
-  // Write then rename, so a crash never leaves half a file behind.
-  const auto temporary = state_dir_ / "emulator-state.json.tmp";
+namespace {
+
+// Write then rename, so a crash never leaves half a file behind.
+void replace_file(const std::filesystem::path& path, const std::string& text) {
+  const auto temporary = path.string() + ".tmp";
   {
     std::ofstream out(temporary, std::ios::trunc);
     out << text;
-    if (!out) throw std::runtime_error("cannot write " + temporary.string());
+    if (!out) throw std::runtime_error("cannot write " + temporary);
   }
-  std::filesystem::rename(temporary, state_file());
+  std::filesystem::rename(temporary, path);
+}
+
+}  // namespace
+
+void FileVmHost::save_state(const std::string& text) { replace_file(state_file(), text); }
+
+std::filesystem::path FileVmHost::authorized_keys_file() const { return state_dir_ / "ssh" / "authorized_keys"; }
+
+void FileVmHost::save_authorized_keys(const std::string& text) {
+  std::filesystem::create_directories(authorized_keys_file().parent_path());
+  replace_file(authorized_keys_file(), text);
+}
+
+void FileVmHost::attach_ssh(SshEndpointService* endpoints) {
+  std::lock_guard lock(ssh_mutex_);
+  ssh_ = endpoints;
+}
+
+std::uint16_t FileVmHost::open_ssh_endpoint(const std::string& vm_id, std::uint16_t port) {
+  std::lock_guard lock(ssh_mutex_);
+  return ssh_ ? ssh_->open(vm_id, port) : 0;
+}
+
+void FileVmHost::close_ssh_connections(const std::string& vm_id) {
+  std::lock_guard lock(ssh_mutex_);
+  if (ssh_) ssh_->disconnect(vm_id);
+}
+
+void FileVmHost::close_ssh_endpoint(const std::string& vm_id) {
+  std::lock_guard lock(ssh_mutex_);
+  if (ssh_) ssh_->close(vm_id);
 }
 
 void FileVmHost::create_vm_directory(const std::filesystem::path& dir) { std::filesystem::create_directories(dir / "home"); }

@@ -3,12 +3,28 @@
 // and the persisted state. The lobby (lobby.hpp) decides; a VmHost does the blocking work, never
 // under the lobby's mutex. FileVmHost is the real one; the unit tests use an in-memory fake.
 
+#include <cstdint>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <system_error>
 
 namespace exedev::emulator {
+
+/// The VMs' SSH endpoints as a host reaches them (SshEndpoints, ssh_endpoints.hpp). Every member
+/// may be called from any thread.
+class SshEndpointService {
+ public:
+  virtual ~SshEndpointService() = default;
+  /// Serves the VM's endpoint on `port` (0, or a port no longer free: another one) and returns
+  /// the port it listens on; 0 when no SSH can be served.
+  virtual std::uint16_t open(const std::string& vm_id, std::uint16_t port) = 0;
+  /// Closes the VM's open SSH connections; the endpoint stays (pause, restart).
+  virtual void disconnect(const std::string& vm_id) = 0;
+  /// Closes the endpoint and its connections (rm).
+  virtual void close(const std::string& vm_id) = 0;
+};
 
 class VmHost {
  public:
@@ -37,6 +53,15 @@ class VmHost {
   virtual void continue_vm_processes(const std::string& vm_id) = 0;
   /// Kills every process of the VM (rm, restart, shutdown).
   virtual void kill_vm_processes(const std::string& vm_id) = 0;
+
+  /// Replaces the authorized_keys file of the SSH endpoints at once. Throws on failure.
+  virtual void save_authorized_keys(const std::string& text) = 0;
+  /// Serves the VM's SSH endpoint (see SshEndpointService::open); 0 when the host serves none.
+  virtual std::uint16_t open_ssh_endpoint(const std::string& vm_id, std::uint16_t port) = 0;
+  /// Closes the VM's SSH connections, its endpoint staying (pause, restart).
+  virtual void close_ssh_connections(const std::string& vm_id) = 0;
+  /// Closes the VM's SSH endpoint and its connections (rm).
+  virtual void close_ssh_endpoint(const std::string& vm_id) = 0;
 };
 
 /// The host of a real emulator: a state directory (`emulator-state.json`, `vms/<id>/`) and the
@@ -56,9 +81,20 @@ class FileVmHost final : public VmHost {
   void stop_vm_processes(const std::string& vm_id) override;
   void continue_vm_processes(const std::string& vm_id) override;
   void kill_vm_processes(const std::string& vm_id) override;
+  void save_authorized_keys(const std::string& text) override;
+  std::uint16_t open_ssh_endpoint(const std::string& vm_id, std::uint16_t port) override;
+  void close_ssh_connections(const std::string& vm_id) override;
+  void close_ssh_endpoint(const std::string& vm_id) override;
+
+  /// `<state_dir>/ssh/authorized_keys`.
+  std::filesystem::path authorized_keys_file() const;
+  /// The SSH endpoints the server serves while it runs (nullptr: none; the SSH calls do nothing).
+  void attach_ssh(SshEndpointService* endpoints);
 
  private:
   std::filesystem::path state_dir_;
+  std::mutex ssh_mutex_;
+  SshEndpointService* ssh_ = nullptr;
 };
 
 }  // namespace exedev::emulator

@@ -21,6 +21,8 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -57,6 +59,14 @@ VM (--exedev and --emulator; --working-dir and --scope-tag also when attaching):
   --on-exit=keep|destroy    what becomes of a VM this server made (default keep: its ref is
                             printed on stderr at exit)
 
+Transport (every exe.dev VM; lifecycle always uses exe.dev's HTTPS API):
+  --transport=auto|ssh|exec commands and files over SSH to the VM, or exe.dev's /exec API
+                            (default auto: SSH when a key is available and the VM answers)
+  --ssh-key=PATH            the SSH private key (default: EXE_SSH_KEY, ssh-agent, ~/.ssh/id_ed25519,
+                            ~/.ssh/id_rsa); with --emulator its PATH.pub is registered there
+  --known-hosts=PATH        the known_hosts file that verifies VM host keys (default
+                            ~/.ssh/known_hosts; with --emulator, the emulator's)
+
 Tools:
   --env=NAME=VALUE          environment of every command (repeatable)
   --read-only               only reading tools: no commands, no file changes
@@ -80,6 +90,9 @@ struct Config {
   bool read_only = false;
   bool persistent_shell = false;
   std::optional<double> command_timeout{};
+  Transport transport = Transport::automatic;
+  std::optional<std::string> ssh_key{};
+  std::optional<std::string> known_hosts{};
 };
 
 [[noreturn]] void bad_usage(const std::string& message) {
@@ -161,6 +174,14 @@ Config parse(int argc, char** argv) {
       const auto equals = assignment.find('=');
       if (equals == std::string::npos || equals == 0) bad_usage("--env needs NAME=VALUE");
       config.env[assignment.substr(0, equals)] = assignment.substr(equals + 1);
+    } else if (name == "--transport") {
+      const auto transport = parse_transport(need_value());
+      if (!transport) bad_usage("--transport is auto, ssh or exec");
+      config.transport = *transport;
+    } else if (name == "--ssh-key") {
+      config.ssh_key = need_value();
+    } else if (name == "--known-hosts") {
+      config.known_hosts = need_value();
     } else if (name == "--read-only") {
       config.read_only = true;
     } else if (name == "--persistent-shell") {
@@ -172,6 +193,9 @@ Config parse(int argc, char** argv) {
     }
   }
   if (config.kind == WorkspaceKind::none) bad_usage("choose a workspace: --local, --emulator, --exedev, --vm or --ref");
+  if (config.kind == WorkspaceKind::local && (config.ssh_key || config.known_hosts || config.transport != Transport::automatic)) {
+    bad_usage("--transport, --ssh-key and --known-hosts are for exe.dev VMs, not --local");
+  }
   const bool vm = config.kind != WorkspaceKind::local;
   if (!vm && (spec_given || config.spec.working_dir || config.scope_tag))
     bad_usage("the VM flags need --emulator, --exedev, --vm or --ref");
@@ -196,6 +220,16 @@ class Environment {
     options.scope_tag = config.scope_tag;
     options.env = config.env;
     if (emulator != nullptr) options.client_options = emulator::client_options(*emulator);
+    options.transport = config.transport;
+    if (config.ssh_key) options.ssh.private_key_file = *config.ssh_key;
+    if (config.known_hosts) {
+      options.ssh.known_hosts_file = *config.known_hosts;
+    } else if (emulator != nullptr) {
+      options.ssh.known_hosts_file = emulator->ssh_known_hosts();
+      options.ssh.host_key_policy = HostKeyPolicy::strict;
+    }
+    // The choice of transport, once, on stderr (stdout is the protocol).
+    options.logger = [](LogLevel, std::string_view line) { std::cerr << "exedev-mcp: " << line << "\n"; };
     backend_ = std::make_shared<SandboxBackend>(options);
     workspace_ = std::make_shared<workspace::Workspace>(backend_);
     description_ = config.ref ? "the exe.dev VM " + config.ref->id
@@ -269,6 +303,27 @@ Task<int> run(Config config, const emulator::Emulator* emulator) {
   co_return status;
 }
 
+// The bundled emulator accepts the public half of the key the server will use, when there is one
+// to read (PATH.pub beside the private key), so that --emulator runs over SSH as exe.dev would.
+emulator::Options emulator_options(const Config& config) {
+  emulator::Options options;
+  std::vector<std::filesystem::path> keys;
+  if (config.ssh_key) {
+    keys.emplace_back(*config.ssh_key);
+  } else if (const char* key = std::getenv("EXE_SSH_KEY"); key != nullptr && *key != '\0') {
+    keys.emplace_back(key);
+  } else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    keys.push_back(std::filesystem::path(home) / ".ssh" / "id_ed25519");
+    keys.push_back(std::filesystem::path(home) / ".ssh" / "id_rsa");
+  }
+  for (const auto& key : keys) {
+    std::ifstream in(key.string() + ".pub");
+    std::string line;
+    if (in && std::getline(in, line) && !line.empty()) options.ssh_authorized_keys.push_back(line);
+  }
+  return options;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -277,7 +332,7 @@ int main(int argc, char** argv) {
   const Config config = parse(argc, argv);
   try {
     std::optional<emulator::Emulator> emulator;
-    if (config.kind == WorkspaceKind::emulator) emulator.emplace();
+    if (config.kind == WorkspaceKind::emulator) emulator.emplace(emulator_options(config));
 
     asio::io_context io;
     // SIGINT and SIGTERM end the session as the end of input does.

@@ -98,6 +98,7 @@ Task<void> carry_out(Client client, ProvisionSubject& subject, ProvisionStep ste
       auto creating = create_request(client, subject.spec, subject.scope_tag);
       const auto created = co_await std::move(creating);
       subject.name = created.name;
+      subject.state = created;  // where its sshd is, until a later `ls` reads it again
       break;
     }
     case S::find_vm:

@@ -25,6 +25,9 @@ SandboxRun Sandbox::open_run(std::optional<workspace::WorkspaceRef> ref, bool fr
   backend.client_options = options_.client_options;
   backend.env = options_.env;
   backend.readiness = options_.readiness;
+  backend.transport = options_.transport;
+  backend.ssh = options_.ssh;
+  backend.logger = options_.logger;
   auto made = std::make_shared<SandboxBackend>(std::move(backend));
   return SandboxRun{made, std::make_shared<workspace::Workspace>(made)};
 }

@@ -9,6 +9,8 @@
 #include "sandbox/core.hpp"
 #include "sandbox/provision.hpp"
 #include "sandbox/run_errors.hpp"
+#include "sandbox/ssh_vm.hpp"
+#include "sandbox/vm_route.hpp"
 #include "workspace/shell_filesystem.hpp"
 
 namespace exedev {
@@ -66,6 +68,22 @@ std::size_t largest_chunk_request(std::size_t chars) {
 
 }  // namespace
 
+const char* transport_name(Transport transport) noexcept {
+  switch (transport) {
+    case Transport::automatic: return "auto";
+    case Transport::ssh: return "ssh";
+    case Transport::exec: return "exec";
+  }
+  return "auto";
+}
+
+std::optional<Transport> parse_transport(std::string_view name) noexcept {
+  if (name == "auto") return Transport::automatic;
+  if (name == "ssh") return Transport::ssh;
+  if (name == "exec") return Transport::exec;
+  return std::nullopt;
+}
+
 workspace::ShellFilesystemLimits exedev_shell_filesystem_limits(const workspace::Env& env,
                                                                 const std::optional<std::string>& working_dir,
                                                                 const FileTransferOptions& transfer) {
@@ -90,19 +108,51 @@ workspace::ShellFilesystemLimits exedev_shell_filesystem_limits(const workspace:
   return limits;
 }
 
+namespace {
+
+// Over SSH the scripts' pages and chunks travel on channels, not in 64 KiB requests; data past
+// one chunk goes over SFTP (SupportsFileTransfer), so pages stay small enough to answer at once.
+workspace::ShellFilesystemLimits ssh_shell_filesystem_limits() {
+  workspace::ShellFilesystemLimits limits;
+  limits.read_page_bytes = 1024 * 1024;
+  limits.write_chunk_chars = 1024 * 1024;
+  limits.listing_inline_bytes = 1024 * 1024;
+  limits.write_window = 4;
+  limits.compress = false;  // the link is faster than the VM's gzip
+  return limits;
+}
+
+// Attempts of one operation over SSH when its channel could not be used because the connection
+// had just dropped (nothing ran, or the script is idempotent): each on a fresh connection.
+constexpr int kSshAttempts = 3;
+
+bool retry_on_fresh_connection(const std::exception_ptr& error, bool idempotent) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const ConnectionError& e) {
+    return !e.sent() || idempotent;
+  } catch (...) {
+    return false;
+  }
+}
+
+}  // namespace
+
 struct SandboxBackend::Impl {
   detail::ProvisionSubject target;
   detail::ClientHolder client;
   workspace::Env env;
   workspace::ShellFilesystemLimits limits;
   std::optional<std::string> canonical_working_dir;
+  detail::VmRoute route;
 
   explicit Impl(SandboxBackendOptions& o)
       // A backend never destroys its environment: a cancelled provision keeps the VM it made.
       : target(o.ref ? detail::ProvisionPlan::Kind::attach : detail::ProvisionPlan::Kind::provision, false, std::move(o.spec),
            std::move(o.scope_tag), o.readiness),
-        client(std::move(o.client), std::move(o.client_options)), env(std::move(o.env)),
-        limits(exedev_shell_filesystem_limits(env, target.spec.working_dir(), o.transfer)) {
+        client(std::move(o.client), o.client_options), env(std::move(o.env)),
+        limits(exedev_shell_filesystem_limits(env, target.spec.working_dir(), o.transfer)),
+        route(o.transport, std::move(o.ssh), o.logger ? std::move(o.logger) : std::move(o.client_options.logger)) {
     detail::check_spec_scope(target.spec, target.scope_tag);
     if (o.ref) target.name = VMTarget(*o.ref).name();
   }
@@ -178,8 +228,58 @@ struct SandboxBackend::Impl {
     options.max_output_bytes = max_command_output_bytes;
     options.idempotent = idempotent;  // the client re-sends it when an answer is lost
     options.on_stdout = std::move(on_stdout);
-    auto recovering = with_recovery(c, name, [&] { return c.run_script(name, script, options); });
+    auto recovering = with_recovery(c, name, [&] { return run_script_once(c, name, script, options); });
     co_return co_await std::move(recovering);
+  }
+
+  // One script on the route in use (SSH, else the client's /exec).
+  Task<RunResult> run_script_once(Client c, std::string name, std::string script, ScriptOptions options) {
+    for (int attempt = 1;; ++attempt) {
+      auto connecting = route.connection(c, target);
+      const auto connection = co_await std::move(connecting);
+      if (!connection) {
+        auto running = c.run_script(name, script, options);
+        co_return co_await std::move(running);
+      }
+      std::exception_ptr error;
+      try {
+        auto running = detail::ssh_run_script(connection, script, options);
+        co_return co_await std::move(running);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      if (attempt == kSshAttempts || !retry_on_fresh_connection(error, options.idempotent)) std::rethrow_exception(error);
+      route.drop(connection);
+    }
+  }
+
+  // One command on the route in use. A channel refused by a connection that had just dropped
+  // never started the command: it goes again on a fresh connection.
+  Task<RunResult> run_once(Client c, std::string name, std::string line, ClientRunOptions options) {
+    for (int attempt = 1;; ++attempt) {
+      auto connecting = route.connection(c, target);
+      const auto connection = co_await std::move(connecting);
+      if (!connection) {
+        auto running = c.run(name, line, options);
+        co_return co_await std::move(running);
+      }
+      std::exception_ptr error;
+      try {
+        auto running = detail::ssh_run(connection, line, options);
+        co_return co_await std::move(running);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      if (attempt == kSshAttempts || !retry_on_fresh_connection(error, false)) std::rethrow_exception(error);
+      route.drop(connection);
+    }
+  }
+
+  Task<std::shared_ptr<ssh::Sftp>> sftp() {
+    co_await ensure_ready();
+    auto c = co_await client.get();
+    auto opening = route.sftp(c, target);
+    co_return co_await std::move(opening);
   }
 
   // Awaits `start()` (a client call that runs something on VM `name`) and hands a failure to
@@ -216,7 +316,7 @@ struct SandboxBackend::Impl {
     run_options.on_stdout = std::move(options.on_stdout);
     run_options.on_stderr = std::move(options.on_stderr);
     const std::string line = command.to_shell_line();
-    auto recovering = with_recovery(c, name, [&] { return c.run(name, line, run_options); });
+    auto recovering = with_recovery(c, name, [&] { return run_once(c, name, line, run_options); });
     co_return co_await std::move(recovering);
   }
 };
@@ -235,7 +335,38 @@ std::optional<WorkspaceRef> SandboxBackend::ref() const {
   return vm_ref(*impl_->target.name);
 }
 
-workspace::ShellFilesystemLimits SandboxBackend::shell_filesystem_limits() const { return impl_->limits; }
+workspace::ShellFilesystemLimits SandboxBackend::shell_filesystem_limits() const {
+  return impl_->route.in_use() == Transport::ssh ? ssh_shell_filesystem_limits() : impl_->limits;
+}
+
+std::optional<Transport> SandboxBackend::transport_in_use() const { return impl_->route.in_use(); }
+
+Task<bool> SandboxBackend::file_transfer_available() {
+  std::exception_ptr error;
+  try {
+    auto opening = impl_->sftp();
+    co_return (co_await std::move(opening)) != nullptr;
+  } catch (...) {
+    error = std::current_exception();
+  }
+  detail::rethrow_access_mapped(error);
+}
+
+Task<void> SandboxBackend::upload(std::string path, workspace::Bytes data) {
+  auto opening = impl_->sftp();
+  const auto sftp = co_await std::move(opening);
+  if (!sftp) throw workspace::WorkspaceError("file transfer is not available on VM \"" + *impl_->target.name + "\"");
+  auto writing = sftp->write_file(std::move(path), std::move(data), 0600);
+  co_await std::move(writing);
+}
+
+Task<workspace::Bytes> SandboxBackend::download(std::string path) {
+  auto opening = impl_->sftp();
+  const auto sftp = co_await std::move(opening);
+  if (!sftp) throw workspace::WorkspaceError("file transfer is not available on VM \"" + *impl_->target.name + "\"");
+  auto reading = sftp->read_file(std::move(path));
+  co_return co_await std::move(reading);
+}
 
 void SandboxBackend::note_gzip_missing() { impl_->limits.compress = false; }
 
@@ -292,6 +423,7 @@ Task<void> SandboxBackend::close() {
   // short; it is raised once the client is closed.
   EXEDEV_AWAIT_DESPITE_CANCELLATION(error, [](Impl& impl) -> Task<void> {
     while (impl.target.phases.phase() == detail::ProvisionPhase::busy) co_await impl.target.phase_changed.wait();
+    co_await impl.route.close();
     co_await impl.client.close();
   }(*impl_));
   if (error) std::rethrow_exception(error);

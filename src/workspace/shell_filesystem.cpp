@@ -30,7 +30,7 @@ using exedev::detail::base64_encode;
 
 ShellFilesystem::ShellFilesystem(std::shared_ptr<WorkspaceBackend> backend, SupportsCommands& commands)
     : backend_(std::move(backend)), commands_(commands), scripts_(dynamic_cast<SupportsShellScripts*>(backend_.get())),
-      limits_(commands.shell_filesystem_limits()) {
+      transfer_(dynamic_cast<SupportsFileTransfer*>(backend_.get())), limits_(commands.shell_filesystem_limits()) {
   if (limits_.read_page_bytes == 0 || limits_.write_chunk_chars < 4 || limits_.write_window == 0) {
     throw std::invalid_argument("shell filesystem page, chunk and window sizes must be positive");
   }
@@ -143,7 +143,14 @@ Task<Bytes> ShellFilesystem::read_bytes(std::string path) {
       }
       decoder.finish(path);
       const auto size = *decoder.size();
-      if (data.size() < size) data = co_await read_pages(shell_quote(path), size, path, "read", std::move(data), 1);
+      if (data.size() < size) {
+        if (co_await transfers(size - data.size())) {
+          data = co_await transfer_->download(path);
+          damaged = data.size() != size;  // it changed since the first page: read it again
+        } else {
+          data = co_await read_pages(shell_quote(path), size, path, "read", std::move(data), 1);
+        }
+      }
     } catch (const DamagedOutputError&) {
       damaged = true;
     }
@@ -196,6 +203,23 @@ Task<bool> ShellFilesystem::write_chunked(std::string path, std::string temp_nam
   co_return true;
 }
 
+Task<bool> ShellFilesystem::transfers(std::uint64_t bytes) {
+  if (!transfer_ || bytes <= limits_.write_chunk_chars / 4 * 3) co_return false;
+  co_return co_await transfer_->file_transfer_available();
+}
+
+Task<void> ShellFilesystem::write_transferred(std::string path, std::string temp_name, Bytes data, WriteCheck verify) {
+  const auto begun = co_await sh(write_begin_script(path, temp_name, false));
+  co_await check(begun, path, false);
+  const auto destination = parse_realpath_output(begun.stdout_text, path);
+  const auto temp = posix_join(posix_dirname(destination), temp_name);
+  co_await transfer_->upload(temp, std::move(data));
+  const auto committed = co_await sh(commit_script(shell_quote(destination), shell_quote(temp),
+                                                   shell_quote(temp + ".decoded"), verify));
+  if (committed.exit_code == kShortWrite) throw DamagedWriteError(path);
+  co_await check(committed, destination, false);
+}
+
 std::optional<std::string> ShellFilesystem::compressed_payload(const Bytes& data) const {
   // One command is the floor: data that fits one raw is not worth the environment's gzip.
   const bool fits_one_command = (data.size() + 2) / 3 * 4 <= limits_.write_chunk_chars;
@@ -227,6 +251,10 @@ Task<void> ShellFilesystem::write_bytes(std::string path, Bytes data) {
   verify.sha256 = sha256_hex(data);
   std::exception_ptr error;
   try {
+    if (co_await transfers(data.size())) {
+      co_await write_transferred(path, temp_name, std::move(data), verify);
+      co_return;
+    }
     auto compressed = compressed_payload(data);
     bool written = false;
     if (compressed) {

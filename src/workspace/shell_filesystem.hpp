@@ -229,6 +229,12 @@ class ShellFilesystem final : public SupportsFilesystem, public SupportsRealpath
   /// or in chunks. false: refused, nothing written, because the environment has no gzip.
   Task<bool> write_encoded(std::string path, std::string temp_name, std::string encoded, WriteCheck verify);
   Task<bool> write_chunked(std::string path, std::string temp_name, std::string encoded, WriteCheck verify);
+  /// Whether the backend's file transfer channel should carry `bytes` of data (only data that
+  /// the scripts would need more than one command for).
+  Task<bool> transfers(std::uint64_t bytes);
+  /// Writes through the file transfer channel: the same begin and commit scripts as a chunked
+  /// write, with the raw data uploaded into the temp file between them.
+  Task<void> write_transferred(std::string path, std::string temp_name, Bytes data, WriteCheck verify);
   Task<void> write_block(std::string temp, std::string block, std::size_t block_bytes, std::size_t index,
                          std::string destination);
   Task<void> cleanup(std::string script);
@@ -236,6 +242,7 @@ class ShellFilesystem final : public SupportsFilesystem, public SupportsRealpath
   std::shared_ptr<WorkspaceBackend> backend_;
   SupportsCommands& commands_;
   SupportsShellScripts* scripts_ = nullptr;
+  SupportsFileTransfer* transfer_ = nullptr;
   ShellFilesystemLimits limits_;
 };
 

@@ -35,6 +35,7 @@ struct VMInfo {
   std::string ssh_dest;
   std::string ssh_host;
   std::string ssh_user;
+  std::optional<std::uint16_t> ssh_port;  ///< the VM's SSH port (22 when exe.dev leaves it out)
   std::string https_url;
   std::optional<std::uint64_t> disk_capacity_bytes;
   std::optional<std::uint64_t> memory_capacity_bytes;

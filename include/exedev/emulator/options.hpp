@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <exedev/coawait_guard.hpp>
 #include <exedev/emulator/modes.hpp>
@@ -33,6 +34,9 @@ struct Options {
   /// SHELL=<shell>, as sshd runs them. Empty = /bin/bash when this machine has it (exeuntu's
   /// login shell is bash), else /bin/sh.
   std::string login_shell{};
+  /// SSH public keys (authorized_keys lines, e.g. the text of an `id_ed25519.pub`) registered at
+  /// start, as `ssh-key add` registers them: they may log in to every VM's SSH endpoint.
+  std::vector<std::string> ssh_authorized_keys{};
   Modes modes{};
   EXEDEV_COAWAIT_GUARD;
 };

@@ -40,6 +40,10 @@ struct SandboxOptions {
   std::optional<Client> client{};
   ClientOptions client_options{};
   ReadinessOptions readiness{};
+  /// Each run's backend's transport, SSH options and log (SandboxBackendOptions).
+  Transport transport = Transport::automatic;
+  SshOptions ssh{};
+  Logger logger{};
   EXEDEV_COAWAIT_GUARD;
 };
 

@@ -36,6 +36,8 @@
 #include <exedev/sandbox/errors.hpp>
 #include <exedev/sandbox/vm_spec.hpp>
 #include <exedev/sandbox/vms.hpp>
+#include <exedev/ssh/errors.hpp>
+#include <exedev/ssh/options.hpp>
 #include <exedev/workspace/backend.hpp>
 #include <exedev/workspace/types.hpp>
 
@@ -65,6 +67,22 @@ struct FileTransferOptions {
   bool reference_mode = false;
 };
 
+/// How SandboxBackend reaches its VM's shell and files (docs/sandbox.md, "Transports"). VM
+/// lifecycle (create, copy, list, resume, tags, readiness) always uses exe.dev's /exec API.
+enum class Transport {
+  /// SSH when a key is available (SshOptions, EXE_SSH_KEY, ssh-agent, ~/.ssh/id_ed25519 or
+  /// id_rsa) and the VM's SSH endpoint accepts it, else /exec; the choice and its reason are
+  /// logged once. A changed host key is never a reason to fall back: it is refused.
+  automatic,
+  ssh,   ///< SSH only: an error (with the reason) when SSH cannot be used.
+  exec,  ///< exe.dev's POST /exec only (64 KiB requests, rate-limited, 30 s each).
+};
+
+/// "auto", "ssh" or "exec".
+[[nodiscard]] const char* transport_name(Transport transport) noexcept;
+/// The Transport a name gives ("auto", "ssh", "exec"), or nullopt.
+[[nodiscard]] std::optional<Transport> parse_transport(std::string_view name) noexcept;
+
 struct SandboxBackendOptions {
   /// Attach to this VM; without it, the first operation provisions one from `spec`.
   std::optional<workspace::WorkspaceRef> ref{};
@@ -78,6 +96,12 @@ struct SandboxBackendOptions {
   workspace::Env env{};
   ReadinessOptions readiness{};
   FileTransferOptions transfer{};
+  Transport transport = Transport::automatic;
+  /// Keys, known_hosts and host key policy, timeouts of the SSH transport.
+  SshOptions ssh{};
+  /// Where the transport choice is logged (one line when it is made, one when it changes);
+  /// empty = client_options.logger.
+  Logger logger{};
   EXEDEV_COAWAIT_GUARD;
 };
 
@@ -91,7 +115,8 @@ struct SandboxBackendOptions {
 
 class SandboxBackend final : public workspace::WorkspaceBackend,
                              public workspace::SupportsCommands,
-                             public workspace::SupportsShellScripts {
+                             public workspace::SupportsShellScripts,
+                             public workspace::SupportsFileTransfer {
  public:
   /// No I/O. Throws std::invalid_argument for a ref of another provider or an invalid VM name,
   /// a spec with copy_base_tags=false under a scope tag, an invalid scope tag, or an env too
@@ -122,11 +147,21 @@ class SandboxBackend final : public workspace::WorkspaceBackend,
   workspace::Task<workspace::CommandResult> run_script(std::string script, std::vector<std::string> args,
                                                       bool idempotent, workspace::ScriptStdoutSink on_stdout) override;
 
+  /// Over SSH: SFTP, once the backend is connected and the VM's sshd serves it.
+  workspace::Task<bool> file_transfer_available() override;
+  workspace::Task<void> upload(std::string path, workspace::Bytes data) override;
+  workspace::Task<workspace::Bytes> download(std::string path) override;
+
+  /// The transport in use: nullopt until the first operation has chosen one (Transport::ssh or
+  /// Transport::exec afterwards; `automatic` may later switch from SSH to /exec when SSH stops
+  /// answering, never in the middle of a command).
+  [[nodiscard]] std::optional<Transport> transport_in_use() const;
+
   /// The client in use (made on first use when none was given).
   workspace::Task<Client> client();
 
-  /// Waits for a VM this backend is provisioning (so its ref is recorded), then closes the
-  /// client this backend made (never one it was given). Never touches the VM. Once the close has
+  /// Waits for a VM this backend is provisioning (so its ref is recorded), then closes the SSH
+  /// connection and the client this backend made (never one it was given). Never touches the VM. Once the close has
   /// started, the wait included, it finishes before a cancellation reaches the caller; the
   /// cancellation is then raised (operation_aborted, with the close's error nested
   /// if it failed). A failed close keeps the client; calling close() again retries. The

@@ -103,6 +103,22 @@ class SupportsShellScripts {
                                          ScriptStdoutSink on_stdout) = 0;
 };
 
+/// Optional, beside SupportsShellScripts: a channel for file data apart from the scripts
+/// (SandboxBackend over SSH: SFTP). The shell-derived filesystem's scripts still decide every
+/// path and check (the same scripts as without it); only the bytes of large files travel here,
+/// raw. Without it, or while it answers false, the scripts carry the data.
+class SupportsFileTransfer {
+ public:
+  virtual ~SupportsFileTransfer() = default;
+  /// Whether the channel can be used now (a backend may learn it only once connected).
+  virtual Task<bool> file_transfer_available() = 0;
+  /// Replaces the contents of the existing regular file `path` (absolute, symlinks resolved)
+  /// with `data`.
+  virtual Task<void> upload(std::string path, Bytes data) = 0;
+  /// The contents of the regular file `path` (absolute).
+  virtual Task<Bytes> download(std::string path) = 0;
+};
+
 /// Optional native file access; without it, Workspace uses the shell. Paths are absolute POSIX
 /// paths. A missing path throws filesystem_error(no_such_file_or_directory) (except exists),
 /// reading a directory throws filesystem_error(is_a_directory).

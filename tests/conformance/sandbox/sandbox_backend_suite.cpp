@@ -4,6 +4,10 @@
 #include <exedev/exedev.hpp>
 #include <exedev/testing/conformance.hpp>
 
+#include "support/sshd_server.hpp"
+
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -16,15 +20,46 @@ using namespace std::chrono_literals;
 
 constexpr const char* kScope = "conformance";
 
+// The transport under test, from EXEDEV_CONFORMANCE_TRANSFER: "ssh" runs the suite over the
+// emulator's sshd; every other configuration is /exec's.
+bool over_ssh() {
+  const char* value = std::getenv("EXEDEV_CONFORMANCE_TRANSFER");
+  return value != nullptr && std::string(value) == "ssh";
+}
+
+// The client key the emulator accepts (ssh mode), made once in a directory of its own that is
+// removed at exit.
+struct ClientKey {
+  ClientKey() : directory(std::filesystem::temp_directory_path() / ("exedev-conformance-ssh-" + std::to_string(::getpid()))) {
+    std::filesystem::create_directories(directory);
+    key = exedev::test_support::make_key(directory, "client");
+  }
+  ~ClientKey() {
+    std::error_code ignored;
+    std::filesystem::remove_all(directory, ignored);
+  }
+  std::filesystem::path directory;
+  exedev::test_support::KeyPair key;
+};
+
+const exedev::test_support::KeyPair& ssh_key() {
+  static const ClientKey client;
+  return client.key;
+}
+
 exedev::emulator::Emulator& emulator() {
-  static exedev::emulator::Emulator instance;
+  static exedev::emulator::Emulator instance([] {
+    exedev::emulator::Options options;
+    if (over_ssh()) options.ssh_authorized_keys.push_back(ssh_key().public_line());
+    return options;
+  }());
   return instance;
 }
 
 exedev::ClientOptions client_options() { return exedev::emulator::client_options(emulator()); }
 
 // The file-transfer configuration under test, from EXEDEV_CONFORMANCE_TRANSFER (one CTest entry
-// each): default, window1, pacing, reference or compression_off.
+// each): default, window1, pacing, reference, compression_off, or ssh (the SSH transport).
 void configure_transfer(exedev::SandboxBackendOptions& o) {
   const char* value = std::getenv("EXEDEV_CONFORMANCE_TRANSFER");
   const std::string mode = value ? value : "default";
@@ -39,10 +74,18 @@ void configure_transfer(exedev::SandboxBackendOptions& o) {
     o.client_options.pacing.enabled = true;
     o.client_options.pacing.burst = 60;
     o.client_options.pacing.per_second = 200;
+  } else if (mode == "ssh") {
+    o.transport = exedev::Transport::ssh;
+    o.ssh.private_key_file = ssh_key().private_key;
+    o.ssh.use_agent = false;
+    o.ssh.known_hosts_file = emulator().ssh_known_hosts();
+    o.ssh.host_key_policy = exedev::HostKeyPolicy::strict;
   } else if (mode != "default") {
     throw std::invalid_argument(
-        "EXEDEV_CONFORMANCE_TRANSFER must be default, window1, pacing, reference or compression_off");
+        "EXEDEV_CONFORMANCE_TRANSFER must be default, window1, pacing, reference, compression_off or ssh");
   }
+  // Every /exec configuration pins its transport, whatever keys this machine has.
+  if (mode != "ssh") o.transport = exedev::Transport::exec;
 }
 
 exedev::SandboxBackendOptions options(std::optional<exedev::workspace::WorkspaceRef> ref) {

@@ -202,6 +202,9 @@ class Fixture {
     o.env = std::move(env);
     o.readiness = readiness();
     o.transfer = transfer;
+    // /exec, whatever SSH keys this machine has: these tests count its requests
+    // (ssh_transport_test.cpp tests the SSH transport).
+    o.transport = exedev::Transport::exec;
     return std::make_shared<exedev::SandboxBackend>(std::move(o));
   }
 

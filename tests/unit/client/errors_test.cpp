@@ -3,6 +3,7 @@
 #include "client/api_response.hpp"
 
 #include <exedev/errors.hpp>
+#include <exedev/ssh/errors.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -101,6 +102,31 @@ TEST_CASE("errors: the errors that are not statuses") {
   CHECK(limit.limit() == 1024);
 }
 
+TEST_CASE("errors: the SSH transport's refusals are neither retryable nor may have run") {
+  const HostKeyError host_key("h", "[vm]:2222", "SHA256:new", std::string("SHA256:old"));
+  const SshAuthenticationError auth("a", {"agent key SHA256:x", "/home/u/.ssh/id_ed25519"});
+  const SshKeyUnusableError unusable("k", "/keys/id");
+  CHECK(host_key.code() == errc::host_key_rejected);
+  CHECK(auth.code() == errc::ssh_authentication_failed);
+  CHECK(unusable.code() == errc::ssh_key_unusable);
+  for (const Error* e : std::vector<const Error*>{&host_key, &auth, &unusable}) {
+    CHECK(e->code().category() == client_category());
+    CHECK_FALSE(e->is_retryable());
+    CHECK_FALSE(e->may_have_run());
+  }
+  CHECK(host_key.host() == "[vm]:2222");
+  CHECK(host_key.offered_fingerprint() == "SHA256:new");
+  CHECK(host_key.recorded_fingerprint() == "SHA256:old");
+  CHECK(auth.tried().size() == 2);
+  CHECK(unusable.source() == "/keys/id");
+  // An unusable key is an authentication failure to a caller that catches those.
+  try {
+    throw SshKeyUnusableError("k", "/keys/id");
+  } catch (const SshAuthenticationError& e) {
+    CHECK(e.code() == errc::ssh_key_unusable);
+  }
+}
+
 TEST_CASE("errors: one payload carries partial output, caught the same way for every error") {
   const auto output_of = [](auto error) {
     try {
@@ -135,13 +161,13 @@ TEST_CASE("errors: a 429 keeps the Retry-After it came with") {
 TEST_CASE("errors: the category names every code, and codes are distinct") {
   CHECK(std::string(client_category().name()) == "exedev");
   std::set<std::string> messages;
-  for (int value = static_cast<int>(errc::bad_request); value <= static_cast<int>(errc::output_limit); ++value) {
+  for (int value = static_cast<int>(errc::bad_request); value <= static_cast<int>(errc::ssh_key_unusable); ++value) {
     const std::error_code code = make_error_code(static_cast<errc>(value));
     CHECK(code);
     CHECK(code.message() != "unknown exedev error");
     messages.insert(code.message());
   }
-  CHECK(messages.size() == static_cast<std::size_t>(errc::output_limit));
+  CHECK(messages.size() == static_cast<std::size_t>(errc::ssh_key_unusable));
   CHECK(std::error_code(999, client_category()).message() == "unknown exedev error");
   CHECK(std::error_code(errc::rate_limited) != std::error_code(errc::server_error));
 }

@@ -1,0 +1,148 @@
+#include "sandbox/ssh_commands.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <stdexcept>
+
+#include "client/run_protocol.hpp"
+#include "client/script_exec.hpp"
+#include "common/shell_quote.hpp"
+
+namespace exedev::detail {
+
+namespace {
+
+// The marker line is bounded: a longer line before it is noise and dropped as it streams.
+constexpr std::size_t kMaxMarkerLine = 256;
+
+void require_boundary(const std::string& boundary) {
+  if (boundary.empty() || boundary.size() > 64 ||
+      boundary.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") != std::string::npos) {
+    throw std::invalid_argument("ssh: invalid marker boundary");
+  }
+}
+
+}  // namespace
+
+std::string ssh_command_program(const std::string& boundary, const std::string& shell_line,
+                                const std::map<std::string, std::string>& env,
+                                const std::optional<std::string>& working_dir) {
+  require_boundary(boundary);
+  const std::string text = command_text(shell_line, env, working_dir);
+  std::string s = "main() {\n";
+  s += login_shell_selection();
+  // The session's process group, from /proc (field 5 of stat, counted after the command name,
+  // which may hold spaces), else from ps.
+  s += "g=\n";
+  s += "if read -r l </proc/$$/stat 2>/dev/null; then set -- ${l##*) }; g=$3; fi\n";
+  s += "[ -n \"$g\" ] || g=$(ps -o pgid= -p $$ 2>/dev/null | tr -d ' ')\n";
+  const std::string b = sh_single_quote(boundary);
+  s += "printf '%s %s\\n' " + b + " \"$g\" >&2\n";
+  s += "\"$S\" -l -c " + sh_single_quote(text) + " </dev/null\n";
+  s += "c=$?\n";
+  // The end of each stream: a background child may hold the channel open past the exit.
+  s += "printf '\\n%s x %s\\n' " + b + " \"$c\"\n";
+  s += "printf '\\n%s x %s\\n' " + b + " \"$c\" >&2\n";
+  s += "exit \"$c\"\n";
+  s += "}\n";
+  s += "main\n";
+  return s;
+}
+
+std::string ssh_stop_program(std::int64_t pgid) {
+  if (pgid <= 1) throw std::invalid_argument("ssh: invalid process group");
+  const std::string group = "-" + std::to_string(pgid);
+  std::string s = "kill -s TERM -- " + group + " 2>/dev/null || exit 0\n";
+  s += "i=0\n";
+  s += "while kill -s 0 -- " + group + " 2>/dev/null; do\n";
+  s += "  i=$((i + 1)); [ \"$i\" -gt 50 ] && break; sleep 0.1\n";
+  s += "done\n";
+  s += "kill -s KILL -- " + group + " 2>/dev/null\n";
+  s += "exit 0\n";
+  return s;
+}
+
+std::string ssh_script_program(const std::string& script, const std::vector<std::string>& args) {
+  if (script.find('\0') != std::string::npos) throw std::invalid_argument("run_script: the script must not contain a NUL byte");
+  std::string s = "set --";
+  for (const auto& arg : args) {
+    if (!valid_script_argument(arg)) throw std::invalid_argument("run_script: an argument must be non-empty base64 text");
+    s += ' ';
+    s += arg;
+  }
+  // A compound command is read whole before it runs, so the script cannot read its own text.
+  s += "\n{\n";
+  s += script;
+  s += "\n} </dev/null\n";
+  return s;
+}
+
+StartMarkerReader::StartMarkerReader(std::string boundary) : boundary_(std::move(boundary)) {}
+
+std::string StartMarkerReader::feed(std::string_view bytes) {
+  if (started_) return std::string(bytes);
+  while (!bytes.empty()) {
+    const auto nl = bytes.find('\n');
+    const auto piece = bytes.substr(0, nl);
+    if (line_.size() < kMaxMarkerLine) line_.append(piece.substr(0, kMaxMarkerLine - line_.size()));
+    if (nl == std::string_view::npos) return {};
+    bytes.remove_prefix(nl + 1);
+    const std::string_view line = line_;
+    if (line.size() > boundary_.size() && line.starts_with(boundary_) && line[boundary_.size()] == ' ') {
+      started_ = true;
+      const auto number = line.substr(boundary_.size() + 1);
+      std::int64_t value = 0;
+      const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+      if (ec == std::errc() && end == number.data() + number.size() && value > 1) pgid_ = value;
+      line_.clear();
+      return std::string(bytes);
+    }
+    line_.clear();
+  }
+  return {};
+}
+
+EndMarkerReader::EndMarkerReader(const std::string& boundary) : mark_("\n" + boundary + " x ") {}
+
+std::string EndMarkerReader::feed(std::string_view bytes) {
+  if (exit_code_) return {};
+  pending_.append(bytes);
+  std::string out;
+  for (;;) {
+    const auto at = pending_.find(mark_);
+    if (at == std::string::npos) break;
+    const auto digits = at + mark_.size();
+    const auto nl = pending_.find('\n', digits);
+    if (nl == std::string::npos) {
+      // The status is still on its way: everything before the mark is data.
+      out.append(pending_, 0, at);
+      pending_.erase(0, at);
+      return out;
+    }
+    int code = 0;
+    const auto [end, ec] = std::from_chars(pending_.data() + digits, pending_.data() + nl, code);
+    if (ec == std::errc() && end == pending_.data() + nl) {
+      out.append(pending_, 0, at);
+      pending_.clear();
+      exit_code_ = code;
+      return out;
+    }
+    // Not the end frame (the boundary is random, so only a garbled one): it is data.
+    out.append(pending_, 0, digits);
+    pending_.erase(0, digits);
+  }
+  // Hold back what may be the start of the mark.
+  std::size_t keep = std::min(pending_.size(), mark_.size() - 1);
+  while (keep > 0 && pending_.compare(pending_.size() - keep, keep, mark_, 0, keep) != 0) --keep;
+  out.append(pending_, 0, pending_.size() - keep);
+  pending_.erase(0, pending_.size() - keep);
+  return out;
+}
+
+std::string EndMarkerReader::finish() {
+  std::string rest;
+  rest.swap(pending_);
+  return rest;
+}
+
+}  // namespace exedev::detail

@@ -1,0 +1,80 @@
+#pragma once
+// How SandboxBackend runs commands and scripts on a VM over SSH, sans-IO: what each exec
+// channel carries and how its stderr is read (tested in tests/unit/sandbox/ssh_commands_test.cpp).
+//
+// Every exec request names `/bin/sh` (a line any login shell runs) and sends its program on
+// stdin, so neither the VM's login shell nor sshd's command-line limits see the program's bytes
+// or its data. A command's program prints one marker line on stderr, `<B> <pgid>`, before the
+// command starts, then replaces itself with the login shell running the command text, so the
+// channel's exit status is the command's. <pgid> is the process group sshd made for the session:
+// closing a channel does not stop a process under OpenSSH, so a timeout, a cancellation or the
+// output limit stops that group from a second channel (TERM, then KILL after 5 s, as on /exec).
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace exedev::detail {
+
+/// The command line of every exec request SandboxBackend sends over SSH.
+inline constexpr std::string_view ssh_exec_command = "/bin/sh";
+
+/// The program (stdin) of a command: the marker, then `$SHELL -l -c <command text>` with stdin
+/// at EOF, in the session's process group, then the end marks; it exits with the command's status. Throws std::invalid_argument as command_text does, or
+/// for an invalid boundary.
+[[nodiscard]] std::string ssh_command_program(const std::string& boundary, const std::string& shell_line,
+                                              const std::map<std::string, std::string>& env,
+                                              const std::optional<std::string>& working_dir);
+
+/// The program that stops process group `pgid`: TERM, then KILL once 5 s have passed with a
+/// member still alive. Exits 0 whether or not the group still existed.
+[[nodiscard]] std::string ssh_stop_program(std::int64_t pgid);
+
+/// The program of a script: positional parameters `args` (validated like /exec's), then the
+/// script, read whole before it runs, with stdin at EOF.
+[[nodiscard]] std::string ssh_script_program(const std::string& script, const std::vector<std::string>& args);
+
+/// Reads the stderr of a command started by ssh_command_program, split anywhere: bytes before the
+/// marker (login-shell noise from sshd's session) are dropped, the marker gives the process
+/// group, and everything after it is the command's stderr.
+class StartMarkerReader {
+ public:
+  explicit StartMarkerReader(std::string boundary);
+  /// Returns the command's stderr bytes among `bytes` (possibly none).
+  [[nodiscard]] std::string feed(std::string_view bytes);
+  /// The process group, once the marker has arrived.
+  [[nodiscard]] std::optional<std::int64_t> pgid() const noexcept { return pgid_; }
+  [[nodiscard]] bool started() const noexcept { return started_; }
+
+ private:
+  std::string boundary_;
+  std::string line_;
+  bool started_ = false;
+  std::optional<std::int64_t> pgid_;
+};
+
+/// Reads one stream of a command started by ssh_command_program, split anywhere: the program
+/// ends each stream with `\n<B> x <status>\n` once the command has exited, because a background
+/// child that inherited the stream can keep the channel open long after. Bytes before that end
+/// mark are the command's; bytes after it are ignored.
+class EndMarkerReader {
+ public:
+  explicit EndMarkerReader(const std::string& boundary);
+  /// Returns the command's bytes among `bytes` (possibly none; a possible start of the mark is
+  /// held back until it is decided).
+  [[nodiscard]] std::string feed(std::string_view bytes);
+  /// The bytes held back, when the stream ended without its end mark (the program was killed).
+  [[nodiscard]] std::string finish();
+  /// The command's exit status, once the end mark has arrived.
+  [[nodiscard]] std::optional<int> exit_code() const noexcept { return exit_code_; }
+
+ private:
+  std::string mark_;
+  std::string pending_;
+  std::optional<int> exit_code_;
+};
+
+}  // namespace exedev::detail

@@ -1,0 +1,269 @@
+#include "sandbox/ssh_vm.hpp"
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <chrono>
+#include <exception>
+#include <stdexcept>
+#include <utility>
+
+#include "common/coroutines.hpp"
+#include "common/event.hpp"
+#include "common/random_ids.hpp"
+#include "common/time_limits.hpp"
+#include "sandbox/ssh_commands.hpp"
+
+namespace exedev::detail {
+
+namespace asio = boost::asio;
+using namespace asio::experimental::awaitable_operators;
+
+namespace {
+
+constexpr std::string_view kBoundaryAlphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+// How long the stop of a command's process group may take: TERM, 5 s, KILL, and the channel.
+constexpr auto kStopBound = std::chrono::seconds(10);
+
+// Why a running command is being ended before it exits by itself.
+enum class StopReason { none, timeout, output_limit, callback_failed };
+
+// A command in flight: its output so far, the marker, and why it must stop (if it must).
+struct CommandRun {
+  explicit CommandRun(std::string marker_boundary)
+      : boundary(marker_boundary), marker(marker_boundary), out_end(marker_boundary), err_end(marker_boundary) {}
+  std::string boundary;
+  StartMarkerReader marker;
+  EndMarkerReader out_end;
+  EndMarkerReader err_end;
+  PartialOutput output;
+  std::size_t limit = 0;
+  StopReason stop = StopReason::none;
+  bool stopped = false;  // the process group was stopped (confirmed by the stop program)
+  std::exception_ptr callback_error;
+  Event changed;  // a stop was asked for, the start marker or an end mark arrived
+
+  // Both streams ended: the command exited (its channel may stay open for a background child).
+  [[nodiscard]] bool ended() const { return out_end.exit_code() && err_end.exit_code(); }
+  void take_stdout(std::string_view bytes, const std::function<void(std::string_view)>& callback) {
+    const bool had_ended = ended();
+    const std::string own = out_end.feed(bytes);
+    if (!own.empty() && admit(own)) {
+      output.stdout_data.append(own);
+      forward(callback, own);
+    }
+    if (!had_ended && ended()) changed.notify();
+  }
+  void take_stderr(std::string_view bytes, const std::function<void(std::string_view)>& callback) {
+    const bool had_started = marker.started();
+    const bool had_ended = ended();
+    const std::string own = err_end.feed(marker.feed(bytes));
+    if (!own.empty() && admit(own)) {
+      output.stderr_data.append(own);
+      forward(callback, own);
+    }
+    if ((!had_started && marker.started()) || (!had_ended && ended())) changed.notify();
+  }
+  // A stream that ended without its end mark (the program was killed): what was held back is
+  // the command's too.
+  void flush(const std::function<void(std::string_view)>& on_stdout, const std::function<void(std::string_view)>& on_stderr) {
+    take_rest(out_end.finish(), on_stdout, output.stdout_data);
+    take_rest(err_end.finish(), on_stderr, output.stderr_data);
+  }
+  void take_rest(const std::string& rest, const std::function<void(std::string_view)>& callback, std::string& into) {
+    if (rest.empty() || !admit(rest)) return;
+    into.append(rest);
+    forward(callback, rest);
+  }
+
+  void request_stop(StopReason reason) {
+    if (stop != StopReason::none) return;
+    stop = reason;
+    changed.notify();
+  }
+  // Counts `bytes` against the limit; false (and a stop) once it is passed.
+  bool admit(std::string_view bytes) {
+    if (stop != StopReason::none) return false;
+    if (output.stdout_data.size() + output.stderr_data.size() + bytes.size() > limit) {
+      request_stop(StopReason::output_limit);
+      return false;
+    }
+    return true;
+  }
+  void forward(const std::function<void(std::string_view)>& callback, std::string_view bytes) {
+    if (!callback || bytes.empty()) return;
+    try {
+      callback(bytes);
+    } catch (...) {
+      callback_error = std::current_exception();
+      request_stop(StopReason::callback_failed);
+    }
+  }
+};
+
+Task<void> exec_into(std::shared_ptr<ssh::Connection> connection, ssh::ExecRequest request, ssh::ExecResult* result) {
+  auto executing = connection->exec(std::move(request));
+  *result = co_await std::move(executing);
+}
+
+// Stops the command's process group from a channel of its own, within kStopBound; `*stopped`
+// says whether that was confirmed (false with no group known, no channel, or the bound passed).
+Task<void> stop_group(std::shared_ptr<ssh::Connection> connection, std::optional<std::int64_t> pgid, bool* stopped) {
+  *stopped = false;
+  if (!pgid || !connection->is_open()) co_return;
+  ssh::ExecRequest request;
+  request.command = std::string(ssh_exec_command);
+  request.stdin_data = ssh_stop_program(*pgid);
+  ssh::ExecResult result;
+  auto stopping = capture(exec_into(connection, std::move(request), &result));
+  auto bound = sleep_for(kStopBound);
+  auto racing = std::move(stopping) || std::move(bound);
+  auto outcome = co_await std::move(racing);
+  *stopped = outcome.index() == 0 && std::get<0>(outcome) == nullptr && result.exit_code == 0;
+}
+
+// Waits on the run's event until `done()` holds or `deadline` passes; false at the deadline.
+// A cancellation ends the wait with operation_aborted at the next co_await.
+template <typename Done>
+Task<bool> wait_for(CommandRun* run, Done done, Event::Clock::time_point deadline) {
+  while (!done()) {
+    if (Event::Clock::now() >= deadline) co_return false;
+    co_await run->changed.wait_until(deadline);
+    const auto state = co_await asio::this_coro::cancellation_state;
+    if (state.cancelled() != asio::cancellation_type::none) throw boost::system::system_error(asio::error::operation_aborted);
+  }
+  co_return true;
+}
+
+// Races the command's channel: asks for the timeout stop at `deadline`; once a stop is asked for
+// (timeout, output limit, failed callback), stops the process group while the channel stays open
+// (its marker may still be on the way), then lets the channel end by itself. Returns, so that
+// the channel is closed, only when the stop could not be confirmed or the channel outlived it.
+Task<void> stopper(std::shared_ptr<ssh::Connection> connection, CommandRun* run, Event::Clock::time_point deadline) {
+  const auto stop_asked_or_ended = [run] { return run->stop != StopReason::none || run->ended(); };
+  const auto marker_seen = [run] { return run->marker.started(); };
+  const auto never = [] { return false; };
+  auto waiting = wait_for(run, stop_asked_or_ended, deadline);
+  if (!co_await std::move(waiting)) run->request_stop(StopReason::timeout);
+  if (run->stop == StopReason::none) co_return;  // it exited: close the channel a child holds
+  auto awaiting_marker = wait_for(run, marker_seen, Event::Clock::now() + kStopBound);
+  co_await std::move(awaiting_marker);
+  // Shielded: the channel may end (the group's TERM ends it) while the stop still confirms.
+  auto stopping = shielded(stop_group(connection, run->marker.pgid(), &run->stopped));
+  co_await std::move(stopping);
+  // Stopped: the channel ends by itself; a process that left the group may keep it open.
+  auto draining = wait_for(run, never, Event::Clock::now() + kStopBound);
+  if (run->stopped) co_await std::move(draining);
+}
+
+PartialOutput snapshot(const CommandRun& run) { return run.output; }
+
+}  // namespace
+
+std::optional<ssh::Endpoint> ssh_endpoint(const VMInfo& vm) {
+  ssh::Endpoint endpoint;
+  std::string dest_user;
+  std::string dest_host = vm.ssh_dest;
+  if (const auto at = dest_host.rfind('@'); at != std::string::npos) {
+    dest_user = dest_host.substr(0, at);
+    dest_host = dest_host.substr(at + 1);
+  }
+  endpoint.host = !vm.ssh_host.empty() ? vm.ssh_host : dest_host;
+  if (endpoint.host.empty()) return std::nullopt;
+  endpoint.user = !vm.ssh_user.empty() ? vm.ssh_user : (!dest_user.empty() ? dest_user : std::string("root"));
+  endpoint.port = vm.ssh_port.value_or(22);
+  return endpoint;
+}
+
+Task<RunResult> ssh_run(std::shared_ptr<ssh::Connection> connection, std::string shell_line, ClientRunOptions options) {
+  CommandRun run(random_chars(kBoundaryAlphabet, 24));
+  run.limit = options.max_output_bytes;
+  ssh::ExecRequest request;
+  request.command = std::string(ssh_exec_command);
+  request.stdin_data = ssh_command_program(run.boundary, shell_line, options.env, options.working_dir);
+  request.on_stdout = [&run, &options](std::string_view bytes) { run.take_stdout(bytes, options.on_stdout); };
+  request.on_stderr = [&run, &options](std::string_view bytes) { run.take_stderr(bytes, options.on_stderr); };
+  const auto deadline = deadline_after(options.timeout).value_or(Event::Clock::time_point::max());
+
+  ssh::ExecResult result;
+  auto executing = capture(exec_into(connection, std::move(request), &result));
+  auto stopping = stopper(connection, &run, deadline);
+  auto racing = std::move(executing) || std::move(stopping);
+  auto outcome = co_await std::move(racing);
+
+  const auto state = co_await asio::this_coro::cancellation_state;
+  if (state.cancelled() != asio::cancellation_type::none) {
+    // The caller cancelled: both sides were cancelled; stop the group whatever happens next.
+    bool stopped = false;
+    EXEDEV_AWAIT_DESPITE_CANCELLATION(stop_error, shielded(stop_group(connection, run.marker.pgid(), &stopped)));
+    (void)stop_error;  // best effort: the cancellation is what the caller asked about
+    throw boost::system::system_error(asio::error::operation_aborted);
+  }
+  const std::exception_ptr exec_error = outcome.index() == 0 ? std::get<0>(outcome) : nullptr;
+  // Without its end marks, every byte that arrived is the command's (held back ones too).
+  if (!run.ended()) run.flush(options.on_stdout, options.on_stderr);
+  if (run.stop == StopReason::none) {
+    if (exec_error) {
+      try {
+        std::rethrow_exception(exec_error);
+      } catch (const ConnectionError& e) {
+        // The channel was open: the command may have run.
+        if (e.sent()) throw OutcomeUnknownError("the SSH connection dropped while a command ran", snapshot(run));
+        throw;
+      }
+    }
+    const int exit_code = run.ended() ? *run.err_end.exit_code() : result.exit_code;
+    co_return RunResult{exit_code, std::move(run.output.stdout_data), std::move(run.output.stderr_data)};
+  }
+  switch (run.stop) {
+    case StopReason::timeout:
+      if (!run.stopped) throw OutcomeUnknownError("a command passed its timeout and its stop could not be confirmed", snapshot(run));
+      throw RunTimeoutError("a command passed its timeout and was stopped", snapshot(run));
+    case StopReason::output_limit:
+      throw OutputLimitError("a command wrote more than " + std::to_string(run.limit) + " bytes of output and was stopped",
+                             run.limit, snapshot(run));
+    case StopReason::callback_failed: std::rethrow_exception(run.callback_error);
+    case StopReason::none: break;
+  }
+  throw std::logic_error("ssh_run: unreachable");
+}
+
+Task<RunResult> ssh_run_script(std::shared_ptr<ssh::Connection> connection, std::string script, ScriptOptions options) {
+  ssh::ExecRequest request;
+  request.command = std::string(ssh_exec_command);
+  request.stdin_data = ssh_script_program(script, options.args);
+  std::string stdout_bytes;
+  std::uint64_t offset = 0;
+  bool over_limit = false;
+  std::exception_ptr sink_error;
+  request.on_stdout = [&](std::string_view bytes) {
+    if (over_limit || sink_error) return;
+    if (offset + bytes.size() > options.max_output_bytes) {
+      over_limit = true;
+      return;
+    }
+    if (options.on_stdout) {
+      try {
+        options.on_stdout(offset, bytes);
+      } catch (...) {
+        sink_error = std::current_exception();
+      }
+    } else {
+      stdout_bytes.append(bytes);
+    }
+    offset += bytes.size();
+  };
+  request.on_stderr = nullptr;  // collected by the exec
+  ssh::ExecResult result;
+  auto executing = exec_into(connection, std::move(request), &result);
+  co_await std::move(executing);
+  if (sink_error) std::rethrow_exception(sink_error);
+  if (over_limit) {
+    throw OutputLimitError("a script wrote more than " + std::to_string(options.max_output_bytes) + " bytes of output",
+                           options.max_output_bytes, PartialOutput{std::move(stdout_bytes), std::move(result.stderr_bytes)});
+  }
+  co_return RunResult{result.exit_code, std::move(stdout_bytes), std::move(result.stderr_bytes)};
+}
+
+}  // namespace exedev::detail

@@ -1,0 +1,218 @@
+#include "sandbox/vm_route.hpp"
+
+#include <boost/asio/error.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
+
+#include "common/backoff.hpp"
+#include "common/coroutines.hpp"
+#include "sandbox/core.hpp"
+#include "sandbox/ssh_vm.hpp"
+
+namespace exedev::detail {
+
+namespace asio = boost::asio;
+
+namespace {
+
+// Reconnecting after a drop: attempts, and the first wait between them (doubled each time).
+constexpr int kReconnectAttempts = 3;
+constexpr auto kReconnectBackoff = std::chrono::milliseconds(500);
+
+bool is_set(const char* variable) {
+  const char* value = std::getenv(variable);
+  return value != nullptr && *value != '\0';
+}
+
+std::string endpoint_text(const ssh::Endpoint& endpoint) {
+  return endpoint.user + "@" + endpoint.host + ":" + std::to_string(endpoint.port);
+}
+
+}  // namespace
+
+std::optional<std::string> missing_ssh_credentials(const SshOptions& options) {
+  if (options.private_key_file || options.private_key_pem || is_set("EXE_SSH_KEY")) return std::nullopt;
+  if (options.use_agent && is_set("SSH_AUTH_SOCK")) return std::nullopt;
+  std::vector<std::filesystem::path> files = options.default_key_files;
+  if (files.empty() && is_set("HOME")) {
+    const std::filesystem::path home = std::getenv("HOME");
+    files = {home / ".ssh" / "id_ed25519", home / ".ssh" / "id_rsa"};
+  }
+  std::error_code ignored;
+  for (const auto& file : files) {
+    if (std::filesystem::exists(file, ignored)) return std::nullopt;
+  }
+  return "no SSH key: none in SshOptions or EXE_SSH_KEY, no ssh-agent (SSH_AUTH_SOCK) and no default key file";
+}
+
+VmRoute::VmRoute(Transport transport, SshOptions ssh, Logger logger)
+    : transport_(transport), ssh_(std::move(ssh)), logger_(std::move(logger)) {
+  if (transport_ == Transport::exec) in_use_ = Transport::exec;
+}
+
+std::optional<Transport> VmRoute::in_use() const noexcept { return in_use_; }
+
+void VmRoute::log(LogLevel level, const std::string& line) const {
+  if (logger_) logger_(level, line);
+}
+
+void VmRoute::choose_exec(const std::string& reason) {
+  const bool switching = in_use_ == Transport::ssh;
+  in_use_ = Transport::exec;
+  connection_.reset();
+  sftp_.reset();
+  log(switching ? LogLevel::warning : LogLevel::info,
+      std::string(switching ? "SandboxBackend: switching to /exec: " : "SandboxBackend: using /exec: ") + reason);
+}
+
+Task<std::shared_ptr<ssh::Connection>> VmRoute::connection(Client client, ProvisionSubject& target) {
+  for (;;) {
+    if (in_use_ == Transport::exec) co_return nullptr;
+    if (connection_ && connection_->is_open()) co_return connection_;
+    if (!opening_) break;
+    co_await opened_.wait();
+    const auto state = co_await asio::this_coro::cancellation_state;
+    if (state.cancelled() != asio::cancellation_type::none) {
+      throw boost::system::system_error(asio::error::operation_aborted);
+    }
+  }
+  opening_ = true;
+  std::exception_ptr error;
+  std::shared_ptr<ssh::Connection> opened;
+  try {
+    auto opening = open(client, target);
+    opened = co_await std::move(opening);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  opening_ = false;
+  opened_.notify();
+  if (error) std::rethrow_exception(error);
+  co_return opened;
+}
+
+Task<std::shared_ptr<ssh::Connection>> VmRoute::open(Client client, ProvisionSubject& target) {
+  const std::string name = *target.name;
+  const bool reconnecting = in_use_ == Transport::ssh;
+  if (!reconnecting) {
+    if (auto missing = missing_ssh_credentials(ssh_)) {
+      if (transport_ == Transport::ssh) throw SshAuthenticationError("SSH to VM \"" + name + "\": " + *missing, {});
+      choose_exec(*missing);
+      co_return nullptr;
+    }
+  }
+  // Where the VM's sshd is: exe.dev's description from provisioning or attaching, else `ls`.
+  std::optional<ssh::Endpoint> endpoint;
+  if (target.state) endpoint = ssh_endpoint(*target.state);
+  if (!endpoint) {
+    auto finding = find_in_scope(client, name, std::nullopt);
+    target.state = co_await std::move(finding);
+    endpoint = ssh_endpoint(*target.state);
+  }
+  if (!endpoint) {
+    const std::string reason = "exe.dev names no SSH host for VM \"" + name + "\"";
+    if (transport_ == Transport::ssh) throw ConnectionError("SSH: " + reason, false);
+    choose_exec(reason);
+    co_return nullptr;
+  }
+  bool resumed = false;
+  for (int attempt = 0;; ++attempt) {
+    std::exception_ptr failure;
+    std::string failure_text;
+    try {
+      auto opening = ssh::Connection::open(*endpoint, ssh_);
+      connection_ = co_await std::move(opening);
+      sftp_.reset();
+      sftp_refused_ = false;
+      if (!reconnecting) {
+        log(LogLevel::info, "SandboxBackend: VM \"" + name + "\" over SSH (" + endpoint_text(*endpoint) + ", host key " +
+                                connection_->host_key_fingerprint() + ")");
+      }
+      in_use_ = Transport::ssh;
+      co_return connection_;
+    } catch (const Error& e) {
+      if (e.code() == errc::host_key_rejected) throw;  // never a reason to fall back
+      if (e.code() != errc::connection_failed) {
+        // The key was refused or can't be used: /exec still works with the token.
+        if (transport_ == Transport::ssh) throw;
+        choose_exec(std::string("SSH authentication to VM \"") + name + "\" failed: " + e.what());
+        co_return nullptr;
+      }
+      failure = std::current_exception();
+      failure_text = e.what();
+    }
+    // The endpoint did not answer: a paused VM is resumed once, a removed one is gone.
+    auto finding = client.list_vms(one(name));
+    const auto listed = co_await std::move(finding);
+    const auto it = std::find_if(listed.begin(), listed.end(), [&](const VMInfo& vm) { return vm.name == name; });
+    if (it == listed.end()) throw VMNotFoundError(name);
+    target.state = *it;
+    if (auto fresh = ssh_endpoint(*it)) endpoint = fresh;
+    if (it->status.kind == VMStatus::Kind::paused && !resumed) {
+      resumed = true;
+      std::exception_ptr resume_error;
+      try {
+        auto resuming = client.resume_vm(name);
+        co_await std::move(resuming);
+      } catch (...) {
+        resume_error = std::current_exception();
+      }
+      if (resume_error) rethrow_access_mapped(resume_error, "VM \"" + name + "\" is paused and can't be resumed for SSH");
+      auto ready = wait_ready(client, name, target.readiness);
+      co_await std::move(ready);
+      continue;
+    }
+    if (reconnecting && attempt + 1 < kReconnectAttempts) {
+      auto waiting = sleep_for(doubled_delay(std::chrono::steady_clock::duration(kReconnectBackoff), attempt,
+                                             std::chrono::steady_clock::duration(std::chrono::seconds(4))));
+      co_await std::move(waiting);
+      continue;
+    }
+    if (transport_ == Transport::ssh) std::rethrow_exception(failure);
+    choose_exec("the SSH endpoint of VM \"" + name + "\" (" + endpoint_text(*endpoint) + ") did not answer: " + failure_text);
+    co_return nullptr;
+  }
+}
+
+Task<std::shared_ptr<ssh::Sftp>> VmRoute::sftp(Client client, ProvisionSubject& target) {
+  auto connecting = connection(client, target);
+  auto connected = co_await std::move(connecting);
+  if (!connected || sftp_refused_) co_return nullptr;
+  if (sftp_ && connected == connection_) co_return sftp_;
+  std::exception_ptr error;
+  try {
+    auto opening = connected->sftp();
+    sftp_ = co_await std::move(opening);
+    co_return sftp_;
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (!connected->is_open() || is_cancellation(error)) std::rethrow_exception(error);
+  // The connection stands but its sshd serves no SFTP: the scripts carry the data instead.
+  sftp_refused_ = true;
+  log(LogLevel::info, "SandboxBackend: VM \"" + *target.name + "\" serves no SFTP; file data travels through commands");
+  co_return nullptr;
+}
+
+void VmRoute::drop(const std::shared_ptr<ssh::Connection>& connection) {
+  if (connection && connection == connection_) {
+    connection_.reset();
+    sftp_.reset();
+  }
+}
+
+Task<void> VmRoute::close() {
+  auto connection = std::move(connection_);
+  sftp_.reset();
+  if (!connection) co_return;
+  auto closing = connection->close();
+  co_await std::move(closing);
+}
+
+}  // namespace exedev::detail

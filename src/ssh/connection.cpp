@@ -1,0 +1,348 @@
+// Connection: session slots, channels, exec, the shared SFTP session, close.
+#include "ssh/connection.hpp"
+
+#include "common/coroutines.hpp"
+#include "ssh/session_driver.hpp"
+#include "ssh/ssh_errors.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <fmt/format.h>
+#include <libssh2.h>
+#include <libssh2_sftp.h>
+
+#include <algorithm>
+
+namespace exedev::ssh {
+
+namespace asio = boost::asio;
+using namespace asio::experimental::awaitable_operators;
+using Call = SessionDriver::Call;
+
+namespace {
+
+constexpr std::size_t read_chunk = 256 * 1024;
+constexpr std::size_t write_chunk = 1024 * 1024;
+
+asio::awaitable<void> throw_if_cancelled() {
+  const auto state = co_await asio::this_coro::cancellation_state;
+  if (state.cancelled() != asio::cancellation_type::none) {
+    throw boost::system::system_error(asio::error::operation_aborted);
+  }
+}
+
+// Errors of a channel that say only that the channel (not the connection) is gone.
+bool is_channel_gone(long rc) {
+  return rc == LIBSSH2_ERROR_CHANNEL_CLOSED || rc == LIBSSH2_ERROR_CHANNEL_EOF_SENT ||
+         rc == LIBSSH2_ERROR_CHANNEL_FAILURE || rc == LIBSSH2_ERROR_CHANNEL_UNKNOWN;
+}
+
+}  // namespace
+
+Connection::Connection(std::shared_ptr<SessionDriver> driver, Endpoint endpoint, SshOptions options, std::string fingerprint)
+    : driver_(std::move(driver)), endpoint_(std::move(endpoint)), options_(std::move(options)), fingerprint_(std::move(fingerprint)) {}
+
+Connection::~Connection() { driver_->stop("was closed"); }
+
+bool Connection::is_open() const noexcept { return !closed_ && !driver_->dropped(); }
+
+NegotiatedMethods Connection::negotiated_methods() const {
+  const auto method = [&](int type) {
+    const char* name = ::libssh2_session_methods(driver_->session(), type);
+    return std::string(name != nullptr ? name : "");
+  };
+  return {method(LIBSSH2_METHOD_KEX),     method(LIBSSH2_METHOD_HOSTKEY), method(LIBSSH2_METHOD_CRYPT_CS),
+          method(LIBSSH2_METHOD_CRYPT_SC), method(LIBSSH2_METHOD_MAC_CS),  method(LIBSSH2_METHOD_MAC_SC)};
+}
+
+asio::awaitable<void> Connection::wait_for_change(bool sent) {
+  // The driver's event wakes this on a dropped connection, our own on a slot or an opening.
+  co_await (state_.wait() || driver_->state_changed().wait());
+  const Call call{"waiting for a session channel", true, sent};
+  driver_->throw_if_dropped(call);
+  co_await throw_if_cancelled();
+}
+
+asio::awaitable<void> Connection::acquire_session_slot() {
+  const Call call{"waiting for a session channel", true, false};
+  driver_->throw_if_dropped(call);
+  while (open_sessions_ >= options_.max_sessions) {
+    auto waiting = wait_for_change(false);
+    co_await std::move(waiting);
+  }
+  ++open_sessions_;
+}
+
+void Connection::release_session_slot() {
+  --open_sessions_;
+  state_.notify();
+}
+
+asio::awaitable<void> Connection::lock_channel_opening() {
+  while (opening_channel_) {
+    auto waiting = wait_for_change(false);
+    co_await std::move(waiting);
+  }
+  opening_channel_ = true;
+}
+
+void Connection::unlock_channel_opening() {
+  opening_channel_ = false;
+  state_.notify();
+}
+
+asio::awaitable<LIBSSH2_CHANNEL*> Connection::open_channel(const char* what) {
+  // libssh2 keeps the state of a channel being opened in the session: one opening at a time,
+  // each run to its end.
+  co_await lock_channel_opening();
+  LIBSSH2_CHANNEL* channel = nullptr;
+  std::exception_ptr failure;
+  long rc = 0;
+  try {
+    const Call call{what, false, false};
+    rc = co_await driver_->run(call, [&] {
+      channel = ::libssh2_channel_open_session(driver_->session());
+      return channel != nullptr ? 0L : static_cast<long>(::libssh2_session_last_errno(driver_->session()));
+    });
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  unlock_channel_opening();
+  if (failure) std::rethrow_exception(failure);
+  if (channel == nullptr) {
+    throw ConnectionError(fmt::format("SSH: {} refused a session channel: {}", driver_->where(), driver_->last_error_message()),
+                          false, libssh2_error(static_cast<int>(rc)));
+  }
+  co_return channel;
+}
+
+asio::awaitable<void> Connection::close_channel(LIBSSH2_CHANNEL* channel) {
+  // Nothing may touch a channel of a dropped session: freeing the session frees it.
+  if (!driver_->dropped()) {
+    try {
+      const Call call{"closing a channel", false, true};
+      co_await driver_->run(call, [&] { return static_cast<long>(::libssh2_channel_close(channel)); });
+      co_await driver_->run(call, [&] { return static_cast<long>(::libssh2_channel_free(channel)); });
+    } catch (const ConnectionError&) {
+      // Dropped meanwhile: the session frees the channel.
+    }
+  }
+  release_session_slot();
+}
+
+void Connection::close_channel_in_background(LIBSSH2_CHANNEL* channel) {
+  ++background_closes_;
+  auto self = shared_from_this();
+  // Closing waits for the server's close, which may come only when the remote process ends;
+  // the caller does not wait for it. `self` keeps the connection alive until then.
+  auto closing = [](std::shared_ptr<Connection> connection, LIBSSH2_CHANNEL* ch) -> asio::awaitable<void> {
+    co_await connection->close_channel(ch);
+    --connection->background_closes_;
+    connection->state_.notify();
+  };
+  asio::co_spawn(driver_->executor(), closing(std::move(self), channel), asio::detached);
+}
+
+asio::awaitable<ExecResult> Connection::exec(ExecRequest request) {
+  auto self = shared_from_this();
+  co_await acquire_session_slot();
+  LIBSSH2_CHANNEL* channel = nullptr;
+  try {
+    auto opening = open_channel("opening a session channel");
+    channel = co_await std::move(opening);
+  } catch (...) {
+    release_session_slot();
+    throw;
+  }
+  std::exception_ptr failure;
+  ExecResult result;
+  try {
+    auto running = run_on_channel(channel, request);
+    result = co_await std::move(running);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  if (failure) {
+    close_channel_in_background(channel);
+    std::rethrow_exception(failure);
+  }
+  co_return result;
+}
+
+asio::awaitable<ExecResult> Connection::run_on_channel(LIBSSH2_CHANNEL* channel, ExecRequest& request) {
+  ExecResult result;
+  {
+    const Call call{"the exec request", false, false};
+    const long rc = co_await driver_->run(call, [&] {
+      return static_cast<long>(::libssh2_channel_process_startup(channel, "exec", 4, request.command.data(),
+                                                                 static_cast<unsigned int>(request.command.size())));
+    });
+    if (rc != 0) {
+      throw ConnectionError(fmt::format("SSH: {} refused the exec request: {}", driver_->where(), driver_->last_error_message()),
+                            false, libssh2_error(static_cast<int>(rc)));
+    }
+  }
+  // From here on the command may run: a drop is sent() == true.
+  const Call call{"a command", true, true};
+  const auto ticket = driver_->new_ticket();
+  std::string buffer(read_chunk, '\0');
+  std::size_t written = 0;
+  bool stdin_done = false;
+  bool stdout_done = false;
+  bool stderr_done = false;
+  std::size_t output_bytes = 0;
+  // One stream's new bytes: forwarded or collected, and counted against the limit.
+  const auto deliver = [&](int stream, std::size_t count) {
+    const std::string_view bytes(buffer.data(), count);
+    const auto& forward = stream == 0 ? request.on_stdout : request.on_stderr;
+    auto& collected = stream == 0 ? result.stdout_bytes : result.stderr_bytes;
+    const bool over = request.max_output_bytes != 0 && output_bytes + count > request.max_output_bytes;
+    const auto kept = over ? bytes.substr(0, request.max_output_bytes - output_bytes) : bytes;
+    output_bytes += kept.size();
+    if (forward) forward(kept);
+    else collected.append(kept);
+    if (over) {
+      throw OutputLimitError(fmt::format("SSH: the output of a command on {} passed {} bytes; the channel was closed",
+                                         driver_->where(), request.max_output_bytes),
+                             request.max_output_bytes, PartialOutput{result.stdout_bytes, result.stderr_bytes});
+    }
+  };
+  const auto read_stream = [&](int stream, bool& done) {
+    const long rc = driver_->attempt(ticket, [&] {
+      return static_cast<long>(::libssh2_channel_read_ex(channel, stream, buffer.data(), buffer.size()));
+    });
+    if (rc > 0) {
+      deliver(stream, static_cast<std::size_t>(rc));
+      return true;
+    }
+    if (rc == 0 || is_channel_gone(rc)) {
+      done = true;
+      return true;
+    }
+    if (rc != LIBSSH2_ERROR_EAGAIN) {
+      driver_->throw_if_dropped(call);
+      throw ConnectionError(fmt::format("SSH: reading a command's output from {} failed: {}", driver_->where(),
+                                        driver_->last_error_message()),
+                            true, libssh2_error(static_cast<int>(rc)));
+    }
+    return false;
+  };
+  while (!(stdout_done && stderr_done)) {
+    bool progressed = false;
+    if (!stdin_done && written < request.stdin_data.size()) {
+      const auto size = std::min(write_chunk, request.stdin_data.size() - written);
+      const long rc = driver_->attempt(ticket, [&] {
+        return static_cast<long>(::libssh2_channel_write_ex(channel, 0, request.stdin_data.data() + written, size));
+      });
+      if (rc > 0) {
+        written += static_cast<std::size_t>(rc);
+        progressed = true;
+      } else if (rc != LIBSSH2_ERROR_EAGAIN) {
+        driver_->throw_if_dropped(call);
+        stdin_done = true;  // the command closed its input; what it did not read is dropped, as with a pipe
+      }
+    } else if (!stdin_done) {
+      const long rc = driver_->attempt(ticket, [&] { return static_cast<long>(::libssh2_channel_send_eof(channel)); });
+      if (rc != LIBSSH2_ERROR_EAGAIN) {
+        driver_->throw_if_dropped(call);
+        stdin_done = true;
+        progressed = true;
+      }
+    }
+    while (!stdout_done && read_stream(0, stdout_done)) progressed = true;
+    while (!stderr_done && read_stream(SSH_EXTENDED_DATA_STDERR, stderr_done)) progressed = true;
+    if (!progressed) co_await driver_->wait(ticket, call);
+  }
+  // The exit status comes before the server's close; wait for that close, then send ours.
+  const long closed = co_await driver_->run(call, [&] { return static_cast<long>(::libssh2_channel_wait_closed(channel)); });
+  if (closed != 0 && !is_channel_gone(closed)) {
+    driver_->throw_if_dropped(call);
+  }
+  char* signal_name = nullptr;
+  std::size_t signal_length = 0;
+  ::libssh2_channel_get_exit_signal(channel, &signal_name, &signal_length, nullptr, nullptr, nullptr, nullptr);
+  if (signal_name != nullptr) {
+    result.exit_code = exit_code_for_signal(std::string_view(signal_name, signal_length));
+    ::libssh2_free(driver_->session(), signal_name);
+  } else {
+    result.exit_code = ::libssh2_channel_get_exit_status(channel);
+  }
+  auto closing = close_channel(channel);
+  co_await std::move(closing);
+  co_return result;
+}
+
+asio::awaitable<std::shared_ptr<Sftp>> Connection::sftp() {
+  auto self = shared_from_this();
+  while (!sftp_ && opening_sftp_) {
+    auto waiting = wait_for_change(false);
+    co_await std::move(waiting);
+  }
+  const Call call{"opening SFTP", false, false};
+  driver_->throw_if_dropped(call);
+  if (sftp_) co_return sftp_;
+  opening_sftp_ = true;
+  std::exception_ptr failure;
+  LIBSSH2_SFTP* sftp = nullptr;
+  long rc = 0;
+  bool slot_taken = false;
+  try {
+    co_await acquire_session_slot();
+    slot_taken = true;
+    co_await lock_channel_opening();
+    try {
+      rc = co_await driver_->run(call, [&] {
+        sftp = ::libssh2_sftp_init(driver_->session());
+        return sftp != nullptr ? 0L : static_cast<long>(::libssh2_session_last_errno(driver_->session()));
+      });
+    } catch (...) {
+      unlock_channel_opening();
+      throw;
+    }
+    unlock_channel_opening();
+    if (sftp == nullptr) {
+      throw ConnectionError(fmt::format("SSH: {} refused the SFTP subsystem: {}", driver_->where(), driver_->last_error_message()),
+                            false, libssh2_error(static_cast<int>(rc)));
+    }
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  opening_sftp_ = false;
+  if (failure) {
+    if (slot_taken) release_session_slot();
+    state_.notify();
+    std::rethrow_exception(failure);
+  }
+  driver_->set_sftp(sftp);
+  sftp_ = std::make_shared<Sftp>(driver_, sftp, weak_from_this());
+  state_.notify();
+  co_return sftp_;
+}
+
+asio::awaitable<void> Connection::close() {
+  if (closed_) co_return;
+  closed_ = true;
+  auto self = shared_from_this();
+  const bool throw_if_cancelled_before = co_await asio::this_coro::throw_if_cancelled();
+  co_await asio::this_coro::throw_if_cancelled(false);
+  // Channels closing in the background end as the session goes; a disconnect message is sent
+  // when the connection still stands. Failures here only mean it is already gone.
+  try {
+    if (!driver_->dropped()) {
+      const Call call{"disconnecting", false, false, SessionDriver::Clock::now() + std::chrono::seconds(2)};
+      co_await driver_->run(call, [&] {
+        return static_cast<long>(::libssh2_session_disconnect(driver_->session(), "closed by the client"));
+      });
+    }
+  } catch (const ConnectionError&) {
+  }
+  driver_->stop("was closed");
+  while (background_closes_ > 0) co_await state_.wait();
+  co_await asio::this_coro::throw_if_cancelled(throw_if_cancelled_before);
+}
+
+}  // namespace exedev::ssh

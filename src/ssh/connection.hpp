@@ -1,0 +1,184 @@
+#pragma once
+// One SSH connection to a VM (libssh2, driven from Asio on the caller's executor, no threads):
+// commands on session channels, files over one shared SFTP session. Internal to the library;
+// SandboxBackend uses it. Run everything of one Connection on one executor that runs one thread
+// at a time (an io_context run by one thread, or a strand).
+
+#include "common/event.hpp"
+
+#include <exedev/coawait_guard.hpp>
+#include <exedev/ssh/errors.hpp>
+#include <exedev/ssh/options.hpp>
+#include <exedev/task.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct _LIBSSH2_CHANNEL;
+struct _LIBSSH2_SFTP;
+struct _LIBSSH2_SFTP_HANDLE;
+
+namespace exedev::ssh {
+
+class SessionDriver;
+class Sftp;
+
+struct Endpoint {
+  std::string host;
+  std::uint16_t port = 22;
+  std::string user;
+};
+
+struct ExecRequest {
+  /// The exec request's command line (sshd runs it with the user's shell -c).
+  std::string command;
+  /// Written, then EOF sent (empty: EOF at once).
+  std::string stdin_data;
+  /// Live output; when unset, the bytes are collected in ExecResult.
+  std::function<void(std::string_view)> on_stdout{}, on_stderr{};
+  /// 0 = unlimited. Past it (stdout + stderr), exec closes the channel and throws
+  /// exedev::OutputLimitError with the output collected up to the limit.
+  std::size_t max_output_bytes = 0;
+  EXEDEV_COAWAIT_GUARD;
+};
+
+struct ExecResult {
+  int exit_code = 0;  ///< exit status, or 128 + N when killed by signal N
+  std::string stdout_bytes, stderr_bytes;
+};
+
+/// The algorithms the connection negotiated (libssh2_session_methods).
+struct NegotiatedMethods {
+  std::string key_exchange, host_key, cipher_client_to_server, cipher_server_to_client, mac_client_to_server,
+      mac_server_to_client;
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  /// Resolves, connects (connect_timeout), handshakes and checks the host key against
+  /// known_hosts per the policy (handshake_timeout), authenticates (auth_timeout): the explicit
+  /// key (private_key_pem, else private_key_file, else the EXE_SSH_KEY path) alone when given,
+  /// else the agent's keys, else the default key files. Runs on the current coroutine's
+  /// executor. Throws ConnectionError (resolve, connect, handshake; cause() says which),
+  /// HostKeyError, SshAuthenticationError, SshKeyUnusableError. Cancellation: the connection
+  /// being made is dropped and operation_aborted thrown. The agent's own unix socket is used
+  /// blocking (a local, short exchange per key).
+  static Task<std::shared_ptr<Connection>> open(Endpoint endpoint, SshOptions options);
+
+  Connection(std::shared_ptr<SessionDriver> driver, Endpoint endpoint, SshOptions options, std::string fingerprint);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  /// Opens a session channel (waiting for a free one while max_sessions are open: never fails
+  /// for want of one), execs, streams stdin, forwards or collects stdout and stderr as they
+  /// arrive, and returns the exit code. Cancellation (terminal): the channel is closed (its close
+  /// finishes in the background) and operation_aborted thrown promptly; the REMOTE process is
+  /// not killed by that under OpenSSH (the caller stops it). A connection that drops while the
+  /// channel is open: ConnectionError with sent() == true (the command may have run).
+  Task<ExecResult> exec(ExecRequest request);
+
+  /// The connection's one SFTP session (a session channel, counted in max_sessions), opened on
+  /// first use and shared by concurrent callers. Cancellation: operation_aborted; an opening
+  /// that was under way completes for the next caller.
+  Task<std::shared_ptr<Sftp>> sftp();
+
+  /// False once dropped or closed.
+  [[nodiscard]] bool is_open() const noexcept;
+  /// The server's host key, "SHA256:<base64>".
+  [[nodiscard]] const std::string& host_key_fingerprint() const noexcept { return fingerprint_; }
+  [[nodiscard]] const Endpoint& endpoint() const noexcept { return endpoint_; }
+  [[nodiscard]] NegotiatedMethods negotiated_methods() const;
+
+  /// Graceful disconnect: operations still running end with ConnectionError. Idempotent; never
+  /// throws for a connection that already dropped. Not cancellable (it is short).
+  Task<void> close();
+
+ private:
+  Task<void> wait_for_change(bool sent);
+  Task<void> lock_channel_opening();
+  void unlock_channel_opening();
+  Task<void> acquire_session_slot();
+  void release_session_slot();
+  void close_channel_in_background(_LIBSSH2_CHANNEL* channel);
+  Task<void> close_channel(_LIBSSH2_CHANNEL* channel);
+  Task<_LIBSSH2_CHANNEL*> open_channel(const char* what);
+  Task<ExecResult> run_on_channel(_LIBSSH2_CHANNEL* channel, ExecRequest& request);
+
+  std::shared_ptr<SessionDriver> driver_;
+  Endpoint endpoint_;
+  SshOptions options_;
+  std::string fingerprint_;
+  std::size_t open_sessions_ = 0;
+  bool opening_channel_ = false;
+  int background_closes_ = 0;
+  std::shared_ptr<Sftp> sftp_;
+  bool opening_sftp_ = false;
+  bool closed_ = false;
+  detail::Event state_;  // a session slot, the channel opening, the SFTP session or a background close changed
+};
+
+struct SftpAttributes {
+  std::uint64_t size = 0;
+  std::uint32_t mode = 0;  ///< full st_mode, type bits included
+  std::int64_t mtime = 0;
+  [[nodiscard]] bool is_symlink() const noexcept;
+  [[nodiscard]] bool is_dir() const noexcept;
+  [[nodiscard]] bool is_regular() const noexcept;
+};
+
+struct SftpDirEntry {
+  std::string name;
+  SftpAttributes attributes;  ///< lstat-style
+};
+
+/// Files over SFTP. Failures throw std::filesystem::filesystem_error with the std::errc mapped
+/// from the SFTP status and the path; a connection lost meanwhile, ConnectionError. Each call
+/// to libssh2 completes before a cancellation takes effect (libssh2 keeps per-session state for
+/// each request kind); a cancelled read or write closes its file handle and throws
+/// operation_aborted. Concurrent callers share the session: their requests interleave.
+class Sftp : public std::enable_shared_from_this<Sftp> {
+ public:
+  /// `connection` runs the one operation SFTP version 3 lacks (rename over an existing file).
+  Sftp(std::shared_ptr<SessionDriver> driver, _LIBSSH2_SFTP* sftp, std::weak_ptr<Connection> connection);
+
+  /// The whole file, several reads in flight.
+  Task<std::string> read_file(std::string path);
+  /// Writes `data` to `path` (created with `mode` if new, truncated); several writes in flight.
+  Task<void> write_file(std::string path, std::string data, std::uint32_t mode);
+  Task<SftpAttributes> stat(std::string path);  ///< follows symlinks
+  Task<SftpAttributes> lstat(std::string path);
+  Task<std::vector<SftpDirEntry>> list_dir(std::string path);  ///< without . and ..
+  Task<void> make_dir(std::string path, std::uint32_t mode);    ///< one level
+  Task<void> remove_file(std::string path);
+  Task<void> remove_dir(std::string path);  ///< an empty directory
+  /// Without `overwrite`, SFTP's rename, which refuses an existing target. With it, an atomic
+  /// replace (rename(2)): libssh2 1.10 cannot send posix-rename@openssh.com, so it runs
+  /// `mv -f -- <from> <to>` on an exec channel when the target is not a directory.
+  Task<void> rename(std::string from, std::string to, bool overwrite);
+  Task<void> set_mode(std::string path, std::uint32_t mode);
+  Task<std::string> realpath(std::string path);
+  Task<std::string> read_link(std::string path);
+  Task<void> symlink(std::string target, std::string link_path);
+
+ private:
+  Task<long> call(const char* what, bool mutating, std::function<long()> fn);
+  [[noreturn]] void throw_error(long rc, const char* what, bool mutating, const std::string& path, std::errc refined = {});
+  Task<std::errc> refine_failure(const std::string& path, const char* operation);
+  Task<SftpAttributes> stat_with(std::string path, int stat_type);
+  Task<std::string> symlink_call(std::string path, int kind);
+  Task<void> close_handle(_LIBSSH2_SFTP_HANDLE* handle);
+  Task<_LIBSSH2_SFTP_HANDLE*> open_handle(const std::string& path, unsigned long flags, long mode, int type);
+
+  std::shared_ptr<SessionDriver> driver_;
+  _LIBSSH2_SFTP* sftp_;
+  std::weak_ptr<Connection> connection_;
+  detail::Event idle_;
+  bool busy_ = false;  // one libssh2 SFTP call at a time (libssh2 keeps per-session state per request kind)
+};
+
+}  // namespace exedev::ssh

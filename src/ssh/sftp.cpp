@@ -1,0 +1,342 @@
+// Sftp: files over the connection's one SFTP session.
+#include "common/coroutines.hpp"
+#include "common/shell_quote.hpp"
+#include "ssh/connection.hpp"
+#include "ssh/session_driver.hpp"
+#include "ssh/ssh_errors.hpp"
+
+#include <boost/asio/this_coro.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <fmt/format.h>
+#include <libssh2.h>
+#include <libssh2_sftp.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <sys/stat.h>
+
+namespace exedev::ssh {
+
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+using Call = SessionDriver::Call;
+
+namespace {
+
+// One read call asks for this much: libssh2 keeps up to four times as much in flight.
+constexpr std::size_t read_buffer = 2 * 1024 * 1024;
+// One write call queues at most this much; libssh2 copies it into packets all in flight.
+constexpr std::size_t write_window = 4 * 1024 * 1024;
+
+SftpAttributes attributes_of(const LIBSSH2_SFTP_ATTRIBUTES& raw) {
+  SftpAttributes out;
+  if (raw.flags & LIBSSH2_SFTP_ATTR_SIZE) out.size = raw.filesize;
+  if (raw.flags & LIBSSH2_SFTP_ATTR_PERMISSIONS) out.mode = static_cast<std::uint32_t>(raw.permissions);
+  if (raw.flags & LIBSSH2_SFTP_ATTR_ACMODTIME) out.mtime = static_cast<std::int64_t>(raw.mtime);
+  return out;
+}
+
+unsigned int length_of(const std::string& text) { return static_cast<unsigned int>(text.size()); }
+
+}  // namespace
+
+bool SftpAttributes::is_symlink() const noexcept { return S_ISLNK(mode); }
+bool SftpAttributes::is_dir() const noexcept { return S_ISDIR(mode); }
+bool SftpAttributes::is_regular() const noexcept { return S_ISREG(mode); }
+
+Sftp::Sftp(std::shared_ptr<SessionDriver> driver, LIBSSH2_SFTP* sftp, std::weak_ptr<Connection> connection)
+    : driver_(std::move(driver)), sftp_(sftp), connection_(std::move(connection)) {}
+
+asio::awaitable<long> Sftp::call(const char* what, bool mutating, std::function<long()> fn) {
+  // libssh2 keeps one state per SFTP request kind in the SFTP session, so one call at a time,
+  // each run to its end; a cancellation takes effect between calls.
+  const Call call{what, false, mutating};
+  while (busy_) {
+    co_await idle_.wait();
+    const auto state = co_await asio::this_coro::cancellation_state;
+    if (state.cancelled() != asio::cancellation_type::none) throw boost::system::system_error(asio::error::operation_aborted);
+  }
+  driver_->throw_if_dropped(call);
+  busy_ = true;
+  std::exception_ptr failure;
+  long rc = 0;
+  try {
+    rc = co_await driver_->run(call, std::move(fn));
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  busy_ = false;
+  idle_.notify();
+  if (failure) std::rethrow_exception(failure);
+  co_return rc;
+}
+
+void Sftp::throw_error(long rc, const char* what, bool mutating, const std::string& path, std::errc refined) {
+  const Call call{what, false, mutating};
+  driver_->throw_if_dropped(call);
+  if (rc != LIBSSH2_ERROR_SFTP_PROTOCOL) {
+    throw ConnectionError(fmt::format("SSH: SFTP {} of {} on {} failed: {}", what, path, driver_->where(),
+                                      driver_->last_error_message()),
+                          mutating, libssh2_error(static_cast<int>(rc)));
+  }
+  const auto code = refined != std::errc{} ? refined : errc_for_sftp_status(::libssh2_sftp_last_error(sftp_));
+  throw fs::filesystem_error(fmt::format("SFTP {}", what), fs::path(path), std::make_error_code(code));
+}
+
+// SFTP version 3 (OpenSSH) answers most refusals with a bare FAILURE; what the path is now says
+// which one it was.
+asio::awaitable<std::errc> Sftp::refine_failure(const std::string& path, const char* operation) {
+  LIBSSH2_SFTP_ATTRIBUTES raw{};
+  const long rc = co_await call("lstat", false, [&] {
+    return static_cast<long>(::libssh2_sftp_stat_ex(sftp_, path.data(), length_of(path), LIBSSH2_SFTP_LSTAT, &raw));
+  });
+  const std::string_view op(operation);
+  if (rc != 0) co_return std::errc::io_error;
+  const auto attributes = attributes_of(raw);
+  if (op == "make_dir") co_return std::errc::file_exists;
+  if (op == "remove_file" && attributes.is_dir()) co_return std::errc::is_a_directory;
+  if (op == "remove_dir") co_return attributes.is_dir() ? std::errc::directory_not_empty : std::errc::not_a_directory;
+  co_return std::errc::io_error;
+}
+
+asio::awaitable<LIBSSH2_SFTP_HANDLE*> Sftp::open_handle(const std::string& path, unsigned long flags, long mode, int type) {
+  LIBSSH2_SFTP_HANDLE* handle = nullptr;
+  const bool mutating = (flags & LIBSSH2_FXF_WRITE) != 0;
+  const char* what = type == LIBSSH2_SFTP_OPENDIR ? "opendir" : "open";
+  const long rc = co_await call(what, mutating, [&] {
+    handle = ::libssh2_sftp_open_ex(sftp_, path.data(), length_of(path), flags, mode, type);
+    return handle != nullptr ? 0L : static_cast<long>(::libssh2_session_last_errno(driver_->session()));
+  });
+  if (handle == nullptr) throw_error(rc, what, mutating, path);
+  co_return handle;
+}
+
+asio::awaitable<void> Sftp::close_handle(LIBSSH2_SFTP_HANDLE* handle) {
+  if (driver_->dropped()) co_return;  // freed with the session
+  co_await call("close", false, [&] { return static_cast<long>(::libssh2_sftp_close_handle(handle)); });
+}
+
+asio::awaitable<std::string> Sftp::read_file(std::string path) {
+  auto self = shared_from_this();
+  auto opening = open_handle(path, LIBSSH2_FXF_READ, 0, LIBSSH2_SFTP_OPENFILE);
+  LIBSSH2_SFTP_HANDLE* handle = co_await std::move(opening);
+  std::string content;
+  std::exception_ptr failure;
+  try {
+    LIBSSH2_SFTP_ATTRIBUTES raw{};
+    const long stat_rc = co_await call("fstat", false, [&] { return static_cast<long>(::libssh2_sftp_fstat_ex(handle, &raw, 0)); });
+    if (stat_rc != 0) throw_error(stat_rc, "fstat", false, path);
+    const auto attributes = attributes_of(raw);
+    if (attributes.is_dir()) throw fs::filesystem_error("SFTP read", fs::path(path), std::make_error_code(std::errc::is_a_directory));
+    content.reserve(static_cast<std::size_t>(attributes.size));
+    std::string buffer(read_buffer, '\0');
+    while (true) {
+      const long n = co_await call("read", false, [&] {
+        return static_cast<long>(::libssh2_sftp_read(handle, buffer.data(), buffer.size()));
+      });
+      if (n < 0) throw_error(n, "read", false, path);
+      if (n == 0) break;
+      content.append(buffer.data(), static_cast<std::size_t>(n));
+    }
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  // The handle is closed whatever happened, even after a cancellation.
+  EXEDEV_AWAIT_DESPITE_CANCELLATION(close_failure, detail::shielded(close_handle(handle)));
+  if (failure) std::rethrow_exception(failure);
+  if (close_failure) std::rethrow_exception(close_failure);
+  co_return content;
+}
+
+asio::awaitable<void> Sftp::write_file(std::string path, std::string data, std::uint32_t mode) {
+  auto self = shared_from_this();
+  auto opening = open_handle(path, LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_TRUNC, static_cast<long>(mode & 07777),
+                             LIBSSH2_SFTP_OPENFILE);
+  LIBSSH2_SFTP_HANDLE* handle = co_await std::move(opening);
+  std::exception_ptr failure;
+  try {
+    std::size_t acked = 0;
+    while (acked < data.size()) {
+      // libssh2 keeps the packets of earlier calls in flight and queues only what is new in
+      // [acked, acked + window); it returns how much the server acknowledged.
+      const auto window = std::min(write_window, data.size() - acked);
+      const long n = co_await call("write", true, [&] {
+        return static_cast<long>(::libssh2_sftp_write(handle, data.data() + acked, window));
+      });
+      if (n < 0) throw_error(n, "write", true, path);
+      acked += static_cast<std::size_t>(n);
+    }
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  EXEDEV_AWAIT_DESPITE_CANCELLATION(close_failure, detail::shielded(close_handle(handle)));
+  if (failure) std::rethrow_exception(failure);
+  if (close_failure) std::rethrow_exception(close_failure);
+}
+
+asio::awaitable<SftpAttributes> Sftp::stat_with(std::string path, int stat_type) {
+  auto self = shared_from_this();
+  LIBSSH2_SFTP_ATTRIBUTES raw{};
+  const char* what = stat_type == LIBSSH2_SFTP_LSTAT ? "lstat" : "stat";
+  const long rc = co_await call(what, false, [&] {
+    return static_cast<long>(::libssh2_sftp_stat_ex(sftp_, path.data(), length_of(path), stat_type, &raw));
+  });
+  if (rc != 0) throw_error(rc, what, false, path);
+  co_return attributes_of(raw);
+}
+
+asio::awaitable<SftpAttributes> Sftp::stat(std::string path) { return stat_with(std::move(path), LIBSSH2_SFTP_STAT); }
+asio::awaitable<SftpAttributes> Sftp::lstat(std::string path) { return stat_with(std::move(path), LIBSSH2_SFTP_LSTAT); }
+
+asio::awaitable<std::vector<SftpDirEntry>> Sftp::list_dir(std::string path) {
+  auto self = shared_from_this();
+  auto opening = open_handle(path, 0, 0, LIBSSH2_SFTP_OPENDIR);
+  LIBSSH2_SFTP_HANDLE* handle = co_await std::move(opening);
+  std::vector<SftpDirEntry> entries;
+  std::exception_ptr failure;
+  try {
+    std::string name(4096, '\0');
+    while (true) {
+      LIBSSH2_SFTP_ATTRIBUTES raw{};
+      const long n = co_await call("readdir", false, [&] {
+        return static_cast<long>(::libssh2_sftp_readdir_ex(handle, name.data(), name.size(), nullptr, 0, &raw));
+      });
+      if (n < 0) throw_error(n, "readdir", false, path);
+      if (n == 0) break;
+      std::string entry_name(name.data(), static_cast<std::size_t>(n));
+      if (entry_name == "." || entry_name == "..") continue;
+      entries.push_back(SftpDirEntry{std::move(entry_name), attributes_of(raw)});
+    }
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  EXEDEV_AWAIT_DESPITE_CANCELLATION(close_failure, detail::shielded(close_handle(handle)));
+  if (failure) std::rethrow_exception(failure);
+  if (close_failure) std::rethrow_exception(close_failure);
+  co_return entries;
+}
+
+asio::awaitable<void> Sftp::make_dir(std::string path, std::uint32_t mode) {
+  auto self = shared_from_this();
+  const long rc = co_await call("mkdir", true, [&] {
+    return static_cast<long>(::libssh2_sftp_mkdir_ex(sftp_, path.data(), length_of(path), static_cast<long>(mode & 07777)));
+  });
+  if (rc == 0) co_return;
+  std::errc refined{};
+  if (rc == LIBSSH2_ERROR_SFTP_PROTOCOL && ::libssh2_sftp_last_error(sftp_) == LIBSSH2_FX_FAILURE) {
+    refined = co_await refine_failure(path, "make_dir");
+  }
+  throw_error(rc, "mkdir", true, path, refined);
+}
+
+asio::awaitable<void> Sftp::remove_file(std::string path) {
+  auto self = shared_from_this();
+  const long rc = co_await call("unlink", true, [&] {
+    return static_cast<long>(::libssh2_sftp_unlink_ex(sftp_, path.data(), length_of(path)));
+  });
+  if (rc == 0) co_return;
+  std::errc refined{};
+  if (rc == LIBSSH2_ERROR_SFTP_PROTOCOL && ::libssh2_sftp_last_error(sftp_) == LIBSSH2_FX_FAILURE) {
+    refined = co_await refine_failure(path, "remove_file");
+  }
+  throw_error(rc, "unlink", true, path, refined);
+}
+
+asio::awaitable<void> Sftp::remove_dir(std::string path) {
+  auto self = shared_from_this();
+  const long rc = co_await call("rmdir", true, [&] {
+    return static_cast<long>(::libssh2_sftp_rmdir_ex(sftp_, path.data(), length_of(path)));
+  });
+  if (rc == 0) co_return;
+  std::errc refined{};
+  if (rc == LIBSSH2_ERROR_SFTP_PROTOCOL && ::libssh2_sftp_last_error(sftp_) == LIBSSH2_FX_FAILURE) {
+    refined = co_await refine_failure(path, "remove_dir");
+  }
+  throw_error(rc, "rmdir", true, path, refined);
+}
+
+asio::awaitable<void> Sftp::rename(std::string from, std::string to, bool overwrite) {
+  auto self = shared_from_this();
+  if (overwrite) {
+    // Only a target that exists and is not a directory needs the atomic replace; SFTP's own
+    // rename does the rest with rename(2)'s answers.
+    LIBSSH2_SFTP_ATTRIBUTES raw{};
+    const long rc = co_await call("lstat", false, [&] {
+      return static_cast<long>(::libssh2_sftp_stat_ex(sftp_, to.data(), length_of(to), LIBSSH2_SFTP_LSTAT, &raw));
+    });
+    if (rc == 0 && !attributes_of(raw).is_dir()) {
+      auto connection = connection_.lock();
+      if (!connection) driver_->throw_if_dropped(Call{"rename", false, true});
+      ExecRequest request;
+      request.command = fmt::format("mv -f -- {} {}", detail::sh_single_quote(from), detail::sh_single_quote(to));
+      auto moving = connection->exec(std::move(request));
+      const auto result = co_await std::move(moving);
+      if (result.exit_code == 0) co_return;
+      const bool missing = result.stderr_bytes.find("No such file") != std::string::npos;
+      const bool denied = result.stderr_bytes.find("Permission denied") != std::string::npos;
+      throw fs::filesystem_error("SFTP rename", fs::path(from), fs::path(to),
+                                 std::make_error_code(missing  ? std::errc::no_such_file_or_directory
+                                                      : denied ? std::errc::permission_denied
+                                                               : std::errc::io_error));
+    }
+  }
+  const long rc = co_await call("rename", true, [&] {
+    return static_cast<long>(::libssh2_sftp_rename_ex(sftp_, from.data(), length_of(from), to.data(), length_of(to),
+                                                      LIBSSH2_SFTP_RENAME_ATOMIC | LIBSSH2_SFTP_RENAME_NATIVE));
+  });
+  if (rc == 0) co_return;
+  const Call call_info{"rename", false, true};
+  driver_->throw_if_dropped(call_info);
+  if (rc != LIBSSH2_ERROR_SFTP_PROTOCOL) throw_error(rc, "rename", true, from);
+  auto code = errc_for_sftp_status(::libssh2_sftp_last_error(sftp_));
+  if (code == std::errc::io_error && !overwrite) {
+    // SFTP version 3 refuses an existing target with a bare FAILURE.
+    LIBSSH2_SFTP_ATTRIBUTES raw{};
+    const long exists = co_await call("lstat", false, [&] {
+      return static_cast<long>(::libssh2_sftp_stat_ex(sftp_, to.data(), length_of(to), LIBSSH2_SFTP_LSTAT, &raw));
+    });
+    if (exists == 0) code = std::errc::file_exists;
+  }
+  throw fs::filesystem_error("SFTP rename", fs::path(from), fs::path(to), std::make_error_code(code));
+}
+
+asio::awaitable<void> Sftp::set_mode(std::string path, std::uint32_t mode) {
+  auto self = shared_from_this();
+  LIBSSH2_SFTP_ATTRIBUTES raw{};
+  raw.flags = LIBSSH2_SFTP_ATTR_PERMISSIONS;
+  raw.permissions = mode & 07777;
+  const long rc = co_await call("setstat", true, [&] {
+    return static_cast<long>(::libssh2_sftp_stat_ex(sftp_, path.data(), length_of(path), LIBSSH2_SFTP_SETSTAT, &raw));
+  });
+  if (rc != 0) throw_error(rc, "setstat", true, path);
+}
+
+asio::awaitable<std::string> Sftp::symlink_call(std::string path, int kind) {
+  auto self = shared_from_this();
+  std::string target(4096, '\0');
+  const char* what = kind == LIBSSH2_SFTP_REALPATH ? "realpath" : "readlink";
+  const long n = co_await call(what, false, [&] {
+    return static_cast<long>(::libssh2_sftp_symlink_ex(sftp_, path.data(), length_of(path), target.data(),
+                                                       length_of(target), kind));
+  });
+  if (n < 0) throw_error(n, what, false, path);
+  target.resize(static_cast<std::size_t>(n));
+  co_return target;
+}
+
+asio::awaitable<std::string> Sftp::realpath(std::string path) { return symlink_call(std::move(path), LIBSSH2_SFTP_REALPATH); }
+asio::awaitable<std::string> Sftp::read_link(std::string path) { return symlink_call(std::move(path), LIBSSH2_SFTP_READLINK); }
+
+asio::awaitable<void> Sftp::symlink(std::string target, std::string link_path) {
+  auto self = shared_from_this();
+  // OpenSSH's server takes SSH_FXP_SYMLINK's two paths in the other order than the draft
+  // (target first); libssh2 sends its `path` first, so the target goes there.
+  const long rc = co_await call("symlink", true, [&] {
+    return static_cast<long>(::libssh2_sftp_symlink_ex(sftp_, target.data(), length_of(target), link_path.data(),
+                                                       length_of(link_path), LIBSSH2_SFTP_SYMLINK));
+  });
+  if (rc != 0) throw_error(rc, "symlink", true, link_path);
+}
+
+}  // namespace exedev::ssh

@@ -1,0 +1,306 @@
+// SandboxBackend over SSH against the emulator's real sshd: the same command contract as /exec,
+// no /exec request after provisioning, the route's choices (fallbacks, refusals), and the fault
+// cells of the SSH transport (dropped connection, paused and removed VMs, changed host key).
+#include "fixture.hpp"
+#include "support/sshd_server.hpp"
+
+#include <exedev/workspace/workspace.hpp>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
+#include <fstream>
+#include <random>
+
+using namespace sbx;
+using exedev::workspace::Command;
+using exedev::workspace::RunOptions;
+namespace support = exedev::test_support;
+
+namespace {
+
+Command sh_c(std::string line) {
+  std::vector<std::string> argv{"sh", "-c"};
+  argv.push_back(std::move(line));
+  return Command::argv(std::move(argv));
+}
+
+// An emulator that knows one client key, and a second key it does not know.
+struct SshSetup {
+  SshSetup() : dir(std::filesystem::temp_directory_path() / ("exedev-ssh-transport-" + random_suffix())) {
+    std::filesystem::create_directories(dir);
+    registered = support::make_key(dir, "registered");
+    stranger = support::make_key(dir, "stranger");
+  }
+  ~SshSetup() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
+  exedev::emulator::Options emulator_options() const {
+    exedev::emulator::Options o;
+    o.ssh_authorized_keys.push_back(registered.public_line());
+    return o;
+  }
+  std::filesystem::path dir;
+  support::KeyPair registered;
+  support::KeyPair stranger;
+};
+
+struct LogLines {
+  std::vector<std::string> lines;
+  exedev::Logger logger() {
+    return [this](exedev::LogLevel, std::string_view line) { lines.emplace_back(line); };
+  }
+  [[nodiscard]] std::string all() const {
+    std::string text;
+    for (const auto& line : lines) text += line + "\n";
+    return text;
+  }
+};
+
+exedev::SandboxBackendOptions ssh_options(Fixture& f, const SshSetup& s, exedev::Transport transport,
+                                          const support::KeyPair& key, std::optional<exedev::workspace::WorkspaceRef> ref) {
+  exedev::SandboxBackendOptions o;
+  o.ref = std::move(ref);
+  o.spec = f.spec({.working_dir = "work"});
+  o.scope_tag = f.scope();
+  o.client_options = f.client_options();
+  o.readiness = f.readiness();
+  o.transport = transport;
+  o.ssh.private_key_file = key.private_key;
+  o.ssh.use_agent = false;
+  o.ssh.known_hosts_file = f.emu().ssh_known_hosts();
+  o.ssh.host_key_policy = exedev::HostKeyPolicy::strict;
+  (void)s;
+  return o;
+}
+
+std::string random_bytes(std::size_t n) {
+  std::mt19937_64 engine{42};
+  std::string out(n, '\0');
+  for (auto& c : out) c = static_cast<char>(engine() & 0xFF);
+  return out;
+}
+
+Task<void> wait_until(std::function<bool()> condition, std::chrono::seconds bound) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while (!condition()) {
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    co_await sleep_for(20ms);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("over SSH, commands keep /exec's contract and send no /exec request after provisioning", "[integration]") {
+  SshSetup s;
+  Fixture f(s.emulator_options());
+  if (f.skip()) return;
+  REQUIRE_FALSE(f.emu().ssh_known_hosts().empty());
+  exedev::testing::run([&](Executor) -> Task<void> {
+    auto o = ssh_options(f, s, exedev::Transport::ssh, s.registered, std::nullopt);
+    o.env["FROM_BACKEND"] = "backend's value";
+    auto backend = std::make_shared<exedev::SandboxBackend>(o);
+    exedev::workspace::Workspace w(backend);
+    const auto working_dir = co_await w.working_dir();
+    CHECK(backend->transport_in_use() == exedev::Transport::ssh);
+    f.emu().clear_commands();
+
+    RunOptions call;
+    call.env["FROM_CALL"] = "it's \"quoted\"";
+    const auto result = co_await w.run(sh_c("printf '%s|%s|%s' \"$FROM_BACKEND\" \"$FROM_CALL\" \"$PWD\"; printf err >&2; exit 3"), call);
+    CHECK(result.exit_code == 3);
+    CHECK(result.stdout_text == "backend's value|it's \"quoted\"|" + working_dir);
+    CHECK(result.stderr_text == "err");
+    const auto killed = co_await w.run(sh_c("kill -s TERM $$"));
+    CHECK(killed.exit_code == 128 + 15);
+    const auto missing = co_await w.run(Command::argv({"no-such-program-exedev"}));
+    CHECK(missing.exit_code == 127);
+    const auto big = co_await w.run(sh_c("head -c 3000000 /dev/zero | tr '\\0' x"));
+    CHECK(big.stdout_text == std::string(3000000, 'x'));
+
+    // Files: a small and an 8 MiB random file round-trip exactly (the large one over SFTP).
+    const auto data = random_bytes(8 * 1024 * 1024);
+    co_await w.write_bytes("big.bin", data);
+    co_await w.write_text("dir/small.txt", "hello");
+    const auto back = co_await w.read_bytes("big.bin");
+    CHECK(back == data);
+    CHECK(co_await w.read_text("dir/small.txt") == "hello");
+    const auto entries = co_await w.list_dir(".");
+    CHECK(entries.size() == 2);
+    co_await w.remove("dir");
+    CHECK_FALSE(co_await w.exists("dir"));
+    // (Closing the client may then clean up provisioning's own run records on /exec.)
+    for (const auto& command : f.emu().commands()) UNSCOPED_INFO("an /exec request: " << command.command);
+    CHECK(f.emu().commands().empty());
+    co_await backend->close();
+  }, limits(180s));
+}
+
+TEST_CASE("over SSH, the login environment is the one /exec gives", "[integration]") {
+  SshSetup s;
+  Fixture f(s.emulator_options());
+  if (f.skip()) return;
+  exedev::testing::run([&](Executor) -> Task<void> {
+    auto over_ssh = std::make_shared<exedev::SandboxBackend>(ssh_options(f, s, exedev::Transport::ssh, s.registered, std::nullopt));
+    // ($0 differs: /exec runs the command from a file in its run record, SSH with -c.)
+    const std::string probe = "echo \"$HOME|$SHELL|$PATH|$USER|$LOGNAME|$LANG|$(pwd)\"; umask; ulimit -n";
+    const auto via_ssh = co_await over_ssh->run(Command::shell(probe), no_options());
+    auto over_exec = std::make_shared<exedev::SandboxBackend>(
+        ssh_options(f, s, exedev::Transport::exec, s.registered, over_ssh->ref()));
+    const auto via_exec = co_await over_exec->run(Command::shell(probe), no_options());
+    CHECK(via_ssh.exit_code == 0);
+    CHECK(via_ssh.stdout_text == via_exec.stdout_text);
+    CHECK(via_ssh.stderr_text == via_exec.stderr_text);
+    CHECK(over_exec->transport_in_use() == exedev::Transport::exec);
+    co_await over_ssh->close();
+    co_await over_exec->close();
+  }, limits(120s));
+}
+
+TEST_CASE("over SSH, a timeout, a cancellation and the output limit stop the whole process tree", "[integration]") {
+  SshSetup s;
+  Fixture f(s.emulator_options());
+  if (f.skip()) return;
+  exedev::testing::run([&](Executor) -> Task<void> {
+    auto backend = std::make_shared<exedev::SandboxBackend>(ssh_options(f, s, exedev::Transport::ssh, s.registered, std::nullopt));
+    co_await backend->working_dir();
+    const auto name = backend->ref()->id;
+    const auto quiet = [&] { return f.emu().vm_processes(name).empty(); };
+    co_await wait_until(quiet, 30s);
+
+    RunOptions timed;
+    timed.timeout = exedev::workspace::Seconds(1);
+    auto timing_out = backend->run(sh_c("sleep 1000 & sleep 1000; echo never"), timed);
+    const auto timeout_error = co_await capture(std::move(timing_out));
+    expect_error<exedev::workspace::WorkspaceTimeoutError>(timeout_error);
+    co_await wait_until(quiet, 30s);
+
+    bool started = false;
+    RunOptions live;
+    live.on_stdout = [&](std::string_view bytes) { started = started || bytes.find("started") != std::string_view::npos; };
+    auto cancelled = cancel_when(backend->run(sh_c("echo started; sleep 1000 & sleep 1000"), live), [&] { return started; });
+    const auto cancel_error = co_await std::move(cancelled);
+    CHECK(is_cancellation(cancel_error));
+    co_await wait_until(quiet, 30s);
+
+    auto flooding = backend->run(sh_c("yes exedev"), no_options());
+    const auto flood_error = co_await capture(std::move(flooding));
+    const auto limit = expect_error<exedev::workspace::WorkspaceOutputLimitError>(flood_error);
+    CHECK(limit.output().stdout_data.size() <= exedev::max_command_output_bytes);
+    co_await wait_until(quiet, 30s);
+    co_await backend->close();
+  }, limits(180s));
+}
+
+TEST_CASE("auto uses /exec, and says why, when the key is not registered", "[integration]") {
+  SshSetup s;
+  Fixture f(s.emulator_options());
+  if (f.skip()) return;
+  LogLines log;
+  exedev::testing::run([&](Executor) -> Task<void> {
+    auto o = ssh_options(f, s, exedev::Transport::automatic, s.stranger, std::nullopt);
+    o.logger = log.logger();
+    auto backend = std::make_shared<exedev::SandboxBackend>(o);
+    const auto result = co_await backend->run(Command::shell("echo fine"), no_options());
+    CHECK(result.stdout_text == "fine\n");
+    CHECK(backend->transport_in_use() == exedev::Transport::exec);
+    co_await backend->close();
+
+    // The same key with transport ssh: a clear error instead.
+    auto strict = std::make_shared<exedev::SandboxBackend>(ssh_options(f, s, exedev::Transport::ssh, s.stranger, backend->ref()));
+    auto refusing = strict->run(Command::shell("echo never"), no_options());
+    const auto error = co_await capture(std::move(refusing));
+    const auto auth = expect_error<exedev::SshAuthenticationError>(error);
+    INFO(auth.what());
+    CHECK(auth.code() == exedev::errc::ssh_authentication_failed);
+    co_await strict->close();
+  }, limits(120s));
+  INFO(log.all());
+  REQUIRE(log.lines.size() == 1);
+  CHECK(log.lines[0].find("/exec") != std::string::npos);
+  CHECK(log.lines[0].find("SSH authentication") != std::string::npos);
+}
+
+TEST_CASE("a changed host key is refused with both fingerprints, whatever the transport setting", "[integration]") {
+  SshSetup s;
+  Fixture f(s.emulator_options());
+  if (f.skip()) return;
+  exedev::testing::run([&](Executor) -> Task<void> {
+    auto first = std::make_shared<exedev::SandboxBackend>(ssh_options(f, s, exedev::Transport::exec, s.registered, std::nullopt));
+    co_await first->working_dir();
+    co_await first->close();
+    // known_hosts that records another key for every endpoint the emulator's file names.
+    const auto impostor = support::make_key(s.dir, "impostor");
+    std::ifstream real(f.emu().ssh_known_hosts());
+    std::ofstream forged(s.dir / "known_hosts");
+    std::string line;
+    std::string impostor_key = impostor.public_line();
+    impostor_key = impostor_key.substr(0, impostor_key.rfind(' '));
+    while (std::getline(real, line)) forged << line.substr(0, line.find(' ')) << " " << impostor_key << "\n";
+    forged.close();
+    for (const auto transport : {exedev::Transport::automatic, exedev::Transport::ssh}) {
+      auto o = ssh_options(f, s, transport, s.registered, first->ref());
+      o.ssh.known_hosts_file = s.dir / "known_hosts";
+      o.ssh.host_key_policy = exedev::HostKeyPolicy::accept_new;
+      auto backend = std::make_shared<exedev::SandboxBackend>(o);
+      auto running = backend->run(Command::shell("echo never"), no_options());
+      const auto error = co_await capture(std::move(running));
+      const auto refused = expect_error<exedev::HostKeyError>(error);
+      REQUIRE(refused.recorded_fingerprint());
+      CHECK(*refused.recorded_fingerprint() != refused.offered_fingerprint());
+      const std::string message = refused.what();
+      CHECK(message.find(refused.offered_fingerprint()) != std::string::npos);
+      CHECK(message.find(*refused.recorded_fingerprint()) != std::string::npos);
+      co_await backend->close();
+    }
+  }, limits(120s));
+}
+
+TEST_CASE("over SSH, a dropped connection leaves a command's outcome unknown and never runs it again", "[integration]") {
+  SshSetup s;
+  Fixture f(s.emulator_options());
+  if (f.skip()) return;
+  exedev::testing::run([&](Executor) -> Task<void> {
+    auto backend = std::make_shared<exedev::SandboxBackend>(ssh_options(f, s, exedev::Transport::ssh, s.registered, std::nullopt));
+    co_await backend->working_dir();
+    const auto name = backend->ref()->id;
+    bool started = false;
+    RunOptions live;
+    live.on_stdout = [&](std::string_view) { started = true; };
+    auto running = backend->run(sh_c("echo x >> runs.txt; echo started; sleep 1000"), live);
+    auto pausing = [&]() -> Task<std::exception_ptr> {
+      co_await wait_until([&] { return started; }, 30s);
+      // Pausing the VM closes its SSH connections (as exe.dev does).
+      auto c = f.client(co_await asio::this_coro::executor);
+      co_await c.pause_vm(name);
+      co_await c.close();
+      co_return nullptr;
+    };
+    using namespace asio::experimental::awaitable_operators;
+    auto outcome = co_await (capture(std::move(running)) && pausing());
+    const auto unknown = expect_error<exedev::CommandOutcomeUnknownError>(std::get<0>(outcome));
+    CHECK(unknown.output().stdout_data == "started\n");
+    // The next command resumes the paused VM once and runs; the first never ran again.
+    const auto count = co_await backend->run(Command::shell("wc -l < runs.txt"), no_options());
+    CHECK(count.stdout_text == "1\n");
+    CHECK(f.count("resume") == 1);
+    co_await backend->close();
+  }, limits(180s));
+}
+
+TEST_CASE("over SSH, a removed VM is unavailable", "[integration]") {
+  SshSetup s;
+  Fixture f(s.emulator_options());
+  if (f.skip()) return;
+  exedev::testing::run([&](Executor ex) -> Task<void> {
+    auto backend = std::make_shared<exedev::SandboxBackend>(ssh_options(f, s, exedev::Transport::ssh, s.registered, std::nullopt));
+    co_await backend->working_dir();
+    auto c = f.client(ex);
+    co_await c.remove_vms(one(backend->ref()->id));
+    co_await c.close();
+    auto running = backend->run(Command::shell("echo never"), no_options());
+    const auto error = co_await capture(std::move(running));
+    expect_error<exedev::VMNotFoundError>(error);
+    co_await backend->close();
+  }, limits(120s));
+}
