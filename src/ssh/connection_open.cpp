@@ -195,11 +195,14 @@ class Authenticator {
       if (!problem.empty()) throw_unusable(explicit_key->source, problem);
       const long rc = co_await try_key(*explicit_key, options_.passphrase);
       if (rc == 0) co_return;
-      if (rc == LIBSSH2_ERROR_FILE || rc == LIBSSH2_ERROR_PUBLICKEY_UNRECOGNIZED) {
+      // libssh2 says FILE when it cannot load the key (a wrong passphrase, a format it lacks);
+      // a key the server refuses is AUTHENTICATION_FAILED or PUBLICKEY_UNVERIFIED.
+      if (rc == LIBSSH2_ERROR_FILE) {
         throw_unusable(explicit_key->source, options_.passphrase ? "libssh2 could not load it (a wrong passphrase?)"
                                                                  : "libssh2 could not load it");
       }
-      tried_.push_back(explicit_key->source);
+      // With an encrypted key, a wrong passphrase also ends here: libssh2 1.10 cannot tell it apart.
+      tried_.push_back(info_suffix(*explicit_key));
       throw_failed();
     }
     if (options_.use_agent) {
@@ -293,6 +296,11 @@ class Authenticator {
     }
     if (keys == 0) tried_.push_back(fmt::format("agent at {} (no keys)", socket_path));
     co_return false;
+  }
+
+  // The key's name for the tried list; an encrypted key's failure may be its passphrase.
+  static std::string info_suffix(const KeyText& key) {
+    return inspect_private_key(key.text).encrypted ? key.source + " (encrypted: refused, or a wrong passphrase)" : key.source;
   }
 
   [[noreturn]] void throw_unusable(const std::string& source, const std::string& problem) const {
