@@ -119,7 +119,7 @@ void record_host_key(const fs::path& file, const std::string& existing_text, con
   }
 }
 
-void verify_host_key(SessionDriver& driver, const Endpoint& endpoint, const SshOptions& options, const std::string& blob,
+void verify_host_key(const Endpoint& endpoint, const SshOptions& options, const std::string& blob,
                      const std::string& fingerprint) {
   const auto host_name = known_hosts_name(endpoint.host, endpoint.port);
   const auto key_type = key_type_of_blob(blob).value_or("unknown");
@@ -166,7 +166,6 @@ void verify_host_key(SessionDriver& driver, const Endpoint& endpoint, const SshO
                        host_name, fingerprint, std::nullopt);
   }
   record_host_key(file, content.text, known_hosts_line(host_name, blob), host_name, fingerprint);
-  (void)driver;
 }
 
 // ---- authentication ----
@@ -349,7 +348,7 @@ asio::awaitable<std::shared_ptr<Connection>> Connection::open(Endpoint endpoint,
     if (key == nullptr) throw ConnectionError(fmt::format("SSH: {} sent no host key", where), false);
     const std::string blob(key, length);
     const auto fingerprint = sha256_fingerprint(blob);
-    verify_host_key(*driver, endpoint, options, blob, fingerprint);
+    verify_host_key(endpoint, options, blob, fingerprint);
     Authenticator authenticator(*driver, endpoint, options, Clock::now() + options.auth_timeout);
     auto authenticating = authenticator.authenticate();
     co_await std::move(authenticating);

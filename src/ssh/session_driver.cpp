@@ -218,6 +218,10 @@ void SessionDriver::send_keepalive_if_due() {
   // socket's buffer is empty); a send that fails marks the session dropped.
   attempt(ticket, [&] { return static_cast<long>(::libssh2_keepalive_send(session_, &seconds_to_next)); });
   last_send_ = Clock::now();
+  // libssh2 cannot be made to finish a half-sent keepalive (it only resends after its interval),
+  // and nothing else may be sent before it: a peer that does not drain one small packet after an
+  // idle interval is gone.
+  if (outbound_pending_) mark_dropped(std::make_error_code(std::errc::timed_out), "stopped reading (keepalive)");
 }
 
 asio::awaitable<void> SessionDriver::pump([[maybe_unused]] std::shared_ptr<SessionDriver> self) {

@@ -216,3 +216,36 @@ TEST_CASE("ssh sftp: a connection lost during a write is ConnectionError") {
       },
       testing::RunLimits{.deadline = 60s});
 }
+
+// Not part of the suite (hidden tag): `integration_ssh "[.benchmark]"` prints the time of a
+// 64 MiB SFTP write and read on loopback beside a local `cat` of the same file.
+TEST_CASE("ssh sftp: 64 MiB write and read time beside a local cat", "[.benchmark]") {
+  Fixture f;
+  const auto path = (f.server.directory() / "bench.bin").string();
+  const auto data = random_bytes(64 << 20, 5);
+  using Clock = std::chrono::steady_clock;
+  const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  Clock::duration write_time{}, read_time{};
+  testing::run(
+      [&](auto) -> asio::awaitable<void> {
+        auto connection = co_await f.open();
+        auto sftp = co_await connection->sftp();
+        const auto t0 = Clock::now();
+        co_await sftp->write_file(path, data, 0644);
+        const auto t1 = Clock::now();
+        const auto back = co_await sftp->read_file(path);
+        const auto t2 = Clock::now();
+        CO_CHECK(back == data);
+        write_time = t1 - t0;
+        read_time = t2 - t1;
+        co_await connection->close();
+      },
+      testing::RunLimits{.deadline = 300s});
+  const auto c0 = Clock::now();
+  std::string ignored;
+  test_support::run_program({"/bin/sh", "-c", "cat '" + path + "' > /dev/null"}, &ignored);
+  const auto cat_time = Clock::now() - c0;
+  std::printf("64 MiB over SFTP on loopback: write %.3f s, read %.3f s; local cat %.3f s (ratio write+read / cat: %.1f)\n",
+              seconds(write_time), seconds(read_time), seconds(cat_time),
+              (seconds(write_time) + seconds(read_time)) / seconds(cat_time));
+}
