@@ -1,6 +1,7 @@
 // Connection: session slots, channels, exec, the shared SFTP session, close.
 #include "ssh/connection.hpp"
 
+#include "common/backoff.hpp"
 #include "common/coroutines.hpp"
 #include "ssh/session_driver.hpp"
 #include "ssh/ssh_errors.hpp"
@@ -27,6 +28,7 @@ namespace {
 
 constexpr std::size_t read_chunk = 256 * 1024;
 constexpr std::size_t write_chunk = 1024 * 1024;
+constexpr auto channel_refusal_patience = std::chrono::seconds(30);
 
 asio::awaitable<void> throw_if_cancelled() {
   const auto state = co_await asio::this_coro::cancellation_state;
@@ -60,8 +62,13 @@ NegotiatedMethods Connection::negotiated_methods() const {
 }
 
 asio::awaitable<void> Connection::wait_for_change(bool sent) {
+  auto waiting = wait_for_change_until(sent, SessionDriver::Clock::time_point::max());
+  co_await std::move(waiting);
+}
+
+asio::awaitable<void> Connection::wait_for_change_until(bool sent, SessionDriver::Clock::time_point deadline) {
   // The driver's event wakes this on a dropped connection, our own on a slot or an opening.
-  co_await (state_.wait() || driver_->state_changed().wait());
+  co_await (state_.wait_until(deadline) || driver_->state_changed().wait_until(deadline));
   const Call call{"waiting for a session channel", true, sent};
   driver_->throw_if_dropped(call);
   co_await throw_if_cancelled();
@@ -96,12 +103,32 @@ void Connection::unlock_channel_opening() {
 }
 
 asio::awaitable<LIBSSH2_CHANNEL*> Connection::open_channel(const char* what) {
+  // sshd frees a session only once it has processed our close, so a channel opened right after
+  // another closed may be refused for a moment (MaxSessions): the opening is retried when another
+  // channel closes, or after a short backoff, for up to `channel_refusal_patience`.
+  const auto give_up_at = SessionDriver::Clock::now() + channel_refusal_patience;
+  for (int attempt = 0;; ++attempt) {
+    long rc = 0;
+    auto opening = try_open_channel(what, rc);
+    LIBSSH2_CHANNEL* channel = co_await std::move(opening);
+    if (channel != nullptr) co_return channel;
+    const bool refused = rc == LIBSSH2_ERROR_CHANNEL_FAILURE;
+    if (!refused || SessionDriver::Clock::now() >= give_up_at) {
+      throw ConnectionError(fmt::format("SSH: {} refused a session channel: {}", driver_->where(), driver_->last_error_message()),
+                            false, libssh2_error(static_cast<int>(rc)));
+    }
+    const auto delay = detail::doubled_delay(std::chrono::milliseconds(5), attempt, std::chrono::milliseconds(500));
+    auto waiting = wait_for_change_until(false, SessionDriver::Clock::now() + delay);
+    co_await std::move(waiting);
+  }
+}
+
+asio::awaitable<LIBSSH2_CHANNEL*> Connection::try_open_channel(const char* what, long& rc) {
   // libssh2 keeps the state of a channel being opened in the session: one opening at a time,
   // each run to its end.
   co_await lock_channel_opening();
   LIBSSH2_CHANNEL* channel = nullptr;
   std::exception_ptr failure;
-  long rc = 0;
   try {
     const Call call{what, false, false};
     rc = co_await driver_->run(call, [&] {
@@ -113,10 +140,6 @@ asio::awaitable<LIBSSH2_CHANNEL*> Connection::open_channel(const char* what) {
   }
   unlock_channel_opening();
   if (failure) std::rethrow_exception(failure);
-  if (channel == nullptr) {
-    throw ConnectionError(fmt::format("SSH: {} refused a session channel: {}", driver_->where(), driver_->last_error_message()),
-                          false, libssh2_error(static_cast<int>(rc)));
-  }
   co_return channel;
 }
 

@@ -11,6 +11,7 @@
 #include <exedev/ssh/options.hpp>
 #include <exedev/task.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -100,6 +101,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   Task<void> wait_for_change(bool sent);
+  Task<void> wait_for_change_until(bool sent, std::chrono::steady_clock::time_point deadline);
   Task<void> lock_channel_opening();
   void unlock_channel_opening();
   Task<void> acquire_session_slot();
@@ -107,6 +109,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void close_channel_in_background(_LIBSSH2_CHANNEL* channel);
   Task<void> close_channel(_LIBSSH2_CHANNEL* channel);
   Task<_LIBSSH2_CHANNEL*> open_channel(const char* what);
+  Task<_LIBSSH2_CHANNEL*> try_open_channel(const char* what, long& rc);
   Task<ExecResult> run_on_channel(_LIBSSH2_CHANNEL* channel, ExecRequest& request);
 
   std::shared_ptr<SessionDriver> driver_;
@@ -143,7 +146,8 @@ struct SftpDirEntry {
 /// operation_aborted. Concurrent callers share the session: their requests interleave.
 class Sftp : public std::enable_shared_from_this<Sftp> {
  public:
-  /// `connection` runs the one operation SFTP version 3 lacks (rename over an existing file).
+  /// `connection` runs what libssh2 1.10's SFTP cannot do reliably (rename over an existing
+  /// file, symlink) as commands.
   Sftp(std::shared_ptr<SessionDriver> driver, _LIBSSH2_SFTP* sftp, std::weak_ptr<Connection> connection);
 
   /// The whole file, several reads in flight.
@@ -163,6 +167,7 @@ class Sftp : public std::enable_shared_from_this<Sftp> {
   Task<void> set_mode(std::string path, std::uint32_t mode);
   Task<std::string> realpath(std::string path);
   Task<std::string> read_link(std::string path);
+  /// `ln -s` on an exec channel (libssh2 1.10's SSH_FXP_SYMLINK answers wrongly, see sftp.cpp).
   Task<void> symlink(std::string target, std::string link_path);
 
  private:
@@ -172,6 +177,7 @@ class Sftp : public std::enable_shared_from_this<Sftp> {
   Task<SftpAttributes> stat_with(std::string path, int stat_type);
   Task<std::string> symlink_call(std::string path, int kind);
   Task<void> close_handle(_LIBSSH2_SFTP_HANDLE* handle);
+  Task<void> run_command(std::string command, const char* what, std::string path);
   Task<_LIBSSH2_SFTP_HANDLE*> open_handle(const std::string& path, unsigned long flags, long mode, int type);
 
   std::shared_ptr<SessionDriver> driver_;

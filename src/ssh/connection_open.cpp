@@ -119,7 +119,7 @@ void record_host_key(const fs::path& file, const std::string& existing_text, con
   }
 }
 
-void verify_host_key(SessionDriver& driver, const Endpoint& endpoint, const SshOptions& options, const std::string& blob,
+void verify_host_key(const Endpoint& endpoint, const SshOptions& options, const std::string& blob,
                      const std::string& fingerprint) {
   const auto host_name = known_hosts_name(endpoint.host, endpoint.port);
   const auto key_type = key_type_of_blob(blob).value_or("unknown");
@@ -166,7 +166,6 @@ void verify_host_key(SessionDriver& driver, const Endpoint& endpoint, const SshO
                        host_name, fingerprint, std::nullopt);
   }
   record_host_key(file, content.text, known_hosts_line(host_name, blob), host_name, fingerprint);
-  (void)driver;
 }
 
 // ---- authentication ----
@@ -195,13 +194,14 @@ class Authenticator {
       if (!problem.empty()) throw_unusable(explicit_key->source, problem);
       const long rc = co_await try_key(*explicit_key, options_.passphrase);
       if (rc == 0) co_return;
-      // (LIBSSH2_ERROR_PUBLICKEY_UNRECOGNIZED is LIBSSH2_ERROR_AUTHENTICATION_FAILED in libssh2
-      // 1.10: the server's refusal of a key it does not know, not a key libssh2 cannot read.)
+      // libssh2 says FILE when it cannot load the key (a wrong passphrase, a format it lacks);
+      // a key the server refuses is AUTHENTICATION_FAILED or PUBLICKEY_UNVERIFIED.
       if (rc == LIBSSH2_ERROR_FILE) {
         throw_unusable(explicit_key->source, options_.passphrase ? "libssh2 could not load it (a wrong passphrase?)"
                                                                  : "libssh2 could not load it");
       }
-      tried_.push_back(explicit_key->source);
+      // With an encrypted key, a wrong passphrase also ends here: libssh2 1.10 cannot tell it apart.
+      tried_.push_back(info_suffix(*explicit_key));
       throw_failed();
     }
     if (options_.use_agent) {
@@ -297,6 +297,11 @@ class Authenticator {
     co_return false;
   }
 
+  // The key's name for the tried list; an encrypted key's failure may be its passphrase.
+  static std::string info_suffix(const KeyText& key) {
+    return inspect_private_key(key.text).encrypted ? key.source + " (encrypted: refused, or a wrong passphrase)" : key.source;
+  }
+
   [[noreturn]] void throw_unusable(const std::string& source, const std::string& problem) const {
     throw SshKeyUnusableError(fmt::format("SSH: the private key {} cannot be used: {}", source, problem), source);
   }
@@ -343,7 +348,7 @@ asio::awaitable<std::shared_ptr<Connection>> Connection::open(Endpoint endpoint,
     if (key == nullptr) throw ConnectionError(fmt::format("SSH: {} sent no host key", where), false);
     const std::string blob(key, length);
     const auto fingerprint = sha256_fingerprint(blob);
-    verify_host_key(*driver, endpoint, options, blob, fingerprint);
+    verify_host_key(endpoint, options, blob, fingerprint);
     Authenticator authenticator(*driver, endpoint, options, Clock::now() + options.auth_timeout);
     auto authenticating = authenticator.authenticate();
     co_await std::move(authenticating);

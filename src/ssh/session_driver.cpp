@@ -154,7 +154,8 @@ asio::awaitable<void> SessionDriver::wait(std::uint64_t ticket, const Call& call
   ++waiters_;
   // The pump waits on the socket only while someone waits, and for writability only while a
   // packet is half-sent: tell it when either changes what it should wait for.
-  if (waiters_ == 1 || (outbound_pending_ && !pump_watches_write_)) wake_pump_.notify();
+  const bool wants_write = outbound_owner_ != 0 || outbound_pending_;
+  if (pump_state_ == PumpState::idle || (wants_write && pump_state_ == PumpState::watching_read)) wake_pump_.notify();
   auto waiting = progress_.wait_until(call.deadline);
   co_await std::move(waiting);
   --waiters_;
@@ -217,37 +218,51 @@ void SessionDriver::send_keepalive_if_due() {
   // socket's buffer is empty); a send that fails marks the session dropped.
   attempt(ticket, [&] { return static_cast<long>(::libssh2_keepalive_send(session_, &seconds_to_next)); });
   last_send_ = Clock::now();
+  // libssh2 cannot be made to finish a half-sent keepalive (it only resends after its interval),
+  // and nothing else may be sent before it: a peer that does not drain one small packet after an
+  // idle interval is gone.
+  if (outbound_pending_) mark_dropped(std::make_error_code(std::errc::timed_out), "stopped reading (keepalive)");
 }
 
 asio::awaitable<void> SessionDriver::pump([[maybe_unused]] std::shared_ptr<SessionDriver> self) {
   // `self` keeps the driver alive while the pump runs.
   const auto executor = co_await asio::this_coro::executor;
   asio::steady_timer keepalive_timer(executor);
-  boost::system::error_code ignored;
+  // One code per branch: the branches `||` cancels complete after the winner and write theirs.
+  boost::system::error_code socket_error;
+  boost::system::error_code timer_error;
   while (!dropped_ && !stopped_) {
     const auto keepalive_at =
         keepalive_interval_.count() > 0 ? last_send_ + keepalive_interval_ : Clock::time_point::max();
     keepalive_timer.expires_at(keepalive_at);
+    // Only a ready socket wakes the waiters: a wake-up of the pump itself (a new waiter, a
+    // change of direction) would otherwise wake them for nothing, and they the pump again.
+    bool socket_ready = false;
     if (waiters_ == 0) {
+      pump_state_ = PumpState::idle;
       auto idle = wake_pump_.wait_until(keepalive_at);
       co_await std::move(idle);
     } else if (outbound_owner_ != 0 || outbound_pending_) {
       // Until the half-sent packet is out, only its owner calls libssh2, and its call only
       // sends: watching reads too would wake everyone in a loop while data waits unread.
-      pump_watches_write_ = true;
-      co_await (socket_.async_wait(asio::socket_base::wait_write, asio::redirect_error(asio::use_awaitable, ignored)) ||
-                keepalive_timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored)) ||
-                wake_pump_.wait());
-      pump_watches_write_ = false;
+      pump_state_ = PumpState::watching_write;
+      const auto woken = co_await (
+          socket_.async_wait(asio::socket_base::wait_write, asio::redirect_error(asio::use_awaitable, socket_error)) ||
+          keepalive_timer.async_wait(asio::redirect_error(asio::use_awaitable, timer_error)) || wake_pump_.wait());
+      socket_ready = woken.index() == 0 && !socket_error;
     } else {
-      co_await (socket_.async_wait(asio::socket_base::wait_read, asio::redirect_error(asio::use_awaitable, ignored)) ||
-                keepalive_timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored)) ||
-                wake_pump_.wait());
+      pump_state_ = PumpState::watching_read;
+      const auto woken = co_await (
+          socket_.async_wait(asio::socket_base::wait_read, asio::redirect_error(asio::use_awaitable, socket_error)) ||
+          keepalive_timer.async_wait(asio::redirect_error(asio::use_awaitable, timer_error)) || wake_pump_.wait());
+      socket_ready = woken.index() == 0 && !socket_error;
     }
+    pump_state_ = PumpState::busy;
     if (dropped_ || stopped_) break;
     send_keepalive_if_due();
-    progress_.notify();
+    if (socket_ready) progress_.notify();
   }
+  pump_state_ = PumpState::ended;
   progress_.notify();
 }
 

@@ -123,7 +123,9 @@ class SessionDriver : public std::enable_shared_from_this<SessionDriver> {
   bool outbound_pending_ = false;     // the send callback's last send was short
   std::uint64_t bytes_moved_ = 0;     // counted by the callbacks
   int waiters_ = 0;
-  bool pump_watches_write_ = false;
+  // What the pump waits for now, so that a new waiter wakes it only when that must change.
+  enum class PumpState { busy, idle, watching_read, watching_write, ended };
+  PumpState pump_state_ = PumpState::busy;
   Clock::time_point last_send_ = Clock::now();
   std::chrono::seconds keepalive_interval_{0};
 

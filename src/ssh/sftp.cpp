@@ -92,7 +92,7 @@ asio::awaitable<std::errc> Sftp::refine_failure(const std::string& path, const c
     return static_cast<long>(::libssh2_sftp_stat_ex(sftp_, path.data(), length_of(path), LIBSSH2_SFTP_LSTAT, &raw));
   });
   const std::string_view op(operation);
-  if (rc != 0) co_return std::errc::io_error;
+  if (rc != 0) co_return op == "remove_dir" ? std::errc::no_such_file_or_directory : std::errc::io_error;
   const auto attributes = attributes_of(raw);
   if (op == "make_dir") co_return std::errc::file_exists;
   if (op == "remove_file" && attributes.is_dir()) co_return std::errc::is_a_directory;
@@ -250,7 +250,9 @@ asio::awaitable<void> Sftp::remove_dir(std::string path) {
   });
   if (rc == 0) co_return;
   std::errc refined{};
-  if (rc == LIBSSH2_ERROR_SFTP_PROTOCOL && ::libssh2_sftp_last_error(sftp_) == LIBSSH2_FX_FAILURE) {
+  // OpenSSH answers rmdir's ENOTDIR as NO_SUCH_FILE and ENOTEMPTY as FAILURE.
+  const auto status = rc == LIBSSH2_ERROR_SFTP_PROTOCOL ? ::libssh2_sftp_last_error(sftp_) : LIBSSH2_FX_OK;
+  if (status == LIBSSH2_FX_FAILURE || status == LIBSSH2_FX_NO_SUCH_FILE) {
     refined = co_await refine_failure(path, "remove_dir");
   }
   throw_error(rc, "rmdir", true, path, refined);
@@ -266,19 +268,10 @@ asio::awaitable<void> Sftp::rename(std::string from, std::string to, bool overwr
       return static_cast<long>(::libssh2_sftp_stat_ex(sftp_, to.data(), length_of(to), LIBSSH2_SFTP_LSTAT, &raw));
     });
     if (rc == 0 && !attributes_of(raw).is_dir()) {
-      auto connection = connection_.lock();
-      if (!connection) driver_->throw_if_dropped(Call{"rename", false, true});
-      ExecRequest request;
-      request.command = fmt::format("mv -f -- {} {}", detail::sh_single_quote(from), detail::sh_single_quote(to));
-      auto moving = connection->exec(std::move(request));
-      const auto result = co_await std::move(moving);
-      if (result.exit_code == 0) co_return;
-      const bool missing = result.stderr_bytes.find("No such file") != std::string::npos;
-      const bool denied = result.stderr_bytes.find("Permission denied") != std::string::npos;
-      throw fs::filesystem_error("SFTP rename", fs::path(from), fs::path(to),
-                                 std::make_error_code(missing  ? std::errc::no_such_file_or_directory
-                                                      : denied ? std::errc::permission_denied
-                                                               : std::errc::io_error));
+      auto moving = run_command(fmt::format("mv -f -- {} {}", detail::sh_single_quote(from), detail::sh_single_quote(to)),
+                                "rename", from);
+      co_await std::move(moving);
+      co_return;
     }
   }
   const long rc = co_await call("rename", true, [&] {
@@ -330,13 +323,33 @@ asio::awaitable<std::string> Sftp::read_link(std::string path) { return symlink_
 
 asio::awaitable<void> Sftp::symlink(std::string target, std::string link_path) {
   auto self = shared_from_this();
-  // OpenSSH's server takes SSH_FXP_SYMLINK's two paths in the other order than the draft
-  // (target first); libssh2 sends its `path` first, so the target goes there.
-  const long rc = co_await call("symlink", true, [&] {
-    return static_cast<long>(::libssh2_sftp_symlink_ex(sftp_, target.data(), length_of(target), link_path.data(),
-                                                       length_of(link_path), LIBSSH2_SFTP_SYMLINK));
-  });
-  if (rc != 0) throw_error(rc, "symlink", true, link_path);
+  // Not SSH_FXP_SYMLINK: with libssh2 1.10 against OpenSSH 9.2 it creates the link and then
+  // reports FAILURE or BAD_MESSAGE once other requests went before it on the session, so its
+  // answer cannot be trusted. ln(1) on an exec channel answers truly.
+  auto running = run_command(fmt::format("ln -s -- {} {}", detail::sh_single_quote(target), detail::sh_single_quote(link_path)),
+                             "symlink", link_path);
+  co_await std::move(running);
+}
+
+asio::awaitable<void> Sftp::run_command(std::string command, const char* what, std::string path) {
+  auto connection = connection_.lock();
+  if (!connection) {
+    const Call call{what, false, true};
+    driver_->throw_if_dropped(call);
+    throw ConnectionError(fmt::format("SSH: SFTP {} of {}: the connection is closed", what, path), false);
+  }
+  ExecRequest request;
+  request.command = std::move(command);
+  auto running = connection->exec(std::move(request));
+  const auto result = co_await std::move(running);
+  if (result.exit_code == 0) co_return;
+  const auto& message = result.stderr_bytes;
+  const std::errc code = message.find("No such file") != std::string::npos        ? std::errc::no_such_file_or_directory
+                         : message.find("File exists") != std::string::npos       ? std::errc::file_exists
+                         : message.find("Permission denied") != std::string::npos ? std::errc::permission_denied
+                         : message.find("Not a directory") != std::string::npos   ? std::errc::not_a_directory
+                                                                                  : std::errc::io_error;
+  throw fs::filesystem_error(fmt::format("SFTP {}", what), fs::path(path), std::make_error_code(code));
 }
 
 }  // namespace exedev::ssh

@@ -12,6 +12,7 @@
 #include <exedev/sandbox/sandbox_backend.hpp>
 #include <exedev/sandbox/vm_spec.hpp>
 #include <exedev/sandbox/vms.hpp>
+#include <exedev/ssh/options.hpp>
 #include <exedev/string_list.hpp>
 #include <exedev/testing/conformance.hpp>
 #include <exedev/testing/run.hpp>
@@ -48,6 +49,7 @@ static_assert(guarded_aggregate<exedev::VMSpecFields>);
 static_assert(guarded_aggregate<exedev::VMsOptions>);
 static_assert(guarded_aggregate<exedev::SandboxOptions>);
 static_assert(guarded_aggregate<exedev::SandboxBackendOptions>);
+static_assert(guarded_aggregate<exedev::SshOptions>);
 static_assert(guarded_aggregate<ws::WorkspaceRef>);
 static_assert(guarded_aggregate<ws::RunOptions>);
 static_assert(guarded_aggregate<exedev::tools::FileSystemOptions>);

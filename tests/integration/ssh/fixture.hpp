@@ -1,0 +1,83 @@
+#pragma once
+// Shared fixture of the SSH layer's integration tests: a private sshd with exe.dev's VM settings
+// (tests/support/sshd_server.hpp), a known_hosts file that records its key, and options that use
+// only the keys a test names (no agent, no ~/.ssh keys).
+
+#include "ssh/connection.hpp"
+#include "support/sshd_server.hpp"
+
+#include <exedev/testing/co_check.hpp>
+#include <exedev/testing/run.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <string>
+
+namespace exedev::ssh_test {
+
+using namespace std::chrono_literals;
+using ssh::Connection;
+
+struct Fixture {
+  explicit Fixture(const std::string& extra_config = "") : server(extra_config) {
+    ::unsetenv("EXE_SSH_KEY");
+    known_hosts = server.directory() / "known_hosts";
+    std::ofstream(known_hosts) << server.known_hosts_line() << "\n";
+  }
+
+  [[nodiscard]] ssh::Endpoint endpoint() const { return ssh::Endpoint{"127.0.0.1", server.port(), server.user()}; }
+
+  /// Strict host key check against `known_hosts`, the server's authorized client key.
+  [[nodiscard]] SshOptions options() const {
+    SshOptions o;
+    o.private_key_file = server.client_key().private_key;
+    o.use_agent = false;
+    o.default_key_files = {server.directory() / "no-such-key"};
+    o.known_hosts_file = known_hosts;
+    o.host_key_policy = HostKeyPolicy::strict;
+    return o;
+  }
+
+  boost::asio::awaitable<std::shared_ptr<Connection>> open() {
+    auto opening = Connection::open(endpoint(), options());
+    co_return co_await std::move(opening);
+  }
+
+  test_support::SshServer server;
+  std::filesystem::path known_hosts;
+};
+
+/// Runs `task`, expecting it to throw E; returns a copy.
+template <typename E, typename T>
+boost::asio::awaitable<E> expect_throw(boost::asio::awaitable<T> task) {
+  std::exception_ptr failure;
+  try {
+    co_await std::move(task);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  REQUIRE(failure);
+  try {
+    std::rethrow_exception(failure);
+  } catch (const E& e) {
+    co_return e;
+  } catch (const std::exception& e) {
+    FAIL("unexpected exception: " << e.what());
+  }
+  throw std::logic_error("unreachable");
+}
+
+inline std::string random_bytes(std::size_t size, unsigned seed) {
+  std::string out(size, '\0');
+  std::uint32_t state = seed * 2654435761u + 1;
+  for (auto& c : out) {
+    state = state * 1664525u + 1013904223u;
+    c = static_cast<char>(state >> 24);
+  }
+  return out;
+}
+
+}  // namespace exedev::ssh_test
