@@ -117,6 +117,9 @@ VMInfo vm_from(const json& o, const std::string& command) {
   vm.ssh_dest = str(o, {"ssh_dest", "ssh"});
   vm.ssh_host = str(o, {"ssh_host"});
   vm.ssh_user = str(o, {"ssh_user"});
+  if (const auto port = number<std::uint64_t>(o, "ssh_port"); port && *port > 0 && *port <= 65535) {
+    vm.ssh_port = static_cast<std::uint16_t>(*port);
+  }
   vm.https_url = str(o, {"https_url"});
   vm.disk_capacity_bytes = number<std::uint64_t>(o, "disk_capacity_bytes");
   vm.memory_capacity_bytes = number<std::uint64_t>(o, "memory_capacity_bytes");
