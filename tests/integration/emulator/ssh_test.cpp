@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <pwd.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -111,31 +112,37 @@ std::string public_key(const fs::path& key) { return read_file(key.string() + ".
 
 std::string login_user() { return ::getpwuid(::geteuid())->pw_name; }
 
-// Processes of the emulator's sshd: every one carries its marker (ssh_server.hpp).
-std::size_t sshd_processes(const fs::path& state_dir) {
-  const std::string needle = "EXEDEV_EMULATOR_SSHD=" + (state_dir / "ssh" / "sshd_config").string();
-  std::size_t count = 0;
+// The emulator's sshd listener (its title names its config) and every descendant of it: the
+// processes serving its connections, in sessions of their own.
+std::vector<int> sshd_processes(const fs::path& state_dir) {
+  const auto listener = run({"/usr/bin/pgrep", "-f", (state_dir / "ssh" / "sshd_config").string()});
+  std::vector<int> tree;
+  if (listener.exit_code != 0) return tree;
+  std::map<int, std::vector<int>> children;
   DIR* proc = ::opendir("/proc");
   while (const dirent* entry = ::readdir(proc)) {
     const std::string name = entry->d_name;
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     const std::string stat = read_file("/proc/" + name + "/stat");
     const auto paren = stat.rfind(')');
-    if (paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] == 'Z') continue;
-    const std::string environment = read_file("/proc/" + name + "/environ");
-    std::size_t start = 0;
-    while (start < environment.size()) {
-      const auto end = environment.find('\0', start);
-      if (environment.compare(start, (end == std::string::npos ? environment.size() : end) - start, needle) == 0) {
-        ++count;
-        break;
-      }
-      if (end == std::string::npos) break;
-      start = end + 1;
-    }
+    if (paren == std::string::npos || paren + 4 >= stat.size() || stat[paren + 2] == 'Z') continue;
+    children[std::atoi(stat.c_str() + paren + 4)].push_back(std::stoi(name));
   }
   ::closedir(proc);
-  return count;
+  std::vector<int> pending = {std::stoi(listener.output)};
+  while (!pending.empty()) {
+    const int pid = pending.back();
+    pending.pop_back();
+    tree.push_back(pid);
+    for (const int child : children[pid]) pending.push_back(child);
+  }
+  return tree;
+}
+
+bool gone(int pid) {
+  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  const auto paren = stat.rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] == 'Z';
 }
 
 // An emulator whose options register a client key, and the OpenSSH client pointed at it.
@@ -387,11 +394,11 @@ TEST_CASE("ssh: no sshd process is left once the emulator stops", "[ssh]") {
       REQUIRE(n > 0);
       seen.append(buffer, static_cast<std::size_t>(n));
     }
-    CHECK(sshd_processes(state) >= 2);  // the listener and the connection's
+    const auto serving = sshd_processes(state);
+    CHECK(serving.size() >= 3);  // the listener, the connection's monitor and its session
     h.emulator.reset();
     CHECK(finish(open_session).exit_code == 255);
-    CHECK(sshd_processes(state) == 0);
-    const auto pgrep = run({"/usr/bin/pgrep", "-f", (state / "ssh" / "sshd_config").string()});
-    CHECK(pgrep.exit_code == 1);
+    for (const int pid : serving) CHECK(gone(pid));
+    CHECK(run({"/usr/bin/pgrep", "-f", (state / "ssh" / "sshd_config").string()}).exit_code == 1);
   }
 }
