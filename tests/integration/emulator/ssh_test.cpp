@@ -366,6 +366,32 @@ TEST_CASE("ssh: a host key that is not the emulator's is refused under strict ch
   CHECK(outcome.output.find("HOST IDENTIFICATION HAS CHANGED") != std::string::npos);
 }
 
+TEST_CASE("ssh: only exe.dev's VM algorithms are negotiated", "[ssh]") {
+  SshHarness h;
+  const auto port = h.make_vm("algo-vm");
+  // A client limited to what a VM's sshd refuses fails here as it would there.
+  // (A MAC is negotiated only with a cipher that needs one: chacha20-poly1305 has its own.)
+  const std::vector<std::vector<std::string>> refused_options = {
+      {"-o", "Ciphers=aes128-gcm@openssh.com"}, {"-o", "KexAlgorithms=diffie-hellman-group14-sha256"},
+      {"-o", "Ciphers=aes128-ctr", "-o", "MACs=hmac-sha1"}, {"-o", "HostKeyAlgorithms=rsa-sha2-512"}};
+  for (const auto& option : refused_options) {
+    auto command = h.ssh_args(port, h.key);
+    command.insert(command.begin() + 1, option.begin(), option.end());
+    command.push_back("true");
+    const auto refused = run(command);
+    INFO(option.back() << ": " << refused.output);
+    CHECK(refused.exit_code == 255);
+  }
+  // And one of each that a VM accepts.
+  auto command = h.ssh_args(port, h.key);
+  command.insert(command.begin() + 1, {"-o", "Ciphers=aes256-ctr", "-o", "MACs=hmac-sha2-256", "-o",
+                                       "KexAlgorithms=curve25519-sha256@libssh.org"});
+  command.push_back("true");
+  const auto accepted = run(command);
+  INFO(accepted.output);
+  CHECK(accepted.exit_code == 0);
+}
+
 TEST_CASE("ssh: the latency mode holds back each direction's bytes", "[ssh]") {
   SshHarness h;
   const auto port = h.make_vm("slow-vm");
