@@ -9,7 +9,8 @@ for_tests=false
 [[ "${1:-}" == --tests ]] && for_tests=true
 
 packages=(g++ clang cmake ninja-build pkg-config libboost1.81-dev libssl-dev nlohmann-json3-dev
-          libfmt-dev catch2 ccache curl ca-certificates openssl git libssh2-1-dev openssh-client openssh-server)
+          libfmt-dev catch2 ccache curl ca-certificates openssl git libssh2-1-dev
+          openssh-server openssh-client)  # the emulator's SSH endpoints (sshd, sftp-server), ssh and sftp for its tests
 if $for_tests; then
   packages+=(nodejs)
   # Debian's npm is its own package; NodeSource's nodejs bundles npm (and conflicts with it).

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <csignal>
+#include <deque>
 #include <dirent.h>
+#include <map>
 #include <fcntl.h>
 #include <set>
 #include <sys/types.h>
@@ -35,6 +37,13 @@ char process_state(int pid) {
   return paren == std::string::npos || paren + 2 >= stat.size() ? 'X' : stat[paren + 2];
 }
 
+// The parent id of /proc/<pid>/stat; -1 when the process is gone.
+int parent_of(const std::string& stat) {
+  const auto paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 4 >= stat.size()) return -1;
+  return std::atoi(stat.c_str() + paren + 4);  // ") S <ppid> …"
+}
+
 bool is_zombie(int pid) {
   const char state = process_state(pid);
   return state == 'Z' || state == 'X';
@@ -53,11 +62,9 @@ std::vector<std::string> vm_environment(const std::string& vm_id, const std::str
   return environment;
 }
 
-std::vector<int> find_vm_processes(const std::string& vm_id) { return find_marked_processes(vm_marker_variable, vm_id); }
-
-std::vector<int> find_marked_processes(const std::string& variable, const std::string& value) {
+std::vector<int> find_vm_processes(const std::string& vm_id) {
   std::vector<int> pids;
-  const std::string needle = variable + "=" + value;
+  const std::string needle = std::string(vm_marker_variable) + "=" + vm_id;
   DIR* dir = ::opendir("/proc");
   if (dir == nullptr) return pids;
   while (const dirent* entry = ::readdir(dir)) {
@@ -117,6 +124,48 @@ std::size_t stop_vm_processes(const std::string& vm_id) {
     ::usleep(1000);
   }
   return signalled.size();
+}
+
+std::vector<int> process_tree(int root) {
+  std::map<int, std::vector<int>> children;
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr) return {};
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string_view name(entry->d_name);
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string_view::npos) continue;
+    const std::string stat = read_small_file("/proc/" + std::string(name) + "/stat");
+    const auto paren = stat.rfind(')');
+    if (paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] == 'Z') continue;
+    children[parent_of(stat)].push_back(std::stoi(std::string(name)));
+  }
+  ::closedir(dir);
+  std::vector<int> tree;
+  if (!is_zombie(root)) tree.push_back(root);
+  std::deque<int> pending{root};
+  while (!pending.empty()) {
+    const int parent = pending.front();
+    pending.pop_front();
+    for (const int child : children[parent]) {
+      tree.push_back(child);
+      pending.push_back(child);
+    }
+  }
+  return tree;
+}
+
+void kill_process_tree(int root) {
+  std::set<int> stopped;
+  for (int round = 0; round < 20; ++round) {
+    bool fresh = false;
+    for (const int pid : process_tree(root)) {
+      if (stopped.insert(pid).second) {
+        ::kill(pid, SIGSTOP);
+        fresh = true;
+      }
+    }
+    if (!fresh) break;
+  }
+  for (const int pid : stopped) ::kill(pid, SIGKILL);
 }
 
 void kill_vm_processes(const std::string& vm_id) {

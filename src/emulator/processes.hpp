@@ -26,9 +26,6 @@ std::vector<std::string> vm_environment(const std::string& vm_id, const std::str
                                         const std::filesystem::path& home, const std::vector<std::string>& vm_env,
                                         const std::string& login_shell);
 
-/// Live (non-zombie) processes whose initial environment holds the entry `variable=value`.
-std::vector<int> find_marked_processes(const std::string& variable, const std::string& value);
-
 /// Live (non-zombie) processes whose initial environment holds EXEDEV_EMULATOR_VM=<vm_id>.
 std::vector<int> find_vm_processes(const std::string& vm_id);
 
@@ -41,5 +38,11 @@ std::size_t signal_vm_processes(const std::string& vm_id, int signal);
 std::size_t stop_vm_processes(const std::string& vm_id);
 /// SIGKILLs every process of the VM (SIGCONT first, so stopped ones die at once).
 void kill_vm_processes(const std::string& vm_id);
+
+/// `root` and its live descendants (by the parent ids in /proc).
+std::vector<int> process_tree(int root);
+/// Stops `root` and every descendant (scanning again until no new one shows up, so none can
+/// escape by forking or by being orphaned), then SIGKILLs them all. Reaps nothing.
+void kill_process_tree(int root);
 
 }  // namespace exedev::emulator

@@ -98,6 +98,8 @@ void Emulator::Impl::stop() {
   asio::post(*ioc, [this] {
     boost::system::error_code ignored;
     acceptor->close(ignored);
+    // On the thread sshd dies with: its connections' processes go first, while it lives.
+    if (ssh_server) ssh_server->stop();
     ioc->stop();
   });
   thread.join();
@@ -110,7 +112,6 @@ void Emulator::Impl::stop() {
   }
   host->attach_ssh(nullptr);
   lobby->kill_all_processes();
-  if (ssh_server) ssh_server->stop();
   ssh_endpoints.reset();
   acceptor.reset();
   ioc.reset();  // destroys the suspended coroutines and with them every socket

@@ -25,6 +25,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* keygen_program = "/usr/bin/ssh-keygen";
+constexpr const char* setpriv_program = "/usr/bin/setpriv";  // util-linux
 
 void write_text(const fs::path& path, const std::string& text, fs::perms permissions) {
   const auto temporary = path.string() + ".tmp";
@@ -213,9 +214,15 @@ void SshServer::ensure_running() {
   const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (log_fd < 0) throw std::system_error(errno, std::generic_category(), "cannot open " + log.string());
   detail::SpawnRequest request;
-  request.program = sshd_program;  // sshd re-executes itself: an absolute path
+  // sshd re-executes itself: an absolute path. Through setpriv, it dies with the thread that
+  // started it (the server's), so an emulator killed outright leaves no listener behind.
+  request.program = sshd_program;
   request.argv = {sshd_program, "-D", "-e", "-f", config_file().string()};
-  request.environment = {std::string("PATH=") + vm_path, std::string(marker_variable) + "=" + config_file().string()};
+  if (::access(setpriv_program, X_OK) == 0) {
+    request.program = setpriv_program;
+    request.argv.insert(request.argv.begin(), {setpriv_program, "--pdeathsig", "KILL"});
+  }
+  request.environment = {std::string("PATH=") + vm_path};
   request.directory = "/";
   request.grouping = detail::ProcessGrouping::new_session;
   request.stdout_fd = log_fd;
@@ -227,19 +234,13 @@ void SshServer::ensure_running() {
 }
 
 void SshServer::stop() {
-  // sshd serves each connection from processes of its own, which outlive the listener: all of
-  // them carry the marker.
-  for (int round = 0; round < 20; ++round) {
-    const auto pids = find_marked_processes(marker_variable, config_file().string());
-    if (pids.empty()) break;
-    for (const int pid : pids) ::kill(pid, SIGKILL);
-    if (pid_ > 0) {
-      ::waitpid(pid_, nullptr, 0);
-      pid_ = -1;
+  // sshd serves each connection from processes of its own, in sessions of their own, which
+  // outlive the listener: the listener's whole tree goes.
+  if (pid_ > 0) {
+    kill_process_tree(pid_);
+    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
     }
-    ::usleep(2000);
   }
-  if (pid_ > 0) detail::kill_and_reap_now(pid_);
   pid_ = -1;
   std::error_code ignored;
   for (const auto& entry : fs::directory_iterator(directory_ / "routes", ignored)) fs::remove(entry.path(), ignored);

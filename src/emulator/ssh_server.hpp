@@ -24,9 +24,6 @@ class SshServer {
   /// Where sshd and sftp-server are (Debian's openssh-server).
   static constexpr const char* sshd_program = "/usr/sbin/sshd";
   static constexpr const char* sftp_server_program = "/usr/lib/openssh/sftp-server";
-  /// The environment entry every process of the emulator's sshd carries (its value: the config
-  /// path), so stop() finds the per-connection sshd processes too.
-  static constexpr const char* marker_variable = "EXEDEV_EMULATOR_SSHD";
 
   /// Prepares `<state_dir>/ssh/`: the host key (generated once with ssh-keygen), the wrapper,
   /// sshd_config with a free loopback port. Starts nothing. Throws std::runtime_error naming

@@ -32,10 +32,12 @@ struct VMInfo {
   std::string region_display;  ///< e.g. "Los Angeles, USA"
   std::string shelley_url;
   std::string created_at;  ///< RFC 3339, as sent.
-  std::string ssh_dest;
+  std::string ssh_dest;  ///< `host` or `user@host`, as sent
   std::string ssh_host;
   std::string ssh_user;
-  std::optional<std::uint16_t> ssh_port;  ///< the VM's SSH port (22 when exe.dev leaves it out)
+  /// The port of the VM's SSH endpoint; nullopt when the answer names none (exe.dev's `ls`;
+  /// an emulator that cannot serve SSH).
+  std::optional<std::uint16_t> ssh_port;
   std::string https_url;
   std::optional<std::uint64_t> disk_capacity_bytes;
   std::optional<std::uint64_t> memory_capacity_bytes;

@@ -17,6 +17,7 @@ TEST_CASE("new answer") {
   CHECK(vm.ssh_dest == "x-one.exe.xyz");
   CHECK(vm.ssh_host == "exe.dev");
   CHECK(vm.ssh_user == "vm+x-one");
+  CHECK(vm.ssh_port == std::optional<std::uint16_t>(22));
   CHECK(vm.https_url == "https://x-one.exe.xyz");
   CHECK(vm.status.kind == VMStatus::Kind::unknown);
 }
@@ -27,11 +28,23 @@ TEST_CASE("cp answers: legacy and new-like") {
   CHECK(legacy.name == "copy-1");
   CHECK(legacy.status.kind == VMStatus::Kind::starting);
   CHECK(legacy.ssh_dest == "copy-1.exe.xyz");
+  CHECK_FALSE(legacy.ssh_port);
   const auto modern = parse_vm_answer(
       R"({"vm_name":"copy-2","ssh_dest":"copy-2.exe.xyz","ssh_host":"copy-2.exe.xyz","tags":["a"],"source":"golden"})", "cp");
   CHECK(modern.name == "copy-2");
   CHECK(modern.tags == std::vector<std::string>{"a"});
   CHECK_THROWS_AS(parse_vm_answer(R"({"source":"golden"})", "cp"), ProtocolError);
+}
+
+TEST_CASE("an emulator's answers: the SSH endpoint's port, user and host") {
+  const auto vm = parse_vm_answer(
+      R"({"vm_name":"e-vm","ssh_dest":"root@127.0.0.1","ssh_host":"127.0.0.1","ssh_port":40227,"ssh_user":"root"})", "ls");
+  CHECK(vm.ssh_port == std::optional<std::uint16_t>(40227));
+  CHECK(vm.ssh_user == "root");
+  CHECK(vm.ssh_host == "127.0.0.1");
+  // A port out of range is not a port.
+  CHECK_FALSE(parse_vm_answer(R"({"vm_name":"e-vm","ssh_port":70000})", "ls").ssh_port);
+  CHECK_FALSE(parse_vm_answer(R"({"vm_name":"e-vm","ssh_port":"22"})", "ls").ssh_port);
 }
 
 TEST_CASE("ls answer, with open status set") {
@@ -43,6 +56,7 @@ TEST_CASE("ls answer, with open status set") {
   CHECK(vms[0].status.kind == VMStatus::Kind::running);
   CHECK(vms[0].tags == std::vector<std::string>{"t1", "t2"});
   CHECK(vms[0].comment == "hi");
+  CHECK_FALSE(vms[0].ssh_port);  // exe.dev's ls names no port
   CHECK(vms[0].disk_capacity_bytes == 1073741824u);
   CHECK(vms[0].allocated_cpus == 2u);
   CHECK(vms[1].status.kind == VMStatus::Kind::creating);

@@ -5,6 +5,7 @@
 #include "emulator/vm_host.hpp"
 
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -22,7 +23,9 @@ class FakeVmHost final : public exedev::emulator::VmHost {
   std::error_code copy_error;
 
   /// Every call so far, in order: "load", "save", "create <dir>", "copy <from> <to>",
-  /// "remove <dir>", "stop <id>" (and "stopped <id>" once it returns), "continue <id>", "kill <id>".
+  /// "remove <dir>", "stop <id>" (and "stopped <id>" once it returns), "continue <id>", "kill <id>",
+  /// "keys" (authorized_keys saved), "open ssh <id> <port asked>", "disconnect ssh <id>",
+  /// "close ssh <id>".
   std::vector<std::string> calls() const {
     std::lock_guard lock(mutex_);
     return calls_;
@@ -62,6 +65,23 @@ class FakeVmHost final : public exedev::emulator::VmHost {
   }
   void continue_vm_processes(const std::string& vm_id) override { note("continue " + vm_id); }
   void kill_vm_processes(const std::string& vm_id) override { note("kill " + vm_id); }
+  void save_authorized_keys(const std::string& text) override {
+    note("keys");
+    std::lock_guard lock(mutex_);
+    authorized_keys_ = text;
+  }
+  /// Answers the port asked for, or the next of 2201, 2202, … for 0.
+  std::uint16_t open_ssh_endpoint(const std::string& vm_id, std::uint16_t port) override {
+    note("open ssh " + vm_id + " " + std::to_string(port));
+    std::lock_guard lock(mutex_);
+    return port != 0 ? port : ++last_port_;
+  }
+  void close_ssh_connections(const std::string& vm_id) override { note("disconnect ssh " + vm_id); }
+  void close_ssh_endpoint(const std::string& vm_id) override { note("close ssh " + vm_id); }
+  std::string authorized_keys() const {
+    std::lock_guard lock(mutex_);
+    return authorized_keys_;
+  }
 
  private:
   void note(const std::string& call) {
@@ -75,6 +95,8 @@ class FakeVmHost final : public exedev::emulator::VmHost {
   mutable std::mutex mutex_;
   std::vector<std::string> calls_;
   std::optional<std::string> saved_;
+  std::string authorized_keys_;
+  std::uint16_t last_port_ = 2200;
 };
 
 /// Holds a host call until the test releases it: the test learns when the call is reached.

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <string>
@@ -57,7 +58,7 @@ TEST_CASE("lobby on a fake host: new asks for the VM's directory, then saves the
   REQUIRE(vm);
   CHECK(vm->dir == f.dir("first-vm"));
   CHECK(vm->home == vm->dir / "home");
-  CHECK(f.host.calls() == Calls{"create " + f.dir("first-vm"), "save"});
+  CHECK(f.host.calls() == Calls{"create " + f.dir("first-vm"), "open ssh " + f.id("first-vm") + " 0", "save"});
   CHECK(nlohmann::json::parse(*f.host.saved_state()).at("vms").at(0).at("name") == "first-vm");
 
   f.host.clear_calls();
@@ -72,7 +73,8 @@ TEST_CASE("lobby on a fake host: cp copies the source's directory; a failed copy
   f.make("source-vm");
   CHECK(f.ok("cp source-vm copy-vm").at("name") == "copy-vm");
   CHECK(f.id("copy-vm") != f.id("source-vm"));
-  CHECK(f.host.calls() == Calls{"copy " + f.dir("source-vm") + " " + f.dir("copy-vm"), "save"});
+  CHECK(f.host.calls() ==
+        Calls{"copy " + f.dir("source-vm") + " " + f.dir("copy-vm"), "open ssh " + f.id("copy-vm") + " 0", "save"});
 
   f.host.clear_calls();
   f.host.copy_error = std::make_error_code(std::errc::no_space_on_device);
@@ -81,7 +83,7 @@ TEST_CASE("lobby on a fake host: cp copies the source's directory; a failed copy
   CHECK(message.find(std::make_error_code(std::errc::no_space_on_device).message()) != std::string::npos);
   CHECK_FALSE(f.lobby->vm("broken-copy"));
   const Calls calls = f.host.calls();
-  REQUIRE(calls.size() == 1);  // the copy, and no save
+  REQUIRE(calls.size() == 1);  // the copy, and no endpoint, no save
   CHECK(calls[0].rfind("copy " + f.dir("source-vm") + " /fake/vms/", 0) == 0);
 
   // The name a failed copy reserved is free again.
@@ -99,7 +101,8 @@ TEST_CASE("lobby on a fake host: rm kills each VM's processes, removes its direc
   CHECK(removed.status == 200);
   CHECK(removed.body.find("\"deleted\":[\"rm-one\",\"rm-two\"]") != std::string::npos);
   CHECK(f.host.calls() ==
-        Calls{"kill " + one, "remove /fake/vms/" + one, "kill " + two, "remove /fake/vms/" + two, "save"});
+        Calls{"close ssh " + one, "kill " + one, "remove /fake/vms/" + one, "close ssh " + two, "kill " + two,
+              "remove /fake/vms/" + two, "save"});
   CHECK(f.lobby->vms().empty());
   CHECK(nlohmann::json::parse(*f.host.saved_state()).at("vms").empty());
 }
@@ -119,13 +122,13 @@ TEST_CASE("lobby on a fake host: pause, resume, restart and ssh to a paused VM s
   f.make("signal-vm");
   const auto id = f.id("signal-vm");
   f.ok("pause signal-vm");
-  CHECK(f.host.calls() == Calls{"stop " + id, "stopped " + id, "save"});
+  CHECK(f.host.calls() == Calls{"disconnect ssh " + id, "stop " + id, "stopped " + id, "save"});
   f.host.clear_calls();
   f.ok("resume signal-vm");
   CHECK(f.host.calls() == Calls{"continue " + id, "save"});
   f.host.clear_calls();
   f.ok("restart signal-vm");
-  CHECK(f.host.calls() == Calls{"kill " + id, "save"});
+  CHECK(f.host.calls() == Calls{"disconnect ssh " + id, "kill " + id, "save"});
 
   f.host.clear_calls();
   auto plan = f.run("ssh signal-vm true");
@@ -198,13 +201,14 @@ TEST_CASE("lobby on a fake host: a rate-limited request is answered 429 before i
   const auto other = f.lobby->issue_token({});
   f.host.clear_calls();
   CHECK(f.ok("new --name=other-vm", other).at("vm_name") == "other-vm");
-  CHECK(f.host.calls() == Calls{"create " + f.dir("other-vm"), "save"});
+  CHECK(f.host.calls() == Calls{"create " + f.dir("other-vm"), "open ssh " + f.id("other-vm") + " 0", "save"});
 }
 
 TEST_CASE("lobby on a fake host: changes save the state, reads do not, a new lobby loads it", "[lobby][host]") {
   FakeVmHost host;
   auto lobby = std::make_unique<Lobby>(LobbyConfig{}, host);
-  CHECK(host.calls() == Calls{"load", "save"});  // nothing saved yet: the lobby saves its token
+  // Nothing saved yet: the lobby saves its token, and the authorized_keys of its SSH keys.
+  CHECK(host.calls() == Calls{"load", "save", "keys"});
   LobbyDriver driver{std::move(lobby), {}};
   driver.token = driver.lobby->default_token();
   host.clear_calls();
@@ -213,7 +217,8 @@ TEST_CASE("lobby on a fake host: changes save the state, reads do not, a new lob
   driver.ok("comment kept-vm remember this");
   driver.ok("share set-public kept-vm");
   const auto issued = driver.lobby->issue_token({});
-  CHECK(host.calls() == Calls{"create /fake/vms/" + *driver.lobby->vm_id("kept-vm"), "save", "save", "save", "save"});
+  CHECK(host.calls() == Calls{"create /fake/vms/" + *driver.lobby->vm_id("kept-vm"), "open ssh " + *driver.lobby->vm_id("kept-vm") + " 0",
+                             "save", "save", "save", "save"});
   host.clear_calls();
   driver.ok("ls");
   driver.ok("whoami");
@@ -285,7 +290,7 @@ TEST_CASE("lobby on a fake host: host work runs without the lobby's mutex", "[lo
   CHECK(answered);
   CHECK(reader.get() == std::vector<std::string>{"paused", "authorized"});
   CHECK(pause.get().status == 200);
-  CHECK(f.host.calls() == Calls{"stop " + id, "stopped " + id, "save"});
+  CHECK(f.host.calls() == Calls{"disconnect ssh " + id, "stop " + id, "stopped " + id, "save"});
 }
 
 TEST_CASE("lobby on a fake host: host work runs in the order of the state changes", "[lobby][host]") {
@@ -309,7 +314,7 @@ TEST_CASE("lobby on a fake host: host work runs in the order of the state change
   gate.release();
   CHECK(pause.get().status == 200);
   CHECK(resume.get().status == 200);
-  CHECK(f.host.calls() == Calls{"stop " + id, "stopped " + id, "save", "continue " + id, "save"});
+  CHECK(f.host.calls() == Calls{"disconnect ssh " + id, "stop " + id, "stopped " + id, "save", "continue " + id, "save"});
 }
 
 TEST_CASE("turn queue: a place's turn comes once every earlier place is released", "[lobby][host]") {
@@ -329,4 +334,53 @@ TEST_CASE("turn queue: a place's turn comes once every earlier place is released
   second.reset();
   auto third = queue.take();
   third.wait_for_turn();  // nothing earlier is left: returns at once
+}
+
+TEST_CASE("lobby on a fake host: each VM's SSH endpoint is in its answers and decides its connections", "[lobby][host]") {
+  FakeFixture f;
+  const Json created = f.ok("new --name=ssh-vm");
+  CHECK(created.at("ssh_host") == "127.0.0.1");
+  CHECK(created.at("ssh_port") == 2201);
+  CHECK(created.at("ssh_user") == "exedev");
+  CHECK(created.at("ssh_dest") == "exedev@127.0.0.1");
+  CHECK(created.at("ssh_command") == "ssh -p 2201 exedev@127.0.0.1");
+  const Json listed = f.ok("ls ssh-vm").at("vms").at(0);
+  CHECK(listed.at("ssh_port") == 2201);
+  CHECK(listed.at("ssh_host") == "127.0.0.1");
+  CHECK(listed.at("ssh_user") == "exedev");
+  CHECK_FALSE(listed.contains("ssh_command"));
+  const Json copied = f.ok("cp ssh-vm ssh-copy");
+  CHECK(copied.at("ssh") == "exedev@127.0.0.1");
+  CHECK(copied.at("ssh_port") == 2202);
+
+  // The route a connection gets: the VM's session while it runs, nothing while paused.
+  const auto id = f.id("ssh-vm");
+  const auto route = f.lobby->ssh_route(id);
+  REQUIRE(route);
+  CHECK(route->vm == "ssh-vm");
+  CHECK(route->home == f.lobby->vm("ssh-vm")->home);
+  f.ok("pause ssh-vm");
+  CHECK_FALSE(f.lobby->ssh_route(id));
+  f.ok("resume ssh-vm");
+  CHECK(f.lobby->ssh_route(id));
+  CHECK_FALSE(f.lobby->ssh_route("no-such-id"));
+
+  // The port is persisted and served again after a restart (the same port asked for).
+  f.lobby = std::make_unique<Lobby>(LobbyConfig{}, f.host);
+  const auto endpoints = f.lobby->ssh_endpoints();
+  CHECK(std::find(endpoints.begin(), endpoints.end(), std::pair<std::string, std::uint16_t>(id, 2201)) != endpoints.end());
+  f.lobby->set_ssh_port(id, 2301);
+  CHECK(f.ok("ls ssh-vm").at("vms").at(0).at("ssh_port") == 2301);
+}
+
+TEST_CASE("lobby on a fake host: ssh-key add and remove rewrite authorized_keys", "[lobby][host]") {
+  FakeFixture f;
+  const std::string key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEXxjFCV/Ox+etysxQ+wLsYP4mbIVxXgyly9Hs2zDHac";
+  f.ok("ssh-key add '" + key + " my laptop'");
+  CHECK(f.host.calls() == Calls{"keys", "save"});
+  CHECK(f.host.authorized_keys() == key + " my-laptop\n");
+  f.host.clear_calls();
+  f.ok("ssh-key remove my-laptop");
+  CHECK(f.host.calls() == Calls{"keys", "save"});
+  CHECK(f.host.authorized_keys().empty());
 }

@@ -1,0 +1,430 @@
+// The emulator's SSH endpoints driven by OpenSSH's own client (`ssh`, `sftp`), a client nobody
+// here wrote: commands and their exit status, the same environment as the /exec path, SFTP in
+// the VM's home, only registered keys, pause, resume and rm, strict host key checking with the
+// emulator's known_hosts, the host key and ports across emulators on one state_dir, the latency
+// mode, and no sshd left once the emulator stops.
+#include <exedev/emulator/emulator.hpp>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <dirent.h>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <pwd.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+extern char** environ;
+
+using namespace exedev::emulator;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+namespace {
+
+fs::path make_temp_dir() {
+  std::string pattern = (fs::temp_directory_path() / "emulator-ssh-test-XXXXXX").string();
+  REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+  return pattern;
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_file(const fs::path& path, const std::string& data) { std::ofstream(path, std::ios::binary | std::ios::trunc) << data; }
+
+// Polls `condition` until it holds; fails after a generous hang guard (never a timing assertion).
+template <typename Condition>
+bool eventually(Condition condition, std::chrono::seconds guard = 30s) {
+  const auto end = std::chrono::steady_clock::now() + guard;
+  while (std::chrono::steady_clock::now() < end) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return condition();
+}
+
+// A child whose stdout and stderr arrive on `out`; stdin is /dev/null.
+struct Child {
+  pid_t pid = -1;
+  int out = -1;
+};
+
+Child spawn(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
+  posix_spawn_file_actions_addclose(&actions, fds[1]);
+  Child child;
+  REQUIRE(posix_spawn(&child.pid, argv[0], &actions, nullptr, argv.data(), environ) == 0);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(fds[1]);
+  child.out = fds[0];
+  return child;
+}
+
+struct Outcome {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+Outcome finish(Child child) {
+  Outcome outcome;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(child.out, buffer, sizeof buffer)) > 0;) outcome.output.append(buffer, static_cast<std::size_t>(n));
+  ::close(child.out);
+  int status = 0;
+  ::waitpid(child.pid, &status, 0);
+  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return outcome;
+}
+
+Outcome run(const std::vector<std::string>& args) { return finish(spawn(args)); }
+
+// A new ed25519 key pair in `dir`; returns the private key's path.
+fs::path make_key(const fs::path& dir, const std::string& name) {
+  const auto key = dir / name;
+  const auto made = run({"/usr/bin/ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", key.string()});
+  INFO(made.output);
+  REQUIRE(made.exit_code == 0);
+  return key;
+}
+
+std::string public_key(const fs::path& key) { return read_file(key.string() + ".pub"); }
+
+std::string login_user() { return ::getpwuid(::geteuid())->pw_name; }
+
+// The emulator's sshd listener (its title names its config) and every descendant of it: the
+// processes serving its connections, in sessions of their own.
+std::vector<int> sshd_processes(const fs::path& state_dir) {
+  const auto listener = run({"/usr/bin/pgrep", "-f", (state_dir / "ssh" / "sshd_config").string()});
+  std::vector<int> tree;
+  if (listener.exit_code != 0) return tree;
+  std::map<int, std::vector<int>> children;
+  DIR* proc = ::opendir("/proc");
+  while (const dirent* entry = ::readdir(proc)) {
+    const std::string name = entry->d_name;
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string stat = read_file("/proc/" + name + "/stat");
+    const auto paren = stat.rfind(')');
+    if (paren == std::string::npos || paren + 4 >= stat.size() || stat[paren + 2] == 'Z') continue;
+    children[std::atoi(stat.c_str() + paren + 4)].push_back(std::stoi(name));
+  }
+  ::closedir(proc);
+  std::vector<int> pending = {std::stoi(listener.output)};
+  while (!pending.empty()) {
+    const int pid = pending.back();
+    pending.pop_back();
+    tree.push_back(pid);
+    for (const int child : children[pid]) pending.push_back(child);
+  }
+  return tree;
+}
+
+bool gone(int pid) {
+  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  const auto paren = stat.rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] == 'Z';
+}
+
+// An emulator whose options register a client key, and the OpenSSH client pointed at it.
+class SshHarness {
+ public:
+  explicit SshHarness(Options options = {}) : dir_(make_temp_dir()), key(make_key(dir_, "client-key")) {
+    options.ssh_authorized_keys.push_back(public_key(key));
+    emulator = std::make_unique<Emulator>(std::move(options));
+    REQUIRE_FALSE(emulator->ssh_known_hosts().empty());
+  }
+  ~SshHarness() {
+    emulator.reset();
+    fs::remove_all(dir_);
+  }
+
+  /// A lobby command through /exec (curl over TLS with the emulator's CA): the response body.
+  std::string exec(const std::string& line) {
+    const auto body = dir_ / "body";
+    write_file(body, line);
+    const auto answer = run({"/usr/bin/curl", "-sS", "--max-time", "60", "--cacert", emulator->ca_file().string(), "-H",
+                             "Authorization: Bearer " + emulator->token(), "--data-binary", "@" + body.string(),
+                             emulator->url() + "/exec"});
+    INFO(line << " -> " << answer.output);
+    REQUIRE(answer.exit_code == 0);
+    return answer.output;
+  }
+  Json exec_json(const std::string& line) {
+    const std::string body = exec(line);
+    INFO(line << " -> " << body);
+    return Json::parse(body);
+  }
+
+  /// `new --name=<vm> …`; returns the VM's SSH port from the answer.
+  std::uint16_t make_vm(const std::string& vm, const std::string& flags = {}) {
+    const Json created = exec_json("new --name=" + vm + " " + flags);
+    REQUIRE(created.contains("ssh_port"));
+    return created.at("ssh_port").get<std::uint16_t>();
+  }
+
+  std::vector<std::string> ssh_args(std::uint16_t port, const fs::path& identity) const {
+    return {"/usr/bin/ssh", "-F", "/dev/null", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o",
+            "UserKnownHostsFile=" + emulator->ssh_known_hosts().string(), "-o", "IdentitiesOnly=yes", "-o",
+            "ConnectTimeout=30", "-i", identity.string(), "-p", std::to_string(port), login_user() + "@127.0.0.1"};
+  }
+  Child ssh_child(std::uint16_t port, const std::string& command, const fs::path& identity) const {
+    auto args = ssh_args(port, identity);
+    args.push_back(command);
+    return spawn(args);
+  }
+  Outcome ssh(std::uint16_t port, const std::string& command) { return finish(ssh_child(port, command, key)); }
+  Outcome ssh_as(const fs::path& identity, std::uint16_t port, const std::string& command) {
+    return finish(ssh_child(port, command, identity));
+  }
+  Outcome sftp(std::uint16_t port, const std::string& batch) {
+    const auto batch_file = dir_ / "sftp-batch";
+    write_file(batch_file, batch);
+    return run({"/usr/bin/sftp", "-F", "/dev/null", "-b", batch_file.string(), "-o", "BatchMode=yes", "-o",
+                "StrictHostKeyChecking=yes", "-o", "UserKnownHostsFile=" + emulator->ssh_known_hosts().string(), "-o",
+                "IdentitiesOnly=yes", "-i", key.string(), "-P", std::to_string(port), login_user() + "@127.0.0.1"});
+  }
+
+  fs::path dir() const { return dir_; }
+
+ private:
+  fs::path dir_;
+
+ public:
+  fs::path key;
+  std::unique_ptr<Emulator> emulator;
+};
+
+}  // namespace
+
+TEST_CASE("ssh: a command's output and exit status, run as the /exec path runs it", "[ssh]") {
+  SshHarness h;
+  const auto port = h.make_vm("ssh-vm", "--env=GREETING=hello");
+  const auto status = h.ssh(port, "echo out; echo err >&2; exit 3");
+  CHECK(status.exit_code == 3);
+  CHECK(status.output.find("out\n") != std::string::npos);
+  CHECK(status.output.find("err\n") != std::string::npos);
+
+  // The same line over SSH and over /exec sees the same directory and environment.
+  const std::string probe = "pwd; echo $HOME; echo $PATH; echo $SHELL; echo $USER; echo $EXEDEV_EMULATOR_VM; "
+                            "echo $EXEDEV_EMULATOR_VM_NAME; echo $GREETING";
+  const auto over_ssh = h.ssh(port, probe);
+  CHECK(over_ssh.exit_code == 0);
+  const std::string over_exec = h.exec("ssh ssh-vm " + probe);
+  CHECK(over_ssh.output == over_exec);
+  const auto vm = h.emulator->vm("ssh-vm");
+  REQUIRE(vm);
+  CHECK(over_ssh.output.rfind(vm->home.string() + "\n" + vm->home.string() + "\n", 0) == 0);
+  CHECK(over_ssh.output.find("\nssh-vm\nhello\n") != std::string::npos);
+
+  // A process started over SSH is the VM's: the emulator finds it by its marker.
+  Child sleeper = h.ssh_child(port, "echo started; exec sleep 60", h.key);
+  std::string seen;
+  char buffer[256];
+  while (seen.find("started") == std::string::npos) {
+    const ssize_t n = ::read(sleeper.out, buffer, sizeof buffer);
+    REQUIRE(n > 0);
+    seen.append(buffer, static_cast<std::size_t>(n));
+  }
+  CHECK(eventually([&] { return !h.emulator->vm_processes("ssh-vm").empty(); }));
+  h.exec("restart ssh-vm");  // kills the VM's processes and closes its connections
+  CHECK(finish(sleeper).exit_code != 0);
+  CHECK(eventually([&] { return h.emulator->vm_processes("ssh-vm").empty(); }));
+
+  // ls names the endpoint.
+  const Json listed = h.exec_json("ls --json").at("vms").at(0);
+  CHECK(listed.at("ssh_host") == "127.0.0.1");
+  CHECK(listed.at("ssh_port") == port);
+  CHECK(listed.at("ssh_user") == login_user());
+  CHECK(listed.at("ssh_dest") == login_user() + "@127.0.0.1");
+}
+
+TEST_CASE("ssh: sftp puts and gets files in the VM's home", "[ssh]") {
+  SshHarness h;
+  const auto port = h.make_vm("sftp-vm");
+  std::string data;
+  for (int i = 0; i < 300000; ++i) data += static_cast<char>(i * 7 + i / 251);
+  write_file(h.dir() / "local.bin", data);
+  const auto sent = h.sftp(port, "put " + (h.dir() / "local.bin").string() + " remote.bin\nget remote.bin " +
+                                     (h.dir() / "back.bin").string() + "\n");
+  INFO(sent.output);
+  CHECK(sent.exit_code == 0);
+  const auto home = h.emulator->vm("sftp-vm")->home;
+  CHECK(read_file(home / "remote.bin") == data);
+  CHECK(read_file(h.dir() / "back.bin") == data);
+}
+
+TEST_CASE("ssh: only registered keys log in; ssh-key add and remove through /exec", "[ssh]") {
+  SshHarness h;
+  const auto port = h.make_vm("key-vm");
+  const auto other = make_key(h.dir(), "other-key");
+  const auto refused = h.ssh_as(other, port, "true");
+  CHECK(refused.exit_code == 255);
+  CHECK(refused.output.find("Permission denied") != std::string::npos);
+
+  const Json added = h.exec_json("ssh-key add '" + public_key(other) + "'");
+  CHECK(added.at("status") == "added");
+  CHECK(added.at("name") == "other-key");
+  CHECK(h.ssh_as(other, port, "true").exit_code == 0);
+  CHECK(h.exec_json("ssh-key remove other-key").at("status") == "deleted");
+  CHECK(h.ssh_as(other, port, "true").exit_code == 255);
+  CHECK(h.ssh(port, "true").exit_code == 0);  // the options' key stays
+}
+
+TEST_CASE("ssh: pause closes the VM's connections and refuses new ones; resume serves the same port; rm refuses", "[ssh]") {
+  SshHarness h;
+  const auto port = h.make_vm("pause-vm");
+  Child open_session = h.ssh_child(port, "echo started; sleep 60", h.key);
+  std::string seen;
+  char buffer[256];
+  while (seen.find("started") == std::string::npos) {
+    const ssize_t n = ::read(open_session.out, buffer, sizeof buffer);
+    REQUIRE(n > 0);
+    seen.append(buffer, static_cast<std::size_t>(n));
+  }
+  h.exec("pause pause-vm");
+  CHECK(finish(open_session).exit_code == 255);  // the connection was closed under it
+  CHECK(h.ssh(port, "true").exit_code == 255);
+
+  h.exec("resume pause-vm");
+  const auto back = h.ssh(port, "echo back");
+  CHECK(back.exit_code == 0);
+  CHECK(back.output == "back\n");
+  CHECK(h.exec_json("ls pause-vm").at("vms").at(0).at("ssh_port") == port);
+
+  h.exec("rm pause-vm");
+  const auto removed = h.ssh(port, "true");
+  CHECK(removed.exit_code == 255);
+  CHECK(read_file(h.emulator->ssh_known_hosts()).find(":" + std::to_string(port) + " ") == std::string::npos);
+}
+
+TEST_CASE("ssh: a new emulator on the same state_dir keeps the host key and the VMs' ports", "[ssh]") {
+  const auto state = make_temp_dir();
+  std::string known_hosts;
+  std::uint16_t port = 0;
+  {
+    Options options;
+    options.state_dir = state;
+    SshHarness h(options);
+    port = h.make_vm("stable-vm");
+    known_hosts = read_file(h.emulator->ssh_known_hosts());
+    CHECK(known_hosts.rfind("[127.0.0.1]:" + std::to_string(port) + " ssh-ed25519 ", 0) == 0);
+  }
+  {
+    Options options;
+    options.state_dir = state;
+    SshHarness h(options);
+    CHECK(read_file(h.emulator->ssh_known_hosts()) == known_hosts);
+    // StrictHostKeyChecking=yes with the file the first emulator wrote.
+    const auto args = h.ssh_args(port, h.key);
+    auto command = args;
+    for (auto& arg : command) {
+      if (arg.rfind("UserKnownHostsFile=", 0) == 0) arg = "UserKnownHostsFile=" + (h.dir() / "saved_known_hosts").string();
+    }
+    write_file(h.dir() / "saved_known_hosts", known_hosts);
+    command.push_back("echo same");
+    const auto outcome = run(command);
+    INFO(outcome.output);
+    CHECK(outcome.exit_code == 0);
+  }
+  fs::remove_all(state);
+}
+
+TEST_CASE("ssh: a host key that is not the emulator's is refused under strict checking", "[ssh]") {
+  SshHarness h;
+  const auto port = h.make_vm("strict-vm");
+  // Another key recorded for the endpoint: ssh must refuse the emulator's.
+  const auto impostor = make_key(h.dir(), "impostor-host-key");
+  const std::string pub = public_key(impostor);
+  write_file(h.dir() / "wrong_known_hosts", "[127.0.0.1]:" + std::to_string(port) + " " + pub.substr(0, pub.rfind(' ')) + "\n");
+  auto command = h.ssh_args(port, h.key);
+  for (auto& arg : command) {
+    if (arg.rfind("UserKnownHostsFile=", 0) == 0) arg = "UserKnownHostsFile=" + (h.dir() / "wrong_known_hosts").string();
+  }
+  command.push_back("true");
+  const auto outcome = run(command);
+  CHECK(outcome.exit_code == 255);
+  CHECK(outcome.output.find("HOST IDENTIFICATION HAS CHANGED") != std::string::npos);
+}
+
+TEST_CASE("ssh: only exe.dev's VM algorithms are negotiated", "[ssh]") {
+  SshHarness h;
+  const auto port = h.make_vm("algo-vm");
+  // A client limited to what a VM's sshd refuses fails here as it would there.
+  // (A MAC is negotiated only with a cipher that needs one: chacha20-poly1305 has its own.)
+  const std::vector<std::vector<std::string>> refused_options = {
+      {"-o", "Ciphers=aes128-gcm@openssh.com"}, {"-o", "KexAlgorithms=diffie-hellman-group14-sha256"},
+      {"-o", "Ciphers=aes128-ctr", "-o", "MACs=hmac-sha1"}, {"-o", "HostKeyAlgorithms=rsa-sha2-512"}};
+  for (const auto& option : refused_options) {
+    auto command = h.ssh_args(port, h.key);
+    command.insert(command.begin() + 1, option.begin(), option.end());
+    command.push_back("true");
+    const auto refused = run(command);
+    INFO(option.back() << ": " << refused.output);
+    CHECK(refused.exit_code == 255);
+  }
+  // And one of each that a VM accepts.
+  auto command = h.ssh_args(port, h.key);
+  command.insert(command.begin() + 1, {"-o", "Ciphers=aes256-ctr", "-o", "MACs=hmac-sha2-256", "-o",
+                                       "KexAlgorithms=curve25519-sha256@libssh.org"});
+  command.push_back("true");
+  const auto accepted = run(command);
+  INFO(accepted.output);
+  CHECK(accepted.exit_code == 0);
+}
+
+TEST_CASE("ssh: the latency mode holds back each direction's bytes", "[ssh]") {
+  SshHarness h;
+  const auto port = h.make_vm("slow-vm");
+  CHECK(h.ssh(port, "true").exit_code == 0);  // sshd started, caches warm
+  Modes modes = h.emulator->modes();
+  modes.latency = 1000ms;
+  h.emulator->set_modes(modes);
+  const auto begun = std::chrono::steady_clock::now();
+  CHECK(h.ssh(port, "true").exit_code == 0);
+  // A connection and one command take several round trips (banner, key exchange, new keys,
+  // auth, channel, exec, exit), each costing the latency: a lower bound only.
+  CHECK(std::chrono::steady_clock::now() - begun >= 4 * modes.latency);
+}
+
+TEST_CASE("ssh: no sshd process is left once the emulator stops", "[ssh]") {
+  fs::path state;
+  {
+    SshHarness h;
+    state = h.emulator->state_dir();
+    const auto port = h.make_vm("last-vm");
+    Child open_session = h.ssh_child(port, "echo started; sleep 60", h.key);
+    std::string seen;
+    char buffer[256];
+    while (seen.find("started") == std::string::npos) {
+      const ssize_t n = ::read(open_session.out, buffer, sizeof buffer);
+      REQUIRE(n > 0);
+      seen.append(buffer, static_cast<std::size_t>(n));
+    }
+    const auto serving = sshd_processes(state);
+    CHECK(serving.size() >= 3);  // the listener, the connection's monitor and its session
+    h.emulator.reset();
+    CHECK(finish(open_session).exit_code == 255);
+    for (const int pid : serving) CHECK(gone(pid));
+    CHECK(run({"/usr/bin/pgrep", "-f", (state / "ssh" / "sshd_config").string()}).exit_code == 1);
+  }
+}
