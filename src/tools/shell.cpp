@@ -247,6 +247,8 @@ Task<ToolResult> Shell::call(std::string name, std::string arguments, ToolCallCo
   detail::require_workspace(*state_->workspace, "ShellToolset");
   // Keeps the state alive across the awaits even if the tool set is destroyed meanwhile.
   auto state = state_;
+  const auto executor = co_await boost::asio::this_coro::executor;
+  const auto relay = detail::relay_wait_notices(executor, context.on_output);  // waits for exe.dev's rate limit
   auto result = co_await detail::to_tool_result(state->dispatch(std::move(name), std::move(arguments), std::move(context)));
   // Every result keeps its tail: each tool puts its status, ID and exit lines last.
   if (result.outcome == ToolOutcome::success) result.text = detail::truncate_tail(result.text, state->options.max_output_chars);
