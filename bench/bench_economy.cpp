@@ -409,8 +409,9 @@ asio::awaitable<void> b8(exedev::emulator::Emulator& emulator) {
                 static_cast<double>(reference.first) / static_cast<double>(reference.second),
                 static_cast<double>(tally.first) / static_cast<double>(tally.second));
   }
-  std::printf("%-18s %10zu %10zu\n%-18s %10zu %10zu\n", "requests", results.front().requests, results.back().requests,
-              "failed calls", results.front().failed, results.back().failed);
+  std::printf("%-18s %10zu %10zu\n%-18s %10zu %10zu\n%-18s %10.1f %10.1f\n", "requests", results.front().requests,
+              results.back().requests, "failed calls", results.front().failed, results.back().failed, "seconds",
+              results.front().seconds, results.back().seconds);
   for (auto& subject : subjects) co_await subject.backend->close();
 
   std::printf("\nB8 under the emulator's limiter at exe.dev's numbers (60 burst, 1/s, overdraft 120), a fresh token\n");

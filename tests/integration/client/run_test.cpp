@@ -390,12 +390,17 @@ TEST_CASE("run: a stream cut mid-command is recovered from the record; the comma
 
 TEST_CASE("run: a launch refused with 429 is sent again once the limit allows; each command runs once") {
   emulator::Options options;
-  options.modes.rate_limit = {.enabled = true, .burst = 2, .refill_per_second = 5,
+  // A token every 2 s: runs come faster than that even on a loaded machine, so launches are
+  // refused (and waited for) whatever the machine's speed.
+  options.modes.rate_limit = {.enabled = true, .burst = 2, .refill_per_second = 0.5,
                                .overdraft = 0, .retry_after = true};
   Fixture f(options);
   exedev::testing::run(
       [&](boost::asio::any_io_executor ex) -> Task0 {
-        Client c(ex, f.options());
+        auto o = f.options();
+        o.rate_limit.burst = 2;
+        o.rate_limit.per_second = 0.5;
+        Client c(ex, o);
         co_await make_vm(c, "limited-vm");
         f.emu.clear_commands();
         constexpr int runs = 8;
