@@ -4,8 +4,13 @@
 //                  compression, against the reference mode (the seed's design: sequential, 64 KiB
 //                  read pages, no compression); then the client's CPU for the codecs.
 //   B5 rate limit  the 8 MiB write with the emulator's rate limiter at exe.dev's numbers
-//                  (60 burst, 1/s, overdraft 120), without and with client-side pacing.
+//                  (60 burst, 1/s, overdraft 120): waiting off, the default (learned from the
+//                  first 429, ADR 11) and paced from the start.
 //   B6 requests    /exec requests per facade operation.
+//   B8 session     a scripted coding-agent session of 30 FileSystem and Shell tool calls:
+//                  requests per tool call and in total, default and reference mode; then the
+//                  same session under the emulator's limiter at exe.dev's numbers, with the rate
+//                  limit waited for (the default) and not (RateLimitOptions::wait off).
 // Requests are counted from the emulator's request records. Absolute times depend on the
 // machine; the ratios are what to compare. `bench_economy B3 B6` runs a subset.
 
@@ -13,6 +18,8 @@
 #include <exedev/emulator/emulator.hpp>
 #include <exedev/sandbox/sandbox_backend.hpp>
 #include <exedev/testing/run.hpp>
+#include <exedev/tools/file_system.hpp>
+#include <exedev/tools/shell.hpp>
 #include <exedev/workspace/workspace.hpp>
 
 #include "common/base64.hpp"
@@ -22,6 +29,7 @@
 #include <boost/asio/awaitable.hpp>
 
 #include <algorithm>
+#include <map>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -115,11 +123,11 @@ struct Subject {
 };
 
 Subject make_subject(exedev::emulator::Emulator& emulator, std::string name, exedev::FileTransferOptions transfer,
-                     exedev::PacingOptions pacing = {}, std::optional<std::string> token = std::nullopt) {
+                     exedev::RateLimitOptions rate_limit = {}, std::optional<std::string> token = std::nullopt) {
   exedev::SandboxBackendOptions options;
   options.spec = exedev::VMSpec({.working_dir = "work"});
   options.client_options = exedev::emulator::client_options(emulator, std::move(token));
-  options.client_options.pacing = pacing;
+  options.client_options.rate_limit = rate_limit;
   options.transfer = transfer;
   auto backend = std::make_shared<exedev::SandboxBackend>(std::move(options));
   return {std::move(name), backend, std::make_shared<ws::Workspace>(backend)};
@@ -194,18 +202,19 @@ asio::awaitable<void> b3(exedev::emulator::Emulator& emulator) {
 
 asio::awaitable<void> b5(exedev::emulator::Emulator& emulator) {
   std::printf("B5 rate limit: 8 MiB write, emulator limiter at exe.dev's numbers (60 burst, 1/s, overdraft 120)\n");
-  std::printf("%-8s %-10s %9s %9s %9s  %s\n", "data", "pacing", "seconds", "requests", "429s", "outcome");
+  std::printf("%-8s %-10s %9s %9s %9s  %s\n", "data", "rate limit", "seconds", "requests", "429s", "outcome");
   const std::vector<std::pair<std::string, ws::Bytes>> payloads = {{"random", random_bytes(kSize)},
                                                                     {"text", source_text(kSize)}};
-  const bool pacing_modes[] = {false, true};
-  for (const bool pacing_on : pacing_modes) {
+  const char* rate_limit_modes[] = {"no wait", "default", "paced"};  // (no braced lists in coroutines: GCC 12)
+  for (const std::string mode : rate_limit_modes) {
     for (const auto& payload : payloads) {
-      exedev::PacingOptions pacing;
-      pacing.enabled = pacing_on;
+      exedev::RateLimitOptions rate_limit;
+      rate_limit.wait = mode != "no wait";
+      rate_limit.pace_from_start = mode == "paced";
       // A token of its own for each run: the limiter's bucket for it starts full.
       exedev::emulator::TokenSpec spec;
       spec.cmds = std::vector<std::string>{"new", "ls", "ssh", "rm", "tag", "comment", "whoami"};
-      auto subject = make_subject(emulator, pacing_on ? "on" : "off", {}, pacing, emulator.issue_token(spec));
+      auto subject = make_subject(emulator, mode, {}, rate_limit, emulator.issue_token(spec));
       co_await subject.workspace->working_dir();
       auto modes = emulator.modes();
       modes.rate_limit = {};
@@ -271,6 +280,176 @@ asio::awaitable<void> b6(exedev::emulator::Emulator& emulator) {
   std::printf("\n");
 }
 
+// ---- B8: a scripted agent session ---------------------------------------------------------------
+
+struct ToolCall {
+  std::string toolset;  // "fs" or "shell"
+  std::string name;
+  std::string arguments;  // JSON; "{id}" is replaced by the last started job's ID
+};
+
+std::string json_text(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+// The session of issue 25: list, find, 9 reads, grep, file_info, 5 edits, mkdir, 3 writes, 4
+// commands, a background job started, checked twice and stopped.
+std::vector<ToolCall> agent_session() {
+  std::vector<ToolCall> calls;
+  calls.push_back({"fs", "list_directory", R"({"path": "."})"});
+  calls.push_back({"fs", "find_files", R"({"pattern": "**/*.cpp"})"});
+  for (int i = 0; i < 9; ++i) calls.push_back({"fs", "read_file", "{\"path\": \"src/mod" + std::to_string(i) + ".cpp\"}"});
+  calls.push_back({"fs", "search_files", R"({"pattern": "TODO", "path": "src"})"});
+  calls.push_back({"fs", "file_info", R"({"path": "src/mod0.cpp"})"});
+  for (int i = 0; i < 5; ++i) {
+    calls.push_back({"fs", "edit_file",
+                     "{\"path\": \"src/mod" + std::to_string(i) + ".cpp\", \"old_text\": \"return " + std::to_string(i) +
+                         ";\", \"new_text\": \"return " + std::to_string(i + 100) + ";\"}"});
+  }
+  calls.push_back({"fs", "create_directory", R"({"path": "tests/unit"})"});
+  for (int i = 0; i < 3; ++i) {
+    calls.push_back({"fs", "write_file",
+                     "{\"path\": \"tests/unit/t" + std::to_string(i) + ".cpp\", \"content\": " +
+                         json_text("#include \"mod" + std::to_string(i) + ".hpp\"\nint test() { return 0; }\n") + "}"});
+  }
+  calls.push_back({"shell", "run_command", R"({"command": "ls src"})"});
+  calls.push_back({"shell", "run_command", R"({"command": "grep -c return src/mod1.cpp"})"});
+  calls.push_back({"shell", "run_command", R"({"command": "cat tests/unit/t0.cpp"})"});
+  calls.push_back({"shell", "run_command", R"({"command": "wc -l src/mod2.cpp"})"});
+  calls.push_back({"shell", "start_command", R"({"command": "for i in 1 2 3 4 5 6 7 8 9; do echo tick $i; sleep 1; done"})"});
+  calls.push_back({"shell", "check_command", R"({"command_id": "{id}"})"});
+  calls.push_back({"shell", "check_command", R"({"command_id": "{id}"})"});
+  calls.push_back({"shell", "stop_command", R"({"command_id": "{id}"})"});
+  return calls;
+}
+
+struct SessionResult {
+  std::map<std::string, std::pair<std::size_t, std::size_t>> per_tool;  // requests, calls
+  std::size_t requests = 0;
+  std::size_t refused = 0;  // 429s
+  std::size_t failed = 0;   // calls that did not succeed
+  double seconds = 0;
+  std::string first_failure;
+};
+
+// The project the agent works on (written before the measurement).
+asio::awaitable<void> seed_project(Subject& subject) {
+  co_await subject.workspace->working_dir();  // provisioned outside the measurement
+  for (int i = 0; i < 9; ++i) {
+    std::string text = "// module " + std::to_string(i) + "\n#include \"mod" + std::to_string(i) + ".hpp\"\n";
+    for (int line = 0; line < 40; ++line) text += "int f" + std::to_string(line) + "() { return " + std::to_string(line + 1000) + "; }\n";
+    text += "int value() { return " + std::to_string(i) + "; }  // TODO: cache\n";
+    co_await subject.workspace->write_bytes("src/mod" + std::to_string(i) + ".cpp", text);
+  }
+}
+
+asio::awaitable<SessionResult> run_session(exedev::emulator::Emulator& emulator, Subject& subject) {
+  exedev::tools::FileSystem fs(subject.workspace);
+  exedev::tools::Shell shell(subject.workspace);
+  SessionResult result;
+  std::string job_id;
+  const auto start = Clock::now();
+  const auto first = emulator.commands().size();
+  for (auto call : agent_session()) {
+    if (const auto at = call.arguments.find("{id}"); at != std::string::npos) call.arguments.replace(at, 4, job_id);
+    exedev::tools::Toolset& toolset = call.toolset == "fs" ? static_cast<exedev::tools::Toolset&>(fs) : shell;
+    const auto before = emulator.commands().size();
+    exedev::tools::ToolCallContext context;
+    context.run_id = "bench-run";
+    context.tool_call_id = "call-" + std::to_string(before);
+    auto calling = toolset.call(call.name, call.arguments, std::move(context));
+    exedev::tools::ToolResult outcome;
+    try {
+      outcome = co_await std::move(calling);
+    } catch (const std::exception& error) {  // what escapes a tool call fails it too
+      outcome.outcome = exedev::tools::ToolOutcome::end_run;
+      outcome.text = error.what();
+    }
+    auto& tally = result.per_tool[call.name];
+    tally.first += emulator.commands().size() - before;
+    tally.second += 1;
+    if (outcome.outcome != exedev::tools::ToolOutcome::success) {
+      ++result.failed;
+      if (result.first_failure.empty()) result.first_failure = call.name + ": " + outcome.text.substr(0, 100);
+    }
+    if (call.name == "start_command") {
+      if (const auto id = outcome.text.rfind("ID: "); id != std::string::npos) job_id = outcome.text.substr(id + 4);
+    }
+  }
+  result.seconds = seconds_since(start);
+  result.requests = emulator.commands().size() - first;
+  result.refused = count_status(emulator, first, 429);
+  co_return result;
+}
+
+asio::awaitable<void> b8(exedev::emulator::Emulator& emulator) {
+  std::printf("B8 agent session: 30 FileSystem and Shell tool calls on SandboxBackend over /exec "
+              "(goal: <= 1 request per call, edit_file <= 2, <= 35 in all)\n");
+  std::vector<Subject> subjects;
+  subjects.push_back(make_subject(emulator, "reference", reference_mode()));
+  subjects.push_back(make_subject(emulator, "default", {}));
+  std::vector<SessionResult> results;
+  for (auto& subject : subjects) {
+    co_await seed_project(subject);
+    results.push_back(co_await run_session(emulator, subject));
+  }
+  std::printf("%-18s %10s %10s\n", "tool (calls)", "reference", "default");
+  for (const auto& [tool, tally] : results.back().per_tool) {
+    const auto& reference = results.front().per_tool[tool];
+    std::printf("%-18s %10.1f %10.1f\n", (tool + " (" + std::to_string(tally.second) + ")").c_str(),
+                static_cast<double>(reference.first) / static_cast<double>(reference.second),
+                static_cast<double>(tally.first) / static_cast<double>(tally.second));
+  }
+  std::printf("%-18s %10zu %10zu\n%-18s %10zu %10zu\n%-18s %10.1f %10.1f\n", "requests", results.front().requests,
+              results.back().requests, "failed calls", results.front().failed, results.back().failed, "seconds",
+              results.front().seconds, results.back().seconds);
+  for (auto& subject : subjects) co_await subject.backend->close();
+
+  std::printf("\nB8 under the emulator's limiter at exe.dev's numbers (60 burst, 1/s, overdraft 120), a fresh token\n");
+  std::printf("%-10s %-10s %9s %9s %9s %9s %9s  %s\n", "transfer", "rate limit", "requests", "429s", "failed", "seconds",
+              "bucket s", "first failure");
+  const char* modes[] = {"reference", "default"};  // (no braced lists in coroutines: GCC 12)
+  const char* waits[] = {"wait", "no wait"};
+  for (const std::string wait : waits) {
+    for (const std::string mode : modes) {
+      exedev::RateLimitOptions rate_limit;
+      rate_limit.wait = wait == "wait";
+      exedev::emulator::TokenSpec spec;
+      spec.cmds = std::vector<std::string>{"new", "ls", "ssh", "rm", "tag", "comment", "whoami"};
+      auto subject = make_subject(emulator, mode, mode == "reference" ? reference_mode() : exedev::FileTransferOptions{},
+                                  rate_limit, emulator.issue_token(spec));
+      co_await seed_project(subject);
+      auto limited = emulator.modes();
+      limited.rate_limit = {};
+      limited.rate_limit.enabled = true;
+      emulator.set_modes(limited);
+      const auto result = co_await run_session(emulator, subject);
+      // What the bucket allows: the 61st request a second after the first, and so on.
+      const double bucket = std::max(0.0, static_cast<double>(result.requests) - static_cast<double>(result.refused) - 60.0);
+      std::printf("%-10s %-10s %9zu %9zu %9zu %9.1f %9.1f  %s\n", mode.c_str(), wait.c_str(), result.requests,
+                  result.refused, result.failed, result.seconds, bucket, result.first_failure.c_str());
+      limited.rate_limit.enabled = false;
+      emulator.set_modes(limited);
+      // The token's bucket may be in debt: closing (the run records' cleanup) waits or fails.
+      try {
+        co_await subject.backend->close();
+      } catch (const std::exception& error) {
+        std::printf("  close failed: %s\n", error.what());
+      }
+    }
+  }
+  std::printf("\n");
+}
+
 // The error and the ones nested in it (what a failed transfer was caused by).
 void print_error_chain(const std::exception& error) {
   std::fprintf(stderr, "bench_economy: %s\n", error.what());
@@ -293,6 +472,7 @@ int main(int argc, char** argv) try {
         if (want("B6")) co_await b6(emulator);
         if (want("B3")) co_await b3(emulator);
         if (want("B5")) co_await b5(emulator);
+        if (want("B8")) co_await b8(emulator);
       },
       limits);
   return 0;

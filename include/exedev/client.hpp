@@ -52,8 +52,10 @@ class Client {
   /// The endpoint in use, normalised (no credentials).
   [[nodiscard]] const std::string& endpoint() const;
 
-  /// Sends one lobby command line as is and returns the answer, whatever its status. Retried
-  /// (see RetryPolicy) only when its first word is a read-only command. Throws ConnectionError,
+  /// Sends one lobby command line as is and returns the answer, whatever its status. A 429 is
+  /// waited for and sent again (RateLimitOptions; returned only with waiting off); other
+  /// failures are retried (see RetryPolicy) only when its first word is a read-only command.
+  /// Throws ConnectionError,
   /// BadRequestError (413) for a line over 64 KiB, before sending.
   /// Cancellation: the request is abandoned; it may or may not have reached exe.dev.
   Task<ExecResponse> exec(std::string command_line);
@@ -118,7 +120,8 @@ class Client {
   /// ProtocolError nested), or the timeout passed and no stop was confirmed: the command may
   /// have run and may still run; what arrived is held); ConnectionError with sent() false (the
   /// command was not started); APIError subclasses when exe.dev refused the ssh request (not
-  /// started, e.g. 422 for a missing or paused VM); ProtocolError (an answer could not be read
+  /// started, e.g. 422 for a missing or paused VM; RateLimitedError when waiting for exe.dev's
+  /// rate limit would pass the timeout, with the wait it needed); ProtocolError (an answer could not be read
   /// and the VM confirmed the stop, or that the command never started). An exception thrown by
   /// an output callback stops the command and propagates as it is. A non-zero exit code is a
   /// result, never an exception. No error claims a stop the VM did not confirm.
@@ -126,7 +129,9 @@ class Client {
   /// Bounds: with a timeout, run returns at most 20 s after it (whatever the server does:
   /// trickling, endless or unreadable answers); without one, each request is bounded (its
   /// 20 s wait plus 25 s), and after a cancellation, the output limit or an unreadable answer
-  /// the stop takes at most 12 s. The launch request is never sent twice.
+  /// the stop takes at most 12 s. The launch request is never sent twice once it may have run
+  /// (a 429 proves it did not). Without a timeout, waits for exe.dev's rate limit are not
+  /// bounded by the client (RateLimitOptions; cancellation ends them).
   ///
   /// Cancellation: the remote command's process group is stopped (TERM, then KILL) with a
   /// follow-up request that runs shielded from further cancellation (at most 12 s), then
@@ -142,7 +147,8 @@ class Client {
   /// The answer is read as it arrives: stdout is ready (or handed to ScriptOptions::on_stdout)
   /// as its bytes come in, so a multi-MiB answer is never held twice.
   ///
-  /// A 429 is retried (RetryPolicy); nothing else is re-sent. Throws ConnectionError with
+  /// A 429 is waited for and sent again (RateLimitOptions); a 5xx or a lost answer only when
+  /// ScriptOptions::idempotent (RetryPolicy). Throws ConnectionError with
   /// sent() false (the script did not run), APIError subclasses (refused before it ran),
   /// OutcomeUnknownError (the answer was cut or the connection lost after sending: the script
   /// may have run; a cut answer is never returned as a result), OutputLimitError,
@@ -158,7 +164,8 @@ class Client {
   /// be removed otherwise, close() throws the first failure (ConnectionError, or the APIError subclass of
   /// exe.dev's answer) after trying every VM and closing the idle connections; the records it
   /// could not remove stay listed, so calling close() again retries them. Cancellation: deferred
-  /// until close() has finished (it is bounded by the request timeouts); close() itself does not
+  /// until close() has finished (it is bounded by the request timeouts and the rate limit's
+  /// waits, RateLimitOptions); close() itself does not
   /// throw operation_aborted, and a cancellation that arrived meanwhile stays recorded in the
   /// caller's cancellation state (its next co_await raises it).
   Task<void> close();

@@ -68,8 +68,10 @@ class RateLimitedError : public APIError {
  public:
   RateLimitedError(std::string command, std::string server_message,
                    std::optional<std::chrono::milliseconds> retry_after = std::nullopt);
-  /// How long exe.dev asked to wait (its Retry-After, counted from when the answer arrived), if
-  /// it said.
+  /// How long to wait before the request would be accepted: the wait the client's rate-limit
+  /// model needed, when the client gave up because it would pass the operation's deadline
+  /// (RateLimitOptions); otherwise exe.dev's Retry-After (counted from when the answer arrived),
+  /// if it sent one.
   [[nodiscard]] std::optional<std::chrono::milliseconds> retry_after() const noexcept { return retry_after_; }
 
  private:

@@ -8,6 +8,7 @@
 #include "common/backoff.hpp"
 #include "common/coroutines.hpp"
 #include "common/random_ids.hpp"
+#include "common/wait_notices.hpp"
 
 #include <fmt/format.h>
 
@@ -30,16 +31,65 @@ const std::vector<std::string> no_secrets;
 
 // ---- the lobby path ---------------------------------------------------------------------------
 
-asio::awaitable<void> detail::ClientState::pace() {
-  if (!options.pacing.enabled) co_return;
-  if (!pacing) pacing.emplace(options.pacing.burst, options.pacing.per_second, Clock::now());
-  const auto delay = pacing->take(Clock::now());
-  if (delay > Clock::duration::zero()) co_await sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(delay));
+namespace {
+
+std::string seconds_text(Clock::duration wait) {
+  return fmt::format("{:.1f} s", std::chrono::duration<double>(wait).count());
+}
+
+}  // namespace
+
+asio::awaitable<detail::HttpResponse> detail::ClientState::send(const std::string& line, const detail::PostOptions& post,
+                                                               std::string_view command,
+                                                               std::optional<Clock::time_point> deadline) {
+  const auto& token = detail::require_token(settings);
+  const auto& limits = options.rate_limit;
+  if (!limits.wait) co_return co_await transport->post(line, token, post);
+  if (!rate_limit) {
+    const detail::RateLimitNumbers numbers{limits.burst, limits.per_second, limits.overdraft};
+    rate_limit = detail::shared_rate_limit_model(detail::rate_limit_key(settings.endpoint.text, token), numbers,
+                                                 limits.pace_from_start);
+  }
+  for (bool refused = false;;) {
+    for (;;) {
+      const auto step = detail::next_rate_limit_step(*rate_limit, Clock::now(), deadline);
+      using K = detail::RateLimitStep::Kind;
+      if (step.kind == K::send) break;
+      if (step.kind == K::give_up) {
+        throw RateLimitedError(std::string(command),
+                               fmt::format("exe.dev's rate limit: the request would have to wait {}, past the operation's "
+                                           "deadline",
+                                           seconds_text(step.wait)),
+                               std::chrono::ceil<std::chrono::milliseconds>(step.wait));
+      }
+      if (step.wait > std::chrono::seconds(1)) {
+        const auto text = fmt::format("exe.dev's rate limit: \"{}\" waits {} for the token's request budget{}", command,
+                                      seconds_text(step.wait), refused ? " (refused with HTTP 429; sent again after)" : "");
+        log(LogLevel::info, text);
+        detail::publish_wait_notice(text);
+      }
+      co_await sleep_for(step.wait);
+    }
+    const auto sent_at = Clock::now();
+    detail::HttpResponse response;
+    try {
+      response = co_await transport->post(line, token, post);
+    } catch (...) {
+      rate_limit->on_lost();
+      throw;
+    }
+    if (response.status != 429) {
+      rate_limit->on_answered(sent_at, response.status);
+      co_return response;
+    }
+    // Refused before anything ran (exedev-api.md §1.5): always safe to send again.
+    rate_limit->on_refused(Clock::now(), sent_at, response.retry_after);
+    refused = true;
+  }
 }
 
 asio::awaitable<detail::HttpResponse> detail::ClientState::lobby(const std::string& line, const std::string& command,
                                                                 detail::BodySink sink) {
-  const auto& token = detail::require_token(settings);
   detail::check_body_size(line.size(), command);
   const bool read_only = detail::is_read_only(command);
   const int max_retries = std::max(options.retry.max_retries, 0);
@@ -50,14 +100,13 @@ asio::awaitable<detail::HttpResponse> detail::ClientState::lobby(const std::stri
     post.idempotent = read_only;
     post.timeout = options.request_timeout;
     post.sink = sink;
-    co_await pace();
     try {
-      response = co_await transport->post(line, token, post);
+      response = co_await send(line, post, command, std::nullopt);
     } catch (const ConnectionError&) {
       if (!read_only) throw;
       failure = std::current_exception();
     }
-    const bool retryable = read_only ? detail::is_retryable_status(response.status) : response.status == 429;
+    const bool retryable = read_only && detail::is_retryable_status(response.status);
     if (!failure && !retryable) co_return response;
     if (attempt >= max_retries) {
       if (failure) std::rethrow_exception(failure);

@@ -94,10 +94,12 @@ Outcome limit_outcome() {
   return o;
 }
 
-asio::awaitable<Outcome> run_request(detail::ClientState& impl, RunState& st, const detail::ScriptRequest& request) {
+// One run request. Waiting for the rate limit ends at `deadline` with RateLimitedError (nothing
+// sent again).
+asio::awaitable<Outcome> run_request(detail::ClientState& impl, RunState& st, const detail::ScriptRequest& request,
+                                     std::optional<Clock::time_point> deadline) {
   const auto line = run_lobby_line(st.vm, request);
   detail::check_body_size(line.size(), "ssh");
-  const auto& token = detail::require_token(impl.settings);
 
   detail::FrameParser parser(st.boundary);
   Outcome outcome;
@@ -144,8 +146,7 @@ asio::awaitable<Outcome> run_request(detail::ClientState& impl, RunState& st, co
     post.idempotent = idempotent;
     post.timeout = timeout;
     post.sink = sink;
-    co_await impl.pace();
-    response = co_await impl.transport->post(line, token, post);
+    response = co_await impl.send(line, post, "ssh", deadline);
   } catch (const ConnectionError& e) {
     if (st.limit_hit) co_return limit_outcome();
     impl.log(LogLevel::debug, fmt::format("exe.dev: run request to VM \"{}\" ended early: {}", st.vm, e.what()));
@@ -187,11 +188,11 @@ struct Attempt {
 };
 
 asio::awaitable<Attempt> request_after(detail::ClientState& impl, RunState& st, detail::ScriptRequest request,
-                                       std::chrono::milliseconds delay) {
+                                       std::chrono::milliseconds delay, std::optional<Clock::time_point> deadline) {
   Attempt attempt;
   try {
     if (delay.count() > 0) co_await sleep_for(delay);
-    attempt.outcome = co_await run_request(impl, st, request);
+    attempt.outcome = co_await run_request(impl, st, request, deadline);
   } catch (...) {
     attempt.error = std::current_exception();
   }
@@ -200,16 +201,17 @@ asio::awaitable<Attempt> request_after(detail::ClientState& impl, RunState& st, 
 
 // Runs one request after `delay`, the whole cut short at `deadline` (nullopt when the deadline
 // won: the request, if sent, is abandoned and its connection closed). Rethrows what the
-// request threw.
+// request threw (RateLimitedError when waiting for the rate limit would pass the deadline).
 asio::awaitable<std::optional<Outcome>> request_until(detail::ClientState& impl, RunState& st, detail::ScriptRequest request,
                                                       std::optional<Clock::time_point> deadline,
                                                       std::chrono::milliseconds delay = {}) {
   Attempt attempt;
   if (!deadline) {
-    attempt = co_await request_after(impl, st, std::move(request), delay);
+    attempt = co_await request_after(impl, st, std::move(request), delay, deadline);
   } else {
     asio::steady_timer timer(impl.executor, *deadline);
-    auto result = co_await (request_after(impl, st, std::move(request), delay) || timer.async_wait(asio::use_awaitable));
+    auto result =
+        co_await (request_after(impl, st, std::move(request), delay, deadline) || timer.async_wait(asio::use_awaitable));
     if (result.index() == 1) co_return std::nullopt;
     attempt = std::get<0>(std::move(result));
   }
@@ -240,14 +242,9 @@ asio::awaitable<StopResult> stop_remote(detail::ClientState& impl, RunState& st)
   try {
     auto request = script_request(impl, st, detail::ScriptMode::stop, 6);
     request.skip_output = st.limit_hit;
+    // (A 429 is waited for within the stop's bound: ClientState::send.)
     const auto until = Clock::now() + stop_bound;
     auto outcome = co_await request_until(impl, st, request, until);
-    // A 429 is answered before anything runs: sent again (within the stop's bound).
-    for (int attempt = 0; outcome && outcome->kind == Outcome::Kind::http_error && outcome->status == 429 &&
-                          attempt < std::max(impl.options.retry.max_retries, 0);
-         ++attempt) {
-      outcome = co_await request_until(impl, st, request, until, impl.retry_delay(attempt, outcome->retry_after));
-    }
     if (outcome && outcome->kind == Outcome::Kind::exited) {
       impl.log(LogLevel::debug, fmt::format("exe.dev: stopped the command on VM \"{}\"", st.vm));
       co_return StopResult::stopped;
@@ -282,14 +279,7 @@ asio::awaitable<void> detail::remove_finished_records(std::shared_ptr<detail::Cl
         auto request = script_request(*impl, st, detail::ScriptMode::cleanup, long_poll_seconds);
         if (request.acks.empty()) break;
         request.id = request.acks.front();
-        auto outcome = co_await run_request(*impl, st, request);
-        // A 429 is answered before anything runs: sent again under the retry policy.
-        for (int attempt = 0; outcome.kind == Outcome::Kind::http_error && outcome.status == 429 &&
-                              attempt < std::max(impl->options.retry.max_retries, 0);
-             ++attempt) {
-          co_await impl->wait_before_retry("ssh", "got HTTP 429", attempt, outcome.retry_after);
-          outcome = co_await run_request(*impl, st, request);
-        }
+        auto outcome = co_await run_request(*impl, st, request, std::nullopt);  // a 429 waited for: send()
         const auto& left = impl->acks[vm];
         const bool removed = std::none_of(request.acks.begin(), request.acks.end(), [&](const std::string& id) {
           return std::find(left.begin(), left.end(), id) != left.end();
@@ -348,7 +338,7 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, ClientRunOpt
   if (deadline) *deadline += vm_report_grace;
   // Every decision (which request next, what an error may claim) is the recovery machine's;
   // this coroutine sends, waits and throws.
-  detail::RunRecovery recovery(long_poll_seconds, impl->options.retry.max_retries);
+  detail::RunRecovery recovery(long_poll_seconds);
   const auto wait_seconds = [&] {
     if (!deadline) return recovery.poll_seconds();
     const auto left = std::chrono::duration_cast<std::chrono::seconds>(*deadline - Clock::now()).count();
@@ -378,12 +368,20 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, ClientRunOpt
     auto request = mode == detail::ScriptMode::launch ? launch : script_request(*impl, st, mode, wait_seconds());
     std::optional<Outcome> result;
     const Clock::time_point sent_at = Clock::now() + delay;
+    bool rate_limited = false;
     try {
       result = co_await request_until(*impl, st, request, deadline, delay);
+    } catch (const RateLimitedError&) {
+      // Waiting for the rate limit would pass the deadline. A launch was never sent again after
+      // a 429, so nothing was started: the error as it is.
+      if (mode == detail::ScriptMode::launch && !st.started) throw;
+      rate_limited = true;
     } catch (...) {
       abort = std::current_exception();
     }
-    if (abort) {
+    if (rate_limited) {
+      step = recovery.on_deadline();
+    } else if (abort) {
       bool unreadable = false;
       if (!is_cancellation(abort)) {
         try {
@@ -431,13 +429,7 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, ClientRunOpt
       }
     }
     delay = step.delay;
-    if (step.retry > 0) {
-      // The launch was refused before anything ran (429): the retry policy's backoff.
-      delay = impl->retry_delay(step.retry - 1, outcome.retry_after);
-      impl->log(LogLevel::info, fmt::format("exe.dev: run on VM \"{}\": the launch got HTTP {}; retry {} of {} in {} ms",
-                                            st.vm, outcome.status, step.retry, impl->options.retry.max_retries,
-                                            delay.count()));
-    } else if (delay.count() > 0) {
+    if (delay.count() > 0) {
       impl->log(LogLevel::info, fmt::format("exe.dev: run on VM \"{}\": request ended without the result; "
                                             "reading its record again in {} ms", st.vm, delay.count()));
     }

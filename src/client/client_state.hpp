@@ -1,11 +1,12 @@
 #pragma once
-// The state every copy of a Client shares, and the one path every lobby request takes (pacing,
-// the retry policy). Internal to src/client: client.cpp holds the typed commands, client_run.cpp
+// The state every copy of a Client shares, and the one path every request takes (send: the rate
+// limit, ADR 11; lobby: the retry policy). Internal to src/client: client.cpp holds the typed commands, client_run.cpp
 // the run() protocol.
 
 #include <exedev/client.hpp>
 
 #include "client/lobby.hpp"
+#include "client/rate_limit.hpp"
 #include "client/retry.hpp"
 #include "client/settings.hpp"
 #include "client/transport.hpp"
@@ -28,7 +29,9 @@ struct ClientState {
   Settings settings;
   std::unique_ptr<Transport> transport;
   std::map<std::string, std::vector<std::string>> acks;  ///< VM → finished run records to remove
-  std::optional<TokenBucket> pacing;  ///< Made on first use, from the final options.
+  /// The token's rate-limit model, shared in the process; made on first use (the token may be
+  /// missing until then).
+  std::shared_ptr<RateLimitModel> rate_limit;
 
   void log(LogLevel level, std::string_view text) const {
     if (options.logger) options.logger(level, text);
@@ -39,11 +42,18 @@ struct ClientState {
     return extra;
   }
 
-  /// Waits for a token of the pacing bucket (when pacing is on), then takes it.
-  boost::asio::awaitable<void> pace();
+  /// Every request goes through here: one POST under the rate-limit policy (ADR 11). With
+  /// RateLimitOptions::wait, waits while the token's model holds no token and re-sends a request
+  /// exe.dev refused with 429 (answered before anything runs) after the model's wait, logging a
+  /// wait over a second and publishing it as a wait notice. Throws RateLimitedError, without
+  /// sending again, when a wait would end after `deadline` (retry_after(): the wait needed).
+  /// Otherwise returns the answer (a 429 only with waiting off) or throws what Transport::post
+  /// throws. Cancellation: as Transport::post; a wait ends at once.
+  boost::asio::awaitable<HttpResponse> send(const std::string& line, const PostOptions& post, std::string_view command,
+                                            std::optional<std::chrono::steady_clock::time_point> deadline);
 
-  /// One lobby request with the retry policy: read-only commands are re-sent on 429, 5xx and
-  /// connection errors, every other command on 429 only (answered before anything runs, §1.5).
+  /// One lobby request (send()) with the retry policy: read-only commands are re-sent on 5xx and
+  /// connection errors; a 429 is send()'s.
   /// `sink` takes a 200 answer's body as it arrives.
   boost::asio::awaitable<HttpResponse> lobby(const std::string& line, const std::string& command, BodySink sink = {});
 

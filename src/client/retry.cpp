@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <charconv>
 #include <ctime>
-#include <stdexcept>
 #include <string>
 
 namespace exedev::detail {
@@ -16,7 +15,7 @@ bool is_read_only(std::string_view command) {
   return command == "ls" || command == "whoami" || command == "help";
 }
 
-bool is_retryable_status(unsigned status) { return status == 429 || (status >= 500 && status < 600); }
+bool is_retryable_status(unsigned status) { return status >= 500 && status < 600; }
 
 std::optional<milliseconds> parse_retry_after(std::string_view value, system_clock::time_point now) {
   constexpr milliseconds cap = minutes(5);
@@ -46,23 +45,6 @@ milliseconds backoff_delay(const RetryPolicy& policy, int attempt, double random
   const auto jittered = milliseconds(static_cast<milliseconds::rep>(delay / 2 + delay / 2 * random01));
   if (retry_after && *retry_after > jittered) return *retry_after;
   return jittered;
-}
-
-TokenBucket::TokenBucket(double burst, double per_second, Clock::time_point now)
-    : burst_(burst), per_second_(per_second), tokens_(burst), last_(now) {
-  if (!(burst >= 1) || !(per_second > 0)) {
-    throw std::invalid_argument("pacing needs a burst of at least 1 and a positive rate");
-  }
-}
-
-TokenBucket::Clock::duration TokenBucket::take(Clock::time_point now) {
-  if (now > last_) {
-    tokens_ = std::min(burst_, tokens_ + std::chrono::duration<double>(now - last_).count() * per_second_);
-    last_ = now;
-  }
-  tokens_ -= 1;
-  if (tokens_ >= 0) return Clock::duration::zero();
-  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(-tokens_ / per_second_));
 }
 
 }  // namespace exedev::detail

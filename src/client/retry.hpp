@@ -12,7 +12,8 @@ namespace exedev::detail {
 /// Commands that change nothing: `ls`, `whoami`, `help`. Only these are ever retried.
 [[nodiscard]] bool is_read_only(std::string_view command);
 
-/// 429 and 5xx.
+/// 5xx: the failures a read-only command (or an idempotent script) is sent again after. A 429 is
+/// the rate limit's (rate_limit.hpp), never the retry policy's.
 [[nodiscard]] bool is_retryable_status(unsigned status);
 
 /// A Retry-After value: delay-seconds or an HTTP date (relative to `now`). nullopt when
@@ -22,25 +23,8 @@ namespace exedev::detail {
 
 /// The wait before retry number `attempt` (0-based): exponential from initial_backoff, capped at
 /// max_backoff, with "equal jitter" (between half and all of it; `random01` in [0, 1)).
-/// A Retry-After from the server, when longer, wins.
+/// A Retry-After from the server (a 503's), when longer, wins.
 [[nodiscard]] std::chrono::milliseconds backoff_delay(const RetryPolicy& policy, int attempt, double random01,
                                                       std::optional<std::chrono::milliseconds> retry_after);
-
-/// Client-side pacing (PacingOptions), sans-IO: a token bucket that starts full. A request that
-/// finds it empty reserves the next token, so concurrent callers queue in order.
-class TokenBucket {
- public:
-  using Clock = std::chrono::steady_clock;
-  /// Throws std::invalid_argument unless burst >= 1 and per_second > 0.
-  TokenBucket(double burst, double per_second, Clock::time_point now);
-  /// Takes a token; returns how long to wait before sending (zero when one was there).
-  [[nodiscard]] Clock::duration take(Clock::time_point now);
-
- private:
-  double burst_;
-  double per_second_;
-  double tokens_;
-  Clock::time_point last_;
-};
 
 }  // namespace exedev::detail

@@ -6,8 +6,7 @@
 
 namespace exedev::detail {
 
-RunRecovery::RunRecovery(int poll_seconds, int max_launch_retries)
-    : poll_seconds_(std::max(poll_seconds, 1)), max_launch_retries_(std::max(max_launch_retries, 0)) {}
+RunRecovery::RunRecovery(int poll_seconds) : poll_seconds_(std::max(poll_seconds, 1)) {}
 
 std::chrono::milliseconds RunRecovery::poll_retry_delay(int failures) {
   return doubled_delay(std::chrono::milliseconds(250), std::max(failures, 1), std::chrono::milliseconds(4000));
@@ -50,11 +49,6 @@ RunStep RunRecovery::on_answer(const RunAnswer& answer, bool started, std::chron
     case K::http_error: {
       // A refused launch started nothing, unless a frame said otherwise.
       const bool refused_launch = launching && !started;
-      if (refused_launch && answer.status == 429 && launch_retries_ < max_launch_retries_) {
-        step.retry = ++launch_retries_;
-        step.mode = ScriptMode::launch;
-        return step;
-      }
       if (refused_launch && answer.status < 500) return fail(RunFailure::refused);
       if (answer.status == 422) return fail(RunFailure::poll_refused);
       if (answer.status != 429 && answer.status < 500) return fail(RunFailure::poll_status);

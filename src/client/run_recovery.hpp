@@ -8,7 +8,9 @@
 // The rules:
 // - The launch request is the only one that can start the command, and it is sent again only
 //   after an answer that proves the command did not run: exe.dev's 429 (refused before
-//   anything runs, exedev-api.md §1.5), within the retry policy. After any other failure the
+//   anything runs, exedev-api.md §1.5), which the client's rate-limit policy re-sends before
+//   this machine sees it (ADR 11); a 429 that reaches it (waiting off) is the refusal it is.
+//   After any other failure the
 //   run recovers from the command's record: `probe` while the command is not known to have
 //   started (a missing record then becomes a tombstone, so a late launch cannot start it),
 //   `follow` once it is.
@@ -79,8 +81,7 @@ enum class RunFailure {
 /// What Client::run does next.
 struct RunStep {
   enum class Kind {
-    send,    ///< send a request in `mode` after `delay` (`retry` > 0: the retry policy's
-             ///< backoff for that attempt replaces `delay`)
+    send,    ///< send a request in `mode` after `delay`
     finish,  ///< the command exited with `exit_code`
     fail,    ///< throw `failure`; nothing runs on the VM that needs stopping
     stop,    ///< stop the remote command, then throw what conclude(`reason`, …) says
@@ -88,7 +89,6 @@ struct RunStep {
   Kind kind = Kind::send;
   ScriptMode mode = ScriptMode::launch;
   std::chrono::milliseconds delay{0};
-  int retry = 0;  ///< send: the 1-based retry of the launch under the client's retry policy
   int exit_code = 0;
   RunFailure failure = RunFailure::unreachable;
   StopReason reason = StopReason::interrupted;
@@ -108,9 +108,8 @@ enum class RunConclusion {
 
 class RunRecovery {
  public:
-  /// `poll_seconds`: how long a poll waits for the exit at most; `max_launch_retries`: the
-  /// retry policy's limit for a launch refused with 429.
-  RunRecovery(int poll_seconds, int max_launch_retries);
+  /// `poll_seconds`: how long a poll waits for the exit at most.
+  explicit RunRecovery(int poll_seconds);
 
   /// The mode of the next request (the first is the launch).
   [[nodiscard]] ScriptMode mode() const noexcept { return mode_; }
@@ -138,8 +137,6 @@ class RunRecovery {
 
   ScriptMode mode_ = ScriptMode::launch;
   int poll_seconds_;
-  int max_launch_retries_;
-  int launch_retries_ = 0;
   int failures_ = 0;
 };
 

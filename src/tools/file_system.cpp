@@ -13,6 +13,8 @@
 #include <exedev/tools/errors.hpp>
 #include <exedev/workspace/errors.hpp>
 
+#include <boost/asio/this_coro.hpp>
+
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -140,10 +142,12 @@ Task<std::vector<ToolDefinition>> FileSystem::tools() {
 }
 
 Task<ToolResult> FileSystem::call(std::string name, std::string arguments, ToolCallContext context) {
-  (void)context;  // FileSystem emits no live output.
   detail::require_workspace(*state_->ws, "FileSystem");
   // Keeps the state alive across the awaits even if the tool set is destroyed meanwhile.
   const auto state = state_;
+  // FileSystem's only live output: waits for exe.dev's rate limit.
+  const auto executor = co_await boost::asio::this_coro::executor;
+  const auto relay = detail::relay_wait_notices(executor, context.on_output);
   co_return co_await detail::to_tool_result(state->run_tool(std::move(name), std::move(arguments)));
 }
 

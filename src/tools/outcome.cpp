@@ -66,4 +66,12 @@ Task<ToolResult> to_tool_result(Task<std::string> body) {
   co_return result;
 }
 
+std::unique_ptr<exedev::detail::WaitNoticeSubscription> relay_wait_notices(
+    boost::asio::any_io_executor executor, const std::function<void(std::string_view)>& on_output) {
+  if (!on_output) return nullptr;
+  return exedev::detail::subscribe_wait_notices(std::move(executor), [on_output](std::string_view text) {
+    on_output(std::string(text) + "\n");
+  });
+}
+
 }  // namespace exedev::tools::detail

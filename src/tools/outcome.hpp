@@ -6,13 +6,24 @@
 #include <exedev/tools/toolset.hpp>
 #include <exedev/workspace/errors.hpp>
 
+#include "common/wait_notices.hpp"
+
 #include <exception>
+#include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
 namespace exedev::tools::detail {
+
+/// Relays the process's wait notices (the client waiting for exe.dev's rate limit, ADR 11) to a
+/// call's live output, one line each, while the returned subscription lives; null when the call
+/// wants no live output.
+[[nodiscard]] std::unique_ptr<exedev::detail::WaitNoticeSubscription> relay_wait_notices(
+    boost::asio::any_io_executor executor, const std::function<void(std::string_view)>& on_output);
 
 /// The reference's ModelRetry: the model may correct its arguments and call again.
 class ModelRetry : public std::runtime_error {

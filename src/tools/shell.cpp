@@ -207,8 +207,9 @@ struct Shell::State {
   Task<std::string> run_command(std::string command, std::optional<double> timeout_seconds, std::string run_id,
                                 std::function<void(std::string_view)> on_output);
   Task<std::string> start_command(std::string command, std::string run_id, std::string tool_call_id);
-  Task<std::optional<Job>> find_job(std::string command_id);
-  Task<std::pair<std::string, std::string>> output_tails(Job job);
+  /// The job `command_id` as job_report_script reports it (stopped and removed first when
+  /// `stop`); nullopt for an unknown ID.
+  Task<std::optional<detail::JobReport>> job_report(std::string command_id, bool stop);
   Task<std::string> check_command(std::string command_id);
   Task<std::string> stop_command(std::string command_id);
   Task<std::string> dispatch(std::string name, std::string arguments, ToolCallContext context);
@@ -247,6 +248,8 @@ Task<ToolResult> Shell::call(std::string name, std::string arguments, ToolCallCo
   detail::require_workspace(*state_->workspace, "ShellToolset");
   // Keeps the state alive across the awaits even if the tool set is destroyed meanwhile.
   auto state = state_;
+  const auto executor = co_await boost::asio::this_coro::executor;
+  const auto relay = detail::relay_wait_notices(executor, context.on_output);  // waits for exe.dev's rate limit
   auto result = co_await detail::to_tool_result(state->dispatch(std::move(name), std::move(arguments), std::move(context)));
   // Every result keeps its tail: each tool puts its status, ID and exit lines last.
   if (result.outcome == ToolOutcome::success) result.text = detail::truncate_tail(result.text, state->options.max_output_chars);
@@ -469,57 +472,70 @@ Task<std::string> Shell::State::start_command(std::string command, std::string r
       ws::detail::posix_basename(job.directory());
 }
 
-Task<std::optional<Job>> Shell::State::find_job(std::string command_id) {
+Task<std::optional<detail::JobReport>> Shell::State::job_report(std::string command_id, bool stop) {
   if (!detail::is_command_id(command_id)) co_return std::nullopt;
-  const auto directory = co_await base();
-  co_return co_await Job::attach(workspace, posix_join(directory, command_id), false);
+  const auto directory = posix_join(co_await base(), command_id);
+  // One workspace command reads (and for a stop, ends) the job: one request on a remote backend.
+  auto command = ws::Command::shell(detail::job_report_script(directory, options.max_output_chars * kOutputBytesPerChar, stop));
+  ws::RunOptions run_options;
+  run_options.timeout = detail::kControlTimeout;
+  std::optional<ws::CommandResult> result;
+  if (stop) {
+    // Once begun, the stop finishes even if the call is cancelled.
+    auto stopping = [](std::shared_ptr<ws::Workspace> workspace, ws::Command command, ws::RunOptions run_options,
+                       std::shared_ptr<std::optional<ws::CommandResult>> out) -> Task<void> {
+      *out = co_await workspace->run(std::move(command), std::move(run_options));
+    };
+    auto out = std::make_shared<std::optional<ws::CommandResult>>();
+    auto op = stopping(workspace, std::move(command), std::move(run_options), out);
+    co_await detail::finish_despite_cancellation(std::move(op), std::nullopt);
+    result = std::move(*out);
+  } else {
+    result = co_await workspace->run(std::move(command), std::move(run_options));
+  }
+  if (result->exit_code == detail::kJobUnknown) co_return std::nullopt;
+  auto report = result->exit_code == 0 ? detail::parse_job_report(result->stdout_text) : std::nullopt;
+  if (!report) {
+    auto message = ws::detail::strip(result->stderr_text);
+    throw ws::WorkspaceError(message.empty() ? "Unable to read background command " + python_repr(command_id) + "."
+                                             : message);
+  }
+  co_return report;
 }
 
-Task<std::pair<std::string, std::string>> Shell::State::output_tails(Job job) {
-  const std::uint64_t limit = options.max_output_chars * kOutputBytesPerChar;
-  const auto out = co_await job.tail(job.output_path(), limit);
-  const auto err = co_await job.tail(job.stderr_path(), limit);
-  co_return std::pair<std::string, std::string>(ws::utf8_replace_invalid(out), ws::utf8_replace_invalid(err));
+namespace {
+
+std::optional<long long> job_exit_code(const detail::JobReport& report) {
+  if (!report.status) return std::nullopt;
+  return detail::parse_exit_code(ws::utf8_replace_invalid(*report.status));
 }
+
+std::string job_text(const detail::JobReport& report, const char* empty, const char* state,
+                     std::optional<std::uint64_t> file_limit) {
+  auto text = detail::labelled(ws::utf8_replace_invalid(report.stdout_tail), ws::utf8_replace_invalid(report.stderr_tail),
+                               std::string(empty)) +
+              "\n" + state;
+  if (const auto code = job_exit_code(report)) {
+    const long long exit_code = *code;
+    text += "\n[exit code: " + std::to_string(exit_code) + "]" + detail::file_limit_status(static_cast<int>(exit_code), file_limit);
+  }
+  return text;
+}
+
+}  // namespace
 
 Task<std::string> Shell::State::check_command(std::string command_id) {
-  auto job = co_await find_job(command_id);
-  if (!job) co_return "[Error: unknown command ID " + python_repr(command_id) + "]";
-  const auto exit_code = co_await job->exit_code();
-  const auto [out, err] = co_await output_tails(*job);
-  auto text = detail::labelled(out, err, "(no output yet)") + "\n[status: " + (exit_code ? "finished" : "running") + "]";
-  if (exit_code) {
-    text += "\n[exit code: " + std::to_string(*exit_code) + "]" +
-            detail::file_limit_status(static_cast<int>(*exit_code), options.max_file_bytes);
-  }
-  co_return text;
+  const auto report = co_await job_report(command_id, false);
+  if (!report) co_return "[Error: unknown command ID " + python_repr(command_id) + "]";
+  const bool finished = job_exit_code(*report).has_value();
+  co_return job_text(*report, "(no output yet)", finished ? "[status: finished]" : "[status: running]",
+                     options.max_file_bytes);
 }
 
 Task<std::string> Shell::State::stop_command(std::string command_id) {
-  auto job = co_await find_job(command_id);
-  if (!job) co_return "[Error: unknown command ID " + python_repr(command_id) + "]";
-  auto exit_code = co_await job->exit_code();
-  if (!exit_code || job->pgid()) {
-    // The supervisor may have published while children still hold its group. Once begun, the
-    // stop finishes even if the call is cancelled. A group that ignored SIGTERM gets SIGKILL,
-    // which its supervisor cannot outlive to publish: stopped, with no exit code to report.
-    auto stop = [](Job job, std::shared_ptr<std::optional<long long>> code) -> Task<void> {
-      co_await job.kill();
-      *code = co_await job.exit_code();
-    };
-    auto code = std::make_shared<std::optional<long long>>();
-    auto op = stop(*job, code);
-    co_await detail::finish_despite_cancellation(std::move(op), std::nullopt);
-    exit_code = *code;
-  }
-  const auto [out, err] = co_await output_tails(*job);
-  co_await job->cleanup();
-  auto text = detail::labelled(out, err, "(no output)") + "\n[stopped]";
-  if (exit_code) {
-    text += "\n[exit code: " + std::to_string(*exit_code) + "]" +
-            detail::file_limit_status(static_cast<int>(*exit_code), options.max_file_bytes);
-  }
-  co_return text;
+  const auto report = co_await job_report(command_id, true);
+  if (!report) co_return "[Error: unknown command ID " + python_repr(command_id) + "]";
+  co_return job_text(*report, "(no output)", "[stopped]", options.max_file_bytes);
 }
 
 }  // namespace exedev::tools

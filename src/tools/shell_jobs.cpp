@@ -161,12 +161,6 @@ Task<std::string> Job::read(std::string path, std::uint64_t offset, std::uint64_
   co_return std::move(*bytes);
 }
 
-Task<std::string> Job::tail(std::string path, std::uint64_t max_bytes) {
-  const auto total = co_await size(path);
-  const auto start = total > max_bytes ? total - max_bytes : 0;
-  co_return co_await read(std::move(path), start, total - start);
-}
-
 Task<bool> Job::send(std::string signal) {
   const auto target = handle_.pgid ? "-" + std::to_string(*handle_.pgid) : std::to_string(handle_.pid);
   auto command = ws::Command::argv(signal_argv(signal, target, posix_join(directory_, "stop")));

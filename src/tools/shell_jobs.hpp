@@ -58,8 +58,6 @@ class Job {
   Task<std::uint64_t> size(std::string path);
   /// Up to `length` bytes of `path` from `offset`, read inside the workspace.
   Task<std::string> read(std::string path, std::uint64_t offset, std::uint64_t length);
-  /// The last `max_bytes` bytes of `path`.
-  Task<std::string> tail(std::string path, std::uint64_t max_bytes);
   /// SIGTERM to the job's process group (or pid), then SIGKILL when it is still there after
   /// kKillGrace (at once when the supervisor already finished but members remain).
   /// Cancellation: stops between commands; callers that must finish it shield it.

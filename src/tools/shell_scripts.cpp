@@ -1,5 +1,7 @@
 #include "tools/shell_scripts.hpp"
 
+#include "common/base64.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <exedev/workspace/types.hpp>
@@ -184,6 +186,107 @@ std::string read_log_script(const std::string& path, std::uint64_t offset, std::
   const auto q = shell_quote(path);
   return "test -f " + q + " || exit 66; test -r " + q + " || exit 67; tail -c +" + std::to_string(offset + 1) +
          " " + q + " | head -c " + std::to_string(length) + " | base64";
+}
+
+namespace {
+
+// The report script after its variable assignments (dir, max, stop). The handle checks mirror
+// parse_handle; the exit-code check mirrors parse_exit_code for status.json as the supervisors
+// (this one's and the reference harness's) write it; signal mirrors signal_argv and Job::send.
+constexpr const char* kReportBody = R"SH([ -f "$dir/handle" ] && [ -r "$dir/handle" ] || exit 64
+pid= group= extra=
+read -r pid group extra < "$dir/handle"
+case $pid in ''|*[!0-9]*) exit 64 ;; esac
+[ ${#pid} -le 18 ] && [ -n "$group" ] && [ -z "$extra" ] || exit 64
+case $group in
+  ''|*[!0-9]*) target=$pid; grouped=0 ;;
+  *) if [ ${#group} -le 18 ]; then target=-$group; grouped=1; else target=$pid; grouped=0; fi ;;
+esac
+finished() {
+  [ -f "$dir/status.json" ] || return 1
+  st=
+  IFS= read -r st < "$dir/status.json"
+  case $st in *'"exit_code": '[-0-9]*|*'"exit_code":'[-0-9]*) return 0 ;; esac
+  return 1
+}
+signal() {
+  true 2> /dev/null > "$dir/stop"
+  if err=$(kill -s "$1" -- "$target" 2>&1); then return 0; fi
+  case $err in *[Nn][Oo]' '[Ss][Uu][Cc][Hh]' '[Pp][Rr][Oo][Cc][Ee][Ss][Ss]*) return 1 ;; esac
+  printf '%s
+' "${err:-Unable to send SIG$1 to job $pid.}" >&2
+  exit 65
+}
+if [ "$stop" = 1 ] && { ! finished || [ "$grouped" = 1 ]; }; then
+  if signal TERM && [ "$grouped" = 1 ]; then
+    if finished; then
+      if signal 0; then signal KILL || true; fi
+    else
+      waited=0
+      while signal 0; do
+        if [ "$waited" -ge 20 ]; then signal KILL || true; break; fi
+        if sleep 0.1 2> /dev/null; then waited=$((waited + 1)); else sleep 1; waited=$((waited + 10)); fi
+      done
+    fi
+  fi
+fi
+if [ -e "$dir/status.json" ]; then
+  [ -f "$dir/status.json" ] && [ -r "$dir/status.json" ] || { echo "Unable to read $dir/status.json." >&2; exit 67; }
+  echo '#status'
+  base64 < "$dir/status.json" || exit 67
+else
+  echo '#running'
+fi
+for log in stdout stderr; do
+  if [ "$log" = stdout ]; then echo '#out'; else echo '#err'; fi
+  file="$dir/$log.log"
+  [ -f "$file" ] || continue
+  [ -r "$file" ] || { echo "Unable to read job log '$file'." >&2; exit 67; }
+  tail -c "$max" "$file" | base64
+done
+echo '#end'
+if [ "$stop" = 1 ]; then rm -rf -- "$dir" || exit 68; fi
+)SH";
+
+}  // namespace
+
+std::string job_report_script(const std::string& directory, std::uint64_t max_bytes, bool stop) {
+  return "dir=" + shell_quote(directory) + " max=" + std::to_string(max_bytes) + " stop=" + (stop ? "1" : "0") + "\n" +
+         kReportBody;
+}
+
+std::optional<JobReport> parse_job_report(std::string_view output) {
+  JobReport report;
+  std::string section;
+  std::string status, out, err;
+  bool has_status = false, ended = false;
+  std::size_t start = 0;
+  while (start < output.size()) {
+    auto end = output.find('\n', start);
+    if (end == std::string_view::npos) end = output.size();
+    const auto line = output.substr(start, end - start);
+    start = end + 1;
+    if (ended) return std::nullopt;  // nothing follows the end marker
+    if (!line.empty() && line.front() == '#') {
+      section = std::string(line);
+      if (section == "#status") has_status = true;
+      else if (section == "#end") ended = true;
+      else if (section != "#running" && section != "#out" && section != "#err") return std::nullopt;
+      continue;
+    }
+    std::string* target = section == "#status" ? &status : section == "#out" ? &out : section == "#err" ? &err : nullptr;
+    if (target == nullptr) return std::nullopt;
+    target->append(line);
+  }
+  if (!ended) return std::nullopt;
+  const auto decoded_status = exedev::detail::base64_decode(status);
+  const auto decoded_out = exedev::detail::base64_decode(out);
+  const auto decoded_err = exedev::detail::base64_decode(err);
+  if (!decoded_status || !decoded_out || !decoded_err) return std::nullopt;
+  if (has_status) report.status = *decoded_status;
+  report.stdout_tail = *decoded_out;
+  report.stderr_tail = *decoded_err;
+  return report;
 }
 
 std::optional<JobHandle> parse_handle(std::string_view text) {

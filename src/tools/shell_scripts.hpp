@@ -36,6 +36,8 @@ inline constexpr int kMissingJobTools = 122;
 inline constexpr int kJobClaimed = 126;
 /// The read script's exit status when the log does not exist (read as empty).
 inline constexpr int kLogMissing = 66;
+/// The report script's exit status when the job has no usable handle (an unknown command ID).
+inline constexpr int kJobUnknown = 64;
 /// Where job directories live, below the working directory's metadata directory.
 inline constexpr const char* kJobsDirName = "shell";
 
@@ -86,6 +88,25 @@ struct LaunchRequest {
                                                    const std::string& stop_file);
 /// Up to `length` bytes of `path` from `offset`, base64-encoded; exit 66 when it is missing.
 [[nodiscard]] std::string read_log_script(const std::string& path, std::uint64_t offset, std::uint64_t length);
+
+/// check_command's and stop_command's one script (one workspace command, so one request on a
+/// remote backend): reads the job's `handle` (exit kJobUnknown when it is missing, not a file
+/// or malformed, as parse_handle reads it); for a stop, does what Job::kill does (SIGTERM to
+/// the group or pid, then SIGKILL once kKillGrace has passed with the group still there, or at
+/// once when the supervisor already published; nothing when it published and there is no
+/// group); then prints `#status` and status.json in base64 (`#running` when there is none), the
+/// last `max_bytes` of stdout.log and stderr.log after `#out` and `#err` in base64 (nothing for
+/// a log that is missing or not a regular file), and `#end`; for a stop, then removes the job
+/// directory. Any other failure exits non-zero with the message on stderr.
+[[nodiscard]] std::string job_report_script(const std::string& directory, std::uint64_t max_bytes, bool stop);
+
+/// What job_report_script printed. nullopt when the output is not a whole report.
+struct JobReport {
+  std::optional<std::string> status;  ///< status.json's bytes; nullopt before the first publication
+  std::string stdout_tail;
+  std::string stderr_tail;
+};
+[[nodiscard]] std::optional<JobReport> parse_job_report(std::string_view output);
 
 struct JobHandle {
   long long pid = 0;

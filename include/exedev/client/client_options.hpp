@@ -1,6 +1,6 @@
 #pragma once
 // ClientOptions: how an exedev::Client reaches exe.dev (token, endpoint, CA, timeouts, retries,
-// pacing, logging).
+// the rate limit, logging).
 
 #include <chrono>
 #include <cstddef>
@@ -13,26 +13,36 @@
 
 namespace exedev {
 
-/// Which requests are re-sent, and how long to wait in between. Read-only commands (`ls`,
-/// `whoami`, `help`) are retried on 429, 5xx and connection errors; every other command (new,
-/// cp, rm, ssh, tag, …) only on 429, which exe.dev answers before the command runs
-/// (exedev-api.md §1.5), so nothing that changes state is ever re-sent once it may have run.
-/// Waits are exponential (initial_backoff doubling up to max_backoff, with jitter between half
-/// and all of it); a Retry-After header, when longer, wins. run()'s own requests follow its
-/// protocol instead (see run()).
+/// Which requests are re-sent after a failure, and how long to wait in between. Read-only
+/// commands (`ls`, `whoami`, `help`) are retried on 5xx and connection errors; no other command
+/// is, so nothing that changes state is ever re-sent once it may have run. Waits are exponential
+/// (initial_backoff doubling up to max_backoff, with jitter between half and all of it). A 429
+/// is not a failure but the rate limit: RateLimitOptions says what happens then. run()'s own
+/// requests follow its protocol instead (see run()).
 struct RetryPolicy {
   int max_retries = 3;  ///< 0 disables retries.
   std::chrono::milliseconds initial_backoff{500};
   std::chrono::milliseconds max_backoff{8000};
 };
 
-/// Client-side pacing: a token bucket every request takes a token from before it is sent, so
-/// bulk work waits locally instead of collecting 429s. The defaults are exe.dev's documented
-/// limit (60 requests of burst, then 1 per second per key; exedev-api.md §6). Off by default.
-struct PacingOptions {
-  bool enabled = false;
+/// exe.dev's rate limit (exedev-api.md §6: a token bucket per key, 60 requests of burst, then 1
+/// per second; a refused request still takes a token, down to 120 of debt) is waited for, not
+/// thrown (ADR 11). Every Client of the same token and endpoint in the process shares one model
+/// of the bucket. The model is learned from exe.dev's first 429 (and its Retry-After, when sent);
+/// from then on a request waits until the model holds a token, and a 429 (refused before
+/// anything ran) is sent again after the wait the model implies, for every command. A wait over
+/// a second is logged (info). Only when the wait would pass an operation's own deadline (run()'s
+/// timeout, the stop after it) is RateLimitedError thrown, its retry_after() the wait it needed.
+/// The numbers are the first client's for the process.
+struct RateLimitOptions {
+  /// Off: nothing waits, and a 429 is thrown at once as RateLimitedError.
+  bool wait = true;
+  /// Pace from the first request with a full bucket, instead of from the first 429: for a
+  /// process that knows it has the key to itself and would rather see no 429 at all.
+  bool pace_from_start = false;
   double burst = 60;
   double per_second = 1;
+  double overdraft = 120;
 };
 
 enum class LogLevel { debug, info, warning, error };
@@ -61,7 +71,7 @@ struct ClientOptions {
   /// Largest lobby response body read into memory (ProtocolError beyond).
   std::size_t max_response_bytes = 8 * 1024 * 1024;
   RetryPolicy retry{};
-  PacingOptions pacing{};
+  RateLimitOptions rate_limit{};
   std::string user_agent = "exedev-cpp";
   Logger logger{};
   EXEDEV_COAWAIT_GUARD;

@@ -71,9 +71,9 @@ void configure_transfer(exedev::SandboxBackendOptions& o) {
     o.transfer.reference_mode = true;
   } else if (mode == "pacing") {
     // The pacing path with a bucket the suite does not wait on for long.
-    o.client_options.pacing.enabled = true;
-    o.client_options.pacing.burst = 60;
-    o.client_options.pacing.per_second = 200;
+    o.client_options.rate_limit.pace_from_start = true;
+    o.client_options.rate_limit.burst = 60;
+    o.client_options.rate_limit.per_second = 200;
   } else if (mode == "ssh") {
     o.transport = exedev::Transport::ssh;
     o.ssh.private_key_file = ssh_key().private_key;

@@ -138,14 +138,19 @@ TEST_CASE("status codes map to their error types") {
     const auto denied = co_await f.expect<PermissionError>(limited.pause_vm("status-vm"));
     CHECK(denied.status() == 403);
 
-    // 500, 502, 504 from a state-changing command: no retry, mapped at once. (A 429 is retried
-    // for every command: see "a 429 is retried for a state-changing command too".)
+    // 500, 502, 504 from a state-changing command: no retry, mapped at once. A 429 is decided
+    // before anything runs: waited for and sent again, for every command (ADR 11); with waiting
+    // off, thrown at once.
     f.emu.inject(fault(FaultKind::http_status, "comment", 1, 429, "", 0));
     co_await c.set_comment("status-vm", "rate");
     CHECK(f.count("comment") == 2);
     f.emu.clear_commands();
-    f.emu.inject(fault(FaultKind::http_status, "comment", 10, 429, "", 0));
-    const auto limited_out = co_await f.expect<RateLimitedError>(c.set_comment("status-vm", "rate"));
+    auto no_wait = f.options();
+    no_wait.rate_limit.wait = false;
+    Client impatient(ex, no_wait);
+    f.emu.inject(fault(FaultKind::http_status, "comment", 1, 429, "", 0));
+    const auto limited_out = co_await f.expect<RateLimitedError>(impatient.set_comment("status-vm", "rate"));
+    CHECK(f.count("comment") == 1);
     f.messages.emplace_back(limited_out.what());
     f.emu.clear_faults();
     f.emu.clear_commands();
@@ -178,7 +183,7 @@ TEST_CASE("status codes map to their error types") {
   });
 }
 
-TEST_CASE("retries: ls and whoami retry on 5xx, 429 and resets; new, cp, rm and ssh only on 429") {
+TEST_CASE("retries: ls and whoami retry on 5xx and resets, every command waits out a 429, new, cp, rm and ssh nothing else") {
   Fixture f;
   exedev::testing::run([&](boost::asio::any_io_executor ex) -> Task0 {
     Client c(ex, f.options());
@@ -308,14 +313,14 @@ TEST_CASE("typed commands: resize and rename") {
   });
 }
 
-TEST_CASE("a 429 past the retries carries exe.dev's Retry-After and says it is worth retrying") {
+TEST_CASE("a 429 not waited for carries exe.dev's Retry-After and says it is worth retrying") {
   emulator::Options options;
   options.modes.rate_limit = {.enabled = true, .burst = 2, .refill_per_second = 1,
                                .overdraft = 0, .retry_after = true};
   Fixture f(options);
   exedev::testing::run([&](boost::asio::any_io_executor ex) -> Task0 {
     auto o = f.options();
-    o.retry.max_retries = 0;
+    o.rate_limit.wait = false;
     Client c(ex, o);
     co_await c.whoami();
     co_await c.whoami();

@@ -1,6 +1,6 @@
 // File transfers of SandboxBackend (issue 11): one request per small operation, chunked writes
 // that survive cut answers, a commit that never leaves a half-written target, compression of
-// data that compresses, 429 retries and client-side pacing. Counts come from the emulator's
+// data that compresses, 429s waited for and client-side pacing. Counts come from the emulator's
 // request records. (Damaged gzip streams and digests: tests/unit/workspace/shell_transfer_test.cpp,
 // which can reach into the temp files.)
 #include "fixture.hpp"
@@ -224,9 +224,7 @@ TEST_CASE("a 429 on new is retried once the limit allows", "[integration]") {
   Fixture f(options);
   if (f.skip("the emulator's rate limiter")) return;
   exedev::testing::run([&](Executor ex) -> Task<void> {
-    auto o = f.client_options();
-    o.retry.max_retries = 20;
-    exedev::Client c(ex, o);
+    exedev::Client c(ex, f.client_options());
     for (int i = 0; i < 4; ++i) {
       exedev::NewVMOptions vm;
       vm.name = f.vm_name("limited");
@@ -239,17 +237,16 @@ TEST_CASE("a 429 on new is retried once the limit allows", "[integration]") {
   }, limits(120s));
 }
 
-TEST_CASE("with pacing on, bulk requests wait locally and collect no 429", "[integration]") {
+TEST_CASE("paced from the start, bulk requests wait locally and collect no 429", "[integration]") {
   exedev::emulator::Options options;
   options.modes.rate_limit = {.enabled = true, .burst = 3, .refill_per_second = 20, .overdraft = 0};
   Fixture f(options);
   if (f.skip("the emulator's rate limiter")) return;
   exedev::testing::run([&](Executor ex) -> Task<void> {
     auto o = f.client_options();
-    o.retry.max_retries = 0;  // a 429 would fail the test
-    o.pacing.enabled = true;
-    o.pacing.burst = 3;
-    o.pacing.per_second = 10;  // slower than the server's refill
+    o.rate_limit.pace_from_start = true;
+    o.rate_limit.burst = 3;
+    o.rate_limit.per_second = 10;  // slower than the server's refill
     exedev::Client c(ex, o);
     for (int i = 0; i < 12; ++i) co_await c.list_vms();
     CHECK(rate_limited(f.emu()) == 0);

@@ -11,7 +11,7 @@ TEST_CASE("only read-only commands are retryable") {
   CHECK(is_read_only("whoami"));
   CHECK(is_read_only("help"));
   for (const auto* c : {"new", "cp", "rm", "ssh", "tag", "comment", "pause", "resume", "restart", ""}) CHECK_FALSE(is_read_only(c));
-  CHECK(is_retryable_status(429));
+  CHECK_FALSE(is_retryable_status(429));  // the rate limit's, not the retry policy's
   CHECK(is_retryable_status(500));
   CHECK(is_retryable_status(504));
   CHECK_FALSE(is_retryable_status(422));

@@ -87,14 +87,12 @@ struct Walk {
   auto operator<=>(const Walk&) const = default;
 };
 
-constexpr int launch_retries = 2;
-
 }  // namespace
 
 TEST_CASE("run recovery: every event in every reachable state keeps the rules") {
   const auto events = every_event();
   std::set<Walk> seen;
-  std::vector<Walk> frontier{Walk{RunRecovery(20, launch_retries)}};
+  std::vector<Walk> frontier{Walk{RunRecovery(20)}};
   seen.insert(frontier.front());
   std::size_t transitions = 0;
   while (!frontier.empty()) {
@@ -145,18 +143,11 @@ TEST_CASE("run recovery: every event in every reachable state keeps the rules") 
         }
       }
       if (step.kind == RunStep::Kind::send) {
-        // The launch is sent again only after exe.dev refused it before running anything.
-        if (step.mode == ScriptMode::launch) {
-          CHECK_FALSE(to.may_have_run);
-          CHECK(step.retry >= 1);
-          CHECK(step.retry <= launch_retries);
-        } else {
-          CHECK(step.retry == 0);
-        }
+        // The launch is never sent again by the machine (a 429 is the client's rate-limit policy's).
+        CHECK(step.mode != ScriptMode::launch);
         CHECK(step.mode == to.machine.mode());
         // A command known to have started is followed, never probed (a probe would tombstone it).
         if (to.started) CHECK(step.mode != ScriptMode::probe);
-        if (to.may_have_run) CHECK(step.mode != ScriptMode::launch);
         CHECK(step.delay <= 4000ms);
         CHECK(to.machine.poll_seconds() >= 1);
         CHECK(to.machine.poll_seconds() <= from.machine.poll_seconds());
@@ -172,7 +163,7 @@ TEST_CASE("run recovery: every event in every reachable state keeps the rules") 
 TEST_CASE("run recovery: polls that keep failing end as unknown after max_poll_failures") {
   for (const unsigned status : {0u, 429u, 500u, 502u, 504u}) {
     INFO("failure: " << (status == 0 ? std::string("cut") : "HTTP " + std::to_string(status)));
-    RunRecovery machine(20, 0);
+    RunRecovery machine(20);
     RunAnswer failure;
     failure.kind = status == 0 ? K::cut : K::http_error;
     failure.status = status;
@@ -195,7 +186,7 @@ TEST_CASE("run recovery: polls that keep failing end as unknown after max_poll_f
 }
 
 TEST_CASE("run recovery: an answer that the command still runs resets the failure count") {
-  RunRecovery machine(20, 0);
+  RunRecovery machine(20);
   RunAnswer cut;
   RunAnswer running;
   running.kind = K::running;
@@ -209,28 +200,25 @@ TEST_CASE("run recovery: an answer that the command still runs resets the failur
   }
 }
 
-TEST_CASE("run recovery: a launch refused with 429 is sent again within the retry policy, then reported") {
+TEST_CASE("run recovery: a launch refused with 429 that reaches the machine is reported as refused") {
+  // (With RateLimitOptions::wait, the client re-sends a 429 before the machine sees it.)
   RunAnswer limited;
   limited.kind = K::http_error;
   limited.status = 429;
-  RunRecovery machine(20, 2);
+  RunRecovery machine(20);
   auto step = machine.on_answer(limited, false, 0s);
-  CHECK((step.kind == RunStep::Kind::send && step.mode == ScriptMode::launch && step.retry == 1));
-  step = machine.on_answer(limited, false, 0s);
-  CHECK((step.kind == RunStep::Kind::send && step.mode == ScriptMode::launch && step.retry == 2));
-  step = machine.on_answer(limited, false, 0s);
   CHECK((step.kind == RunStep::Kind::fail && step.failure == RunFailure::refused));
 
   // A 429 on a poll is a failed poll, never a new launch.
-  RunRecovery polling(20, 2);
+  RunRecovery polling(20);
   RunAnswer cut;
   (void)polling.on_answer(cut, false, 0s);
   step = polling.on_answer(limited, false, 0s);
-  CHECK((step.kind == RunStep::Kind::send && step.mode == ScriptMode::probe && step.retry == 0));
+  CHECK((step.kind == RunStep::Kind::send && step.mode == ScriptMode::probe));
 }
 
 TEST_CASE("run recovery: a launch whose outcome is unknown is probed, and a missing record means not started") {
-  RunRecovery machine(20, 0);
+  RunRecovery machine(20);
   RunAnswer cut;
   auto step = machine.on_answer(cut, false, 0s);
   CHECK((step.kind == RunStep::Kind::send && step.mode == ScriptMode::probe && step.delay == 500ms));
@@ -240,14 +228,14 @@ TEST_CASE("run recovery: a launch whose outcome is unknown is probed, and a miss
   CHECK((step.kind == RunStep::Kind::fail && step.failure == RunFailure::not_started && step.forget_record));
 
   // The same record missing once the command was seen to start: the outcome is unknown.
-  RunRecovery started(20, 0);
+  RunRecovery started(20);
   (void)started.on_answer(cut, true, 0s);
   CHECK(started.mode() == ScriptMode::follow);
   step = started.on_answer(lost, true, 0s);
   CHECK((step.kind == RunStep::Kind::fail && step.failure == RunFailure::record_lost && !step.forget_record));
 
   // A launch that was never sent fails at once, and says so.
-  RunRecovery unsent(20, 0);
+  RunRecovery unsent(20);
   RunAnswer not_sent;
   not_sent.sent = false;
   step = unsent.on_answer(not_sent, false, 0s);
@@ -255,7 +243,7 @@ TEST_CASE("run recovery: a launch whose outcome is unknown is probed, and a miss
 }
 
 TEST_CASE("run recovery: a request cut after a while lowers the poll's wait below it") {
-  RunRecovery machine(20, 0);
+  RunRecovery machine(20);
   RunAnswer cut;
   (void)machine.on_answer(cut, true, 9s);
   CHECK(machine.poll_seconds() == 8);

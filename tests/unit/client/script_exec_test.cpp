@@ -136,20 +136,3 @@ TEST_CASE("run_script: stdout reaches the sink before the answer ends, the frame
   CHECK(out == page);
   CHECK(parsed->stdout_bytes.empty());
 }
-
-TEST_CASE("pacing: a full bucket, then one token per interval, reserved in order") {
-  using namespace std::chrono_literals;
-  const auto t0 = d::TokenBucket::Clock::time_point{} + 1h;
-  d::TokenBucket bucket(3, 2, t0);
-  CHECK(bucket.take(t0) == 0s);
-  CHECK(bucket.take(t0) == 0s);
-  CHECK(bucket.take(t0) == 0s);
-  CHECK(bucket.take(t0) == 500ms);   // the next token, half a second away
-  CHECK(bucket.take(t0) == 1000ms);  // queued behind it
-  CHECK(bucket.take(t0 + 10s) == 0s);  // refilled, capped at the burst
-  CHECK(bucket.take(t0 + 10s) == 0s);
-  CHECK(bucket.take(t0 + 10s) == 0s);
-  CHECK(bucket.take(t0 + 10s) > 0s);
-  CHECK_THROWS_AS(d::TokenBucket(0.5, 1, t0), std::invalid_argument);
-  CHECK_THROWS_AS(d::TokenBucket(60, 0, t0), std::invalid_argument);
-}

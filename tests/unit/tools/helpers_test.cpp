@@ -8,6 +8,10 @@
 #include "tools/schema.hpp"
 #include "tools/text.hpp"
 
+#include "common/wait_notices.hpp"
+
+#include <boost/asio/io_context.hpp>
+
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -108,4 +112,23 @@ TEST_CASE("schemas follow pydantic-ai's shape", "[tools][helpers]") {
   CHECK_THROWS_AS(Arguments(spec, "[1]"), ModelRetry);
   CHECK_THROWS_AS(Arguments(spec, R"({"path": 1})"), ModelRetry);
   CHECK_THROWS_AS(Arguments(spec, R"({"path": "p", "limit": 1.5})"), ModelRetry);
+}
+
+TEST_CASE("a call's live output relays wait notices while it lasts, one line each", "[tools][helpers]") {
+  boost::asio::io_context io;
+  std::string output;
+  const std::function<void(std::string_view)> on_output = [&](std::string_view text) { output += text; };
+  {
+    const auto relay = relay_wait_notices(io.get_executor(), on_output);
+    REQUIRE(relay);
+    exedev::detail::publish_wait_notice("exe.dev's rate limit: \"ssh\" waits 2.0 s");
+    io.run();
+    CHECK(output == "exe.dev's rate limit: \"ssh\" waits 2.0 s\n");
+    // Published, then the call ends before the notice is delivered: never delivered.
+    exedev::detail::publish_wait_notice("late");
+  }
+  io.restart();
+  io.run();
+  CHECK(output.find("late") == std::string::npos);
+  CHECK_FALSE(relay_wait_notices(io.get_executor(), {}));
 }

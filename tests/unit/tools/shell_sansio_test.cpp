@@ -5,6 +5,8 @@
 #include "tools/shell_scripts.hpp"
 #include "tools/utf8_stream.hpp"
 
+#include <exedev/workspace/types.hpp>
+
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -192,4 +194,24 @@ TEST_CASE("Utf8Stream decodes pieces split inside a character", "[unit][tools]")
   CHECK(stream.feed("\xe2\x9c") == "");
   CHECK(stream.finish() == "\xef\xbf\xbd");
   CHECK(stream.finish() == "");
+}
+
+TEST_CASE("a job report: status, tails and the end marker; anything else is no report", "[tools][shell]") {
+  // "{"pid": 7, "exit_code": 0}" and "out\n", "err" in base64, as the script prints them.
+  const std::string whole = "#status\neyJwaWQiOiA3LCAiZXhpdF9jb2RlIjogMH0=\n#out\nb3V0Cg==\n#err\nZXJy\n#end\n";
+  const auto report = parse_job_report(whole);
+  REQUIRE(report);
+  CHECK(report->status == std::optional<std::string>(R"({"pid": 7, "exit_code": 0})"));
+  CHECK(report->stdout_tail == "out\n");
+  CHECK(report->stderr_tail == "err");
+  const auto running = parse_job_report("#running\n#out\n#err\n#end\n");
+  REQUIRE(running);
+  CHECK_FALSE(running->status);
+  CHECK(running->stdout_tail.empty());
+  CHECK_FALSE(parse_job_report("#running\n#out\nb3V0Cg==\n"));           // cut before the end
+  CHECK_FALSE(parse_job_report("#running\n#out\n#err\n#end\nextra\n"));  // output after it
+  CHECK_FALSE(parse_job_report("#running\n#out\n*bad*\n#err\n#end\n"));  // not base64
+  CHECK_FALSE(parse_job_report("#running\n#what\n#end\n"));              // an unknown section
+  const auto script = job_report_script("/w/.pydantic-ai-harness/shell/ab", 4096, true);
+  CHECK(script.rfind("dir=" + exedev::workspace::shell_quote("/w/.pydantic-ai-harness/shell/ab") + " max=4096 stop=1\n", 0) == 0);
 }
