@@ -120,15 +120,11 @@ asio::awaitable<detail::HttpResponse> detail::ClientState::lobby(const std::stri
 
 asio::awaitable<void> detail::ClientState::wait_before_retry(std::string_view command, std::string_view why, int attempt,
                                                              std::optional<std::chrono::milliseconds> retry_after) {
-  const auto delay = retry_delay(attempt, retry_after);
+  const double r = std::uniform_real_distribution<double>(0.0, 1.0)(detail::random_engine());
+  const auto delay = detail::backoff_delay(options.retry, attempt, r, retry_after);
   log(LogLevel::info, fmt::format("exe.dev: \"{}\" {}; retry {} of {} in {} ms", command, why, attempt + 1,
                                   std::max(options.retry.max_retries, 0), delay.count()));
   co_await sleep_for(delay);
-}
-
-std::chrono::milliseconds detail::ClientState::retry_delay(int attempt, std::optional<std::chrono::milliseconds> retry_after) {
-  const double r = std::uniform_real_distribution<double>(0.0, 1.0)(detail::random_engine());
-  return detail::backoff_delay(options.retry, attempt, r, retry_after);
 }
 
 asio::awaitable<std::string> detail::ClientState::call(const detail::LobbyLine& line, const std::vector<std::string>& extra_secrets) {

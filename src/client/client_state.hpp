@@ -57,12 +57,9 @@ struct ClientState {
   /// `sink` takes a 200 answer's body as it arrives.
   boost::asio::awaitable<HttpResponse> lobby(const std::string& line, const std::string& command, BodySink sink = {});
 
-  /// The retry policy's backoff before retry number `attempt` (0-based), logged with `why`.
+  /// The retry policy's jittered backoff before retry number `attempt` (0-based), logged with `why`.
   boost::asio::awaitable<void> wait_before_retry(std::string_view command, std::string_view why, int attempt,
                                                  std::optional<std::chrono::milliseconds> retry_after);
-
-  /// The retry policy's jittered backoff before retry number `attempt` (0-based).
-  std::chrono::milliseconds retry_delay(int attempt, std::optional<std::chrono::milliseconds> retry_after);
 
   /// A lobby command whose answer must be a success: returns the body.
   /// GCC 12 destroys temporaries of a co_await full-expression twice: callers pass named objects.

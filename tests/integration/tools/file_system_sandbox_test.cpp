@@ -54,3 +54,46 @@ TEST_CASE("FileSystem on SandboxBackend", "[tools][file_system][sandbox]") {
     exedev::testing::run([&](boost::asio::any_io_executor) { return run_then_close(body); }, limits);
   });
 }
+
+TEST_CASE("a FileSystem call waiting for exe.dev's rate limit says so in its live output", "[tools][file_system][sandbox]") {
+  exedev::emulator::Emulator limited_emulator;
+  exedev::SandboxBackendOptions o;
+  o.spec = exedev::VMSpec({.working_dir = "workspace"});
+  o.client_options = exedev::emulator::client_options(limited_emulator);
+  o.client_options.rate_limit.burst = 3;
+  o.client_options.rate_limit.per_second = 0.5;
+  o.readiness.poll_interval = 100ms;
+  auto backend = std::make_shared<exedev::SandboxBackend>(std::move(o));
+  exedev::testing::RunLimits limits;
+  limits.deadline = 120s;
+  limits.settle = 5s;
+  std::vector<std::string> outputs;
+  exedev::testing::run(
+      [&](boost::asio::any_io_executor) -> boost::asio::awaitable<void> {
+        auto workspace = std::make_shared<exedev::workspace::Workspace>(backend);
+        co_await workspace->write_bytes("notes.txt", "one\ntwo\n");  // provisioned before the limit
+        // Three requests of burst, then one every 2 s, with exe.dev's Retry-After (the
+        // emulator's option): a read_file costs more than one request, so the second waits.
+        auto modes = limited_emulator.modes();
+        modes.rate_limit = {.enabled = true, .burst = 3, .refill_per_second = 0.5, .overdraft = 10, .retry_after = true};
+        limited_emulator.set_modes(modes);
+        exedev::tools::FileSystem fs(workspace);
+        for (int i = 0; i < 2; ++i) {
+          std::string output;
+          exedev::tools::ToolCallContext context;
+          context.on_output = [&output](std::string_view text) { output += text; };
+          auto calling = fs.call("read_file", R"({"path": "notes.txt"})", std::move(context));
+          const auto result = co_await std::move(calling);
+          CHECK(result.outcome == exedev::tools::ToolOutcome::success);
+          CHECK(result.text.find("two") != std::string::npos);
+          outputs.push_back(output);
+        }
+        modes.rate_limit.enabled = false;
+        limited_emulator.set_modes(modes);
+        co_await backend->close();
+      },
+      limits);
+  REQUIRE(outputs.size() == 2);
+  CHECK(outputs[1].find("exe.dev's rate limit: \"ssh\" waits") != std::string::npos);
+  CHECK(outputs[1].find(limited_emulator.token()) == std::string::npos);
+}
