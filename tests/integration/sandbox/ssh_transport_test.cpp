@@ -304,3 +304,42 @@ TEST_CASE("over SSH, a removed VM is unavailable", "[integration]") {
     co_await backend->close();
   }, limits(120s));
 }
+
+TEST_CASE("over SSH, a connection dropped mid-upload leaves the old file or the new one, never a torn one", "[integration]") {
+  SshSetup s;
+  Fixture f(s.emulator_options());
+  if (f.skip()) return;
+  const auto data = random_bytes(48 * 1024 * 1024);
+  exedev::testing::run([&](Executor ex) -> Task<void> {
+    auto backend = std::make_shared<exedev::SandboxBackend>(ssh_options(f, s, exedev::Transport::ssh, s.registered, std::nullopt));
+    exedev::workspace::Workspace w(backend);
+    const auto dir = co_await w.working_dir();
+    co_await w.write_text("file.bin", "old content");
+    const auto name = backend->ref()->id;
+    // The upload is under way once its temp file beside the target has bytes in it.
+    const auto uploading = [&] {
+      std::error_code ignored;
+      for (const auto& entry : std::filesystem::directory_iterator(dir, ignored)) {
+        const auto file = entry.path().filename().string();
+        if (file.starts_with(".exedev-") && entry.is_regular_file(ignored) && entry.file_size(ignored) > 0) return true;
+      }
+      return false;
+    };
+    auto writing = w.write_bytes("file.bin", data);
+    auto pausing = [&]() -> Task<std::exception_ptr> {
+      co_await wait_until(uploading, 60s);
+      auto c = f.client(ex);
+      co_await c.pause_vm(name);
+      co_await c.close();
+      co_return nullptr;
+    };
+    using namespace asio::experimental::awaitable_operators;
+    auto outcome = co_await (capture(std::move(writing)) && pausing());
+    REQUIRE(std::get<0>(outcome));  // the connection went with the pause: the write failed
+    // The next operation resumes the VM; the file is whole, old or new.
+    const auto now = co_await w.read_bytes("file.bin");
+    const bool old_or_new = now == "old content" || now == data;
+    CHECK(old_or_new);
+    co_await backend->close();
+  }, limits(300s));
+}
