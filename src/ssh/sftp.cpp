@@ -349,7 +349,9 @@ asio::awaitable<void> Sftp::run_command(std::string command, const char* what, s
                          : message.find("Permission denied") != std::string::npos ? std::errc::permission_denied
                          : message.find("Not a directory") != std::string::npos   ? std::errc::not_a_directory
                                                                                   : std::errc::io_error;
-  throw fs::filesystem_error(fmt::format("SFTP {}", what), fs::path(path), std::make_error_code(code));
+  // The tool's own message (about the path) helps more than the code alone.
+  const auto first_line = message.substr(0, message.find('\n'));
+  throw fs::filesystem_error(fmt::format("SFTP {} ({})", what, first_line), fs::path(path), std::make_error_code(code));
 }
 
 }  // namespace exedev::ssh

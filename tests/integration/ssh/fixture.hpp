@@ -63,6 +63,7 @@ boost::asio::awaitable<E> expect_throw(boost::asio::awaitable<T> task) {
   try {
     std::rethrow_exception(failure);
   } catch (const E& e) {
+    UNSCOPED_INFO(e.what());
     co_return e;
   } catch (const std::exception& e) {
     FAIL("unexpected exception: " << e.what());
