@@ -177,7 +177,7 @@ class Sftp : public std::enable_shared_from_this<Sftp> {
   Task<SftpAttributes> stat_with(std::string path, int stat_type);
   Task<std::string> symlink_call(std::string path, int kind);
   Task<void> close_handle(_LIBSSH2_SFTP_HANDLE* handle);
-  Task<void> run_command(std::string command, const char* what, std::string path);
+  Task<void> run_command(std::string tool, std::string arguments, const char* what, std::string path);
   Task<_LIBSSH2_SFTP_HANDLE*> open_handle(const std::string& path, unsigned long flags, long mode, int type);
 
   std::shared_ptr<SessionDriver> driver_;

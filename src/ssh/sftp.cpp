@@ -268,7 +268,7 @@ asio::awaitable<void> Sftp::rename(std::string from, std::string to, bool overwr
       return static_cast<long>(::libssh2_sftp_stat_ex(sftp_, to.data(), length_of(to), LIBSSH2_SFTP_LSTAT, &raw));
     });
     if (rc == 0 && !attributes_of(raw).is_dir()) {
-      auto moving = run_command(fmt::format("mv -f -- {} {}", detail::sh_single_quote(from), detail::sh_single_quote(to)),
+      auto moving = run_command("mv", fmt::format("-f -- {} {}", detail::sh_single_quote(from), detail::sh_single_quote(to)),
                                 "rename", from);
       co_await std::move(moving);
       co_return;
@@ -326,12 +326,12 @@ asio::awaitable<void> Sftp::symlink(std::string target, std::string link_path) {
   // Not SSH_FXP_SYMLINK: with libssh2 1.10 against OpenSSH 9.2 it creates the link and then
   // reports FAILURE or BAD_MESSAGE once other requests went before it on the session, so its
   // answer cannot be trusted. ln(1) on an exec channel answers truly.
-  auto running = run_command(fmt::format("ln -s -- {} {}", detail::sh_single_quote(target), detail::sh_single_quote(link_path)),
+  auto running = run_command("ln", fmt::format("-s -- {} {}", detail::sh_single_quote(target), detail::sh_single_quote(link_path)),
                              "symlink", link_path);
   co_await std::move(running);
 }
 
-asio::awaitable<void> Sftp::run_command(std::string command, const char* what, std::string path) {
+asio::awaitable<void> Sftp::run_command(std::string tool, std::string arguments, const char* what, std::string path) {
   auto connection = connection_.lock();
   if (!connection) {
     const Call call{what, false, true};
@@ -339,18 +339,27 @@ asio::awaitable<void> Sftp::run_command(std::string command, const char* what, s
     throw ConnectionError(fmt::format("SSH: SFTP {} of {}: the connection is closed", what, path), false);
   }
   ExecRequest request;
-  request.command = std::move(command);
+  // The C locale, so that the tool's message is the English one read below.
+  request.command = fmt::format("LC_ALL=C {} {}", tool, arguments);
   auto running = connection->exec(std::move(request));
   const auto result = co_await std::move(running);
   if (result.exit_code == 0) co_return;
-  const auto& message = result.stderr_bytes;
-  const std::errc code = message.find("No such file") != std::string::npos        ? std::errc::no_such_file_or_directory
-                         : message.find("File exists") != std::string::npos       ? std::errc::file_exists
-                         : message.find("Permission denied") != std::string::npos ? std::errc::permission_denied
-                         : message.find("Not a directory") != std::string::npos   ? std::errc::not_a_directory
-                                                                                  : std::errc::io_error;
-  // The tool's own message (about the path) helps more than the code alone.
-  const auto first_line = message.substr(0, message.find('\n'));
+  // The tool's own line ("ln: …", "mv: …"): a login shell may print other lines first.
+  const auto prefix = tool + ":";
+  std::string_view message(result.stderr_bytes);
+  for (std::size_t at = 0; at < result.stderr_bytes.size();) {
+    const auto end_of_line = result.stderr_bytes.find('\n', at);
+    const std::string_view line(result.stderr_bytes.data() + at,
+                                (end_of_line == std::string::npos ? result.stderr_bytes.size() : end_of_line) - at);
+    if (line.starts_with(prefix)) message = line;
+    at = end_of_line == std::string::npos ? result.stderr_bytes.size() : end_of_line + 1;
+  }
+  const std::errc code = message.find("No such file") != std::string_view::npos        ? std::errc::no_such_file_or_directory
+                         : message.find("File exists") != std::string_view::npos       ? std::errc::file_exists
+                         : message.find("Permission denied") != std::string_view::npos ? std::errc::permission_denied
+                         : message.find("Not a directory") != std::string_view::npos   ? std::errc::not_a_directory
+                                                                                       : std::errc::io_error;
+  const std::string first_line(message.substr(0, message.find('\n')));
   throw fs::filesystem_error(fmt::format("SFTP {} ({})", what, first_line), fs::path(path), std::make_error_code(code));
 }
 
