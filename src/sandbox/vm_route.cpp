@@ -6,14 +6,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
-#include <filesystem>
-#include <system_error>
 
 #include "common/backoff.hpp"
 #include "common/coroutines.hpp"
 #include "sandbox/core.hpp"
 #include "sandbox/ssh_vm.hpp"
+#include "ssh/key_sources.hpp"
 
 namespace exedev::detail {
 
@@ -25,31 +23,11 @@ namespace {
 constexpr int kReconnectAttempts = 3;
 constexpr auto kReconnectBackoff = std::chrono::milliseconds(500);
 
-bool is_set(const char* variable) {
-  const char* value = std::getenv(variable);
-  return value != nullptr && *value != '\0';
-}
-
 std::string endpoint_text(const ssh::Endpoint& endpoint) {
   return endpoint.user + "@" + endpoint.host + ":" + std::to_string(endpoint.port);
 }
 
 }  // namespace
-
-std::optional<std::string> missing_ssh_credentials(const SshOptions& options) {
-  if (options.private_key_file || options.private_key_pem || is_set("EXE_SSH_KEY")) return std::nullopt;
-  if (options.use_agent && is_set("SSH_AUTH_SOCK")) return std::nullopt;
-  std::vector<std::filesystem::path> files = options.default_key_files;
-  if (files.empty() && is_set("HOME")) {
-    const std::filesystem::path home = std::getenv("HOME");
-    files = {home / ".ssh" / "id_ed25519", home / ".ssh" / "id_rsa"};
-  }
-  std::error_code ignored;
-  for (const auto& file : files) {
-    if (std::filesystem::exists(file, ignored)) return std::nullopt;
-  }
-  return "no SSH key: none in SshOptions or EXE_SSH_KEY, no ssh-agent (SSH_AUTH_SOCK) and no default key file";
-}
 
 VmRoute::VmRoute(Transport transport, SshOptions ssh, Logger logger)
     : transport_(transport), ssh_(std::move(ssh)), logger_(std::move(logger)) {
@@ -101,7 +79,7 @@ Task<std::shared_ptr<ssh::Connection>> VmRoute::open(Client client, ProvisionSub
   const std::string name = *target.name;
   const bool reconnecting = in_use_ == Transport::ssh;
   if (!reconnecting) {
-    if (auto missing = missing_ssh_credentials(ssh_)) {
+    if (auto missing = ssh::missing_credentials(ssh_)) {
       if (transport_ == Transport::ssh) throw SshAuthenticationError("SSH to VM \"" + name + "\": " + *missing, {});
       choose_exec(*missing);
       co_return nullptr;

@@ -17,10 +17,6 @@
 
 namespace exedev::detail {
 
-/// Why SSH can't authenticate without trying: nullopt when some key is there to offer (an
-/// explicit key, EXE_SSH_KEY, an agent socket, a default key file), else the reason.
-[[nodiscard]] std::optional<std::string> missing_ssh_credentials(const SshOptions& options);
-
 class VmRoute {
  public:
   VmRoute(Transport transport, SshOptions ssh, Logger logger);

@@ -1,5 +1,6 @@
 // Connection::open: resolve, connect, handshake, host key, authentication.
 #include "ssh/connection.hpp"
+#include "ssh/key_sources.hpp"
 
 #include "ssh/known_hosts.hpp"
 #include "ssh/private_key.hpp"
@@ -21,7 +22,6 @@
 #include <cstdlib>
 #include <fcntl.h>
 #include <fstream>
-#include <pwd.h>
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -34,12 +34,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-fs::path home_directory() {
-  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') return home;
-  if (const passwd* entry = ::getpwuid(::getuid()); entry != nullptr) return entry->pw_dir;
-  return "/";
-}
 
 // A file's whole content, or the errno that stopped reading it.
 struct FileText {
@@ -208,7 +202,7 @@ class Authenticator {
       const bool accepted = co_await try_agent();
       if (accepted) co_return;
     }
-    for (const auto& path : default_key_files()) {
+    for (const auto& path : default_key_files(options_)) {
       auto content = read_text_file(path);
       if (content.error == ENOENT) continue;
       if (content.error != 0) {
@@ -230,21 +224,11 @@ class Authenticator {
  private:
   std::optional<KeyText> explicit_key_text() const {
     if (options_.private_key_pem) return KeyText{*options_.private_key_pem, "private_key_pem"};
-    std::optional<fs::path> path = options_.private_key_file;
-    if (!path) {
-      const char* env = std::getenv("EXE_SSH_KEY");
-      if (env == nullptr || *env == '\0') return std::nullopt;
-      path = fs::path(env);
-    }
+    const auto path = explicit_key_file(options_);
+    if (!path) return std::nullopt;
     auto content = read_text_file(*path);
     if (content.error != 0) throw_unusable(path->string(), fmt::format("it cannot be read: {}", std::strerror(content.error)));
     return KeyText{std::move(content.text), path->string()};
-  }
-
-  std::vector<fs::path> default_key_files() const {
-    if (!options_.default_key_files.empty()) return options_.default_key_files;
-    const auto ssh_dir = home_directory() / ".ssh";
-    return {ssh_dir / "id_ed25519", ssh_dir / "id_rsa"};
   }
 
   asio::awaitable<long> try_key(const KeyText& key, const std::optional<std::string>& passphrase) {
