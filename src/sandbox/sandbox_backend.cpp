@@ -232,47 +232,46 @@ struct SandboxBackend::Impl {
     co_return co_await std::move(recovering);
   }
 
-  // One script on the route in use (SSH, else the client's /exec).
-  Task<RunResult> run_script_once(Client c, std::string name, std::string script, ScriptOptions options) {
+  // One operation on the route in use: `over_ssh(connection)` when SSH is, else `over_exec()`.
+  // A channel refused by a connection that had just dropped never started anything (nor ran an
+  // idempotent script twice to any effect): it goes again on a fresh connection.
+  template <typename OverSsh, typename OverExec>
+  Task<RunResult> on_route(Client c, bool idempotent, OverSsh over_ssh, OverExec over_exec) {
     for (int attempt = 1;; ++attempt) {
       auto connecting = route.connection(c, target);
       const auto connection = co_await std::move(connecting);
       if (!connection) {
-        auto running = c.run_script(name, script, options);
+        auto running = over_exec();
         co_return co_await std::move(running);
       }
       std::exception_ptr error;
       try {
-        auto running = detail::ssh_run_script(connection, script, options);
+        auto running = over_ssh(connection);
         co_return co_await std::move(running);
       } catch (...) {
         error = std::current_exception();
       }
-      if (attempt == kSshAttempts || !retry_on_fresh_connection(error, options.idempotent)) std::rethrow_exception(error);
+      if (attempt == kSshAttempts || !retry_on_fresh_connection(error, idempotent)) std::rethrow_exception(error);
       route.drop(connection);
     }
   }
 
-  // One command on the route in use. A channel refused by a connection that had just dropped
-  // never started the command: it goes again on a fresh connection.
+  Task<RunResult> run_script_once(Client c, std::string name, std::string script, ScriptOptions options) {
+    const auto over_ssh = [&](std::shared_ptr<ssh::Connection> connection) {
+      return detail::ssh_run_script(std::move(connection), script, options);
+    };
+    const auto over_exec = [&] { return c.run_script(name, script, options); };
+    auto running = on_route(c, options.idempotent, over_ssh, over_exec);
+    co_return co_await std::move(running);
+  }
+
   Task<RunResult> run_once(Client c, std::string name, std::string line, ClientRunOptions options) {
-    for (int attempt = 1;; ++attempt) {
-      auto connecting = route.connection(c, target);
-      const auto connection = co_await std::move(connecting);
-      if (!connection) {
-        auto running = c.run(name, line, options);
-        co_return co_await std::move(running);
-      }
-      std::exception_ptr error;
-      try {
-        auto running = detail::ssh_run(connection, line, options);
-        co_return co_await std::move(running);
-      } catch (...) {
-        error = std::current_exception();
-      }
-      if (attempt == kSshAttempts || !retry_on_fresh_connection(error, false)) std::rethrow_exception(error);
-      route.drop(connection);
-    }
+    const auto over_ssh = [&](std::shared_ptr<ssh::Connection> connection) {
+      return detail::ssh_run(std::move(connection), line, options);
+    };
+    const auto over_exec = [&] { return c.run(name, line, options); };
+    auto running = on_route(c, false, over_ssh, over_exec);
+    co_return co_await std::move(running);
   }
 
   Task<std::shared_ptr<ssh::Sftp>> sftp() {

@@ -89,6 +89,15 @@ Task<void> wait_until(std::function<bool()> condition, std::chrono::seconds boun
   }
 }
 
+// Pauses VM `name` once `condition` holds (pausing closes the VM's SSH connections, as on exe.dev).
+Task<std::exception_ptr> pause_when(Fixture& f, std::string name, std::function<bool()> condition) {
+  co_await wait_until(std::move(condition), 60s);
+  auto c = f.client(co_await asio::this_coro::executor);
+  co_await c.pause_vm(name);
+  co_await c.close();
+  co_return nullptr;
+}
+
 }  // namespace
 
 TEST_CASE("over SSH, commands keep /exec's contract and send no /exec request after provisioning", "[integration]") {
@@ -268,16 +277,9 @@ TEST_CASE("over SSH, a dropped connection leaves a command's outcome unknown and
     RunOptions live;
     live.on_stdout = [&](std::string_view) { started = true; };
     auto running = backend->run(sh_c("echo x >> runs.txt; echo started; sleep 1000"), live);
-    auto pausing = [&]() -> Task<std::exception_ptr> {
-      co_await wait_until([&] { return started; }, 30s);
-      // Pausing the VM closes its SSH connections (as exe.dev does).
-      auto c = f.client(co_await asio::this_coro::executor);
-      co_await c.pause_vm(name);
-      co_await c.close();
-      co_return nullptr;
-    };
+    auto pausing = pause_when(f, name, [&] { return started; });
     using namespace asio::experimental::awaitable_operators;
-    auto outcome = co_await (capture(std::move(running)) && pausing());
+    auto outcome = co_await (capture(std::move(running)) && std::move(pausing));
     const auto unknown = expect_error<exedev::CommandOutcomeUnknownError>(std::get<0>(outcome));
     CHECK(unknown.output().stdout_data == "started\n");
     // The next command resumes the paused VM once and runs; the first never ran again.
@@ -310,7 +312,7 @@ TEST_CASE("over SSH, a connection dropped mid-upload leaves the old file or the 
   Fixture f(s.emulator_options());
   if (f.skip()) return;
   const auto data = random_bytes(48 * 1024 * 1024);
-  exedev::testing::run([&](Executor ex) -> Task<void> {
+  exedev::testing::run([&](Executor) -> Task<void> {
     auto backend = std::make_shared<exedev::SandboxBackend>(ssh_options(f, s, exedev::Transport::ssh, s.registered, std::nullopt));
     exedev::workspace::Workspace w(backend);
     const auto dir = co_await w.working_dir();
@@ -326,15 +328,9 @@ TEST_CASE("over SSH, a connection dropped mid-upload leaves the old file or the 
       return false;
     };
     auto writing = w.write_bytes("file.bin", data);
-    auto pausing = [&]() -> Task<std::exception_ptr> {
-      co_await wait_until(uploading, 60s);
-      auto c = f.client(ex);
-      co_await c.pause_vm(name);
-      co_await c.close();
-      co_return nullptr;
-    };
+    auto pausing = pause_when(f, name, uploading);
     using namespace asio::experimental::awaitable_operators;
-    auto outcome = co_await (capture(std::move(writing)) && pausing());
+    auto outcome = co_await (capture(std::move(writing)) && std::move(pausing));
     REQUIRE(std::get<0>(outcome));  // the connection went with the pause: the write failed
     // The next operation resumes the VM; the file is whole, old or new.
     const auto now = co_await w.read_bytes("file.bin");
