@@ -57,8 +57,8 @@ struct LogLines {
   }
 };
 
-exedev::SandboxBackendOptions ssh_options(Fixture& f, const SshSetup& s, exedev::Transport transport,
-                                          const support::KeyPair& key, std::optional<exedev::workspace::WorkspaceRef> ref) {
+exedev::SandboxBackendOptions ssh_options(Fixture& f, exedev::Transport transport, const support::KeyPair& key,
+                                          std::optional<exedev::workspace::WorkspaceRef> ref) {
   exedev::SandboxBackendOptions o;
   o.ref = std::move(ref);
   o.spec = f.spec({.working_dir = "work"});
@@ -70,7 +70,6 @@ exedev::SandboxBackendOptions ssh_options(Fixture& f, const SshSetup& s, exedev:
   o.ssh.use_agent = false;
   o.ssh.known_hosts_file = f.emu().ssh_known_hosts();
   o.ssh.host_key_policy = exedev::HostKeyPolicy::strict;
-  (void)s;
   return o;
 }
 
@@ -106,7 +105,7 @@ TEST_CASE("over SSH, commands keep /exec's contract and send no /exec request af
   if (f.skip()) return;
   REQUIRE_FALSE(f.emu().ssh_known_hosts().empty());
   exedev::testing::run([&](Executor) -> Task<void> {
-    auto o = ssh_options(f, s, exedev::Transport::ssh, s.registered, std::nullopt);
+    auto o = ssh_options(f, exedev::Transport::ssh, s.registered, std::nullopt);
     o.env["FROM_BACKEND"] = "backend's value";
     auto backend = std::make_shared<exedev::SandboxBackend>(o);
     exedev::workspace::Workspace w(backend);
@@ -150,12 +149,12 @@ TEST_CASE("over SSH, the login environment is the one /exec gives", "[integratio
   Fixture f(s.emulator_options());
   if (f.skip()) return;
   exedev::testing::run([&](Executor) -> Task<void> {
-    auto over_ssh = std::make_shared<exedev::SandboxBackend>(ssh_options(f, s, exedev::Transport::ssh, s.registered, std::nullopt));
+    auto over_ssh = std::make_shared<exedev::SandboxBackend>(ssh_options(f, exedev::Transport::ssh, s.registered, std::nullopt));
     // ($0 differs: /exec runs the command from a file in its run record, SSH with -c.)
     const std::string probe = "echo \"$HOME|$SHELL|$PATH|$USER|$LOGNAME|$LANG|$(pwd)\"; umask; ulimit -n";
     const auto via_ssh = co_await over_ssh->run(Command::shell(probe), no_options());
     auto over_exec = std::make_shared<exedev::SandboxBackend>(
-        ssh_options(f, s, exedev::Transport::exec, s.registered, over_ssh->ref()));
+        ssh_options(f, exedev::Transport::exec, s.registered, over_ssh->ref()));
     const auto via_exec = co_await over_exec->run(Command::shell(probe), no_options());
     CHECK(via_ssh.exit_code == 0);
     CHECK(via_ssh.stdout_text == via_exec.stdout_text);
@@ -171,7 +170,7 @@ TEST_CASE("over SSH, a timeout, a cancellation and the output limit stop the who
   Fixture f(s.emulator_options());
   if (f.skip()) return;
   exedev::testing::run([&](Executor) -> Task<void> {
-    auto backend = std::make_shared<exedev::SandboxBackend>(ssh_options(f, s, exedev::Transport::ssh, s.registered, std::nullopt));
+    auto backend = std::make_shared<exedev::SandboxBackend>(ssh_options(f, exedev::Transport::ssh, s.registered, std::nullopt));
     co_await backend->working_dir();
     const auto name = backend->ref()->id;
     const auto quiet = [&] { return f.emu().vm_processes(name).empty(); };
@@ -207,7 +206,7 @@ TEST_CASE("auto uses /exec, and says why, when the key is not registered", "[int
   if (f.skip()) return;
   LogLines log;
   exedev::testing::run([&](Executor) -> Task<void> {
-    auto o = ssh_options(f, s, exedev::Transport::automatic, s.stranger, std::nullopt);
+    auto o = ssh_options(f, exedev::Transport::automatic, s.stranger, std::nullopt);
     o.logger = log.logger();
     auto backend = std::make_shared<exedev::SandboxBackend>(o);
     const auto result = co_await backend->run(Command::shell("echo fine"), no_options());
@@ -216,7 +215,7 @@ TEST_CASE("auto uses /exec, and says why, when the key is not registered", "[int
     co_await backend->close();
 
     // The same key with transport ssh: a clear error instead.
-    auto strict = std::make_shared<exedev::SandboxBackend>(ssh_options(f, s, exedev::Transport::ssh, s.stranger, backend->ref()));
+    auto strict = std::make_shared<exedev::SandboxBackend>(ssh_options(f, exedev::Transport::ssh, s.stranger, backend->ref()));
     auto refusing = strict->run(Command::shell("echo never"), no_options());
     const auto error = co_await capture(std::move(refusing));
     const auto auth = expect_error<exedev::SshAuthenticationError>(error);
@@ -235,7 +234,7 @@ TEST_CASE("a changed host key is refused with both fingerprints, whatever the tr
   Fixture f(s.emulator_options());
   if (f.skip()) return;
   exedev::testing::run([&](Executor) -> Task<void> {
-    auto first = std::make_shared<exedev::SandboxBackend>(ssh_options(f, s, exedev::Transport::exec, s.registered, std::nullopt));
+    auto first = std::make_shared<exedev::SandboxBackend>(ssh_options(f, exedev::Transport::exec, s.registered, std::nullopt));
     co_await first->working_dir();
     co_await first->close();
     // known_hosts that records another key for every endpoint the emulator's file names.
@@ -248,7 +247,7 @@ TEST_CASE("a changed host key is refused with both fingerprints, whatever the tr
     while (std::getline(real, line)) forged << line.substr(0, line.find(' ')) << " " << impostor_key << "\n";
     forged.close();
     for (const auto transport : {exedev::Transport::automatic, exedev::Transport::ssh}) {
-      auto o = ssh_options(f, s, transport, s.registered, first->ref());
+      auto o = ssh_options(f, transport, s.registered, first->ref());
       o.ssh.known_hosts_file = s.dir / "known_hosts";
       o.ssh.host_key_policy = exedev::HostKeyPolicy::accept_new;
       auto backend = std::make_shared<exedev::SandboxBackend>(o);
@@ -270,7 +269,7 @@ TEST_CASE("over SSH, a dropped connection leaves a command's outcome unknown and
   Fixture f(s.emulator_options());
   if (f.skip()) return;
   exedev::testing::run([&](Executor) -> Task<void> {
-    auto backend = std::make_shared<exedev::SandboxBackend>(ssh_options(f, s, exedev::Transport::ssh, s.registered, std::nullopt));
+    auto backend = std::make_shared<exedev::SandboxBackend>(ssh_options(f, exedev::Transport::ssh, s.registered, std::nullopt));
     co_await backend->working_dir();
     const auto name = backend->ref()->id;
     bool started = false;
@@ -295,7 +294,7 @@ TEST_CASE("over SSH, a removed VM is unavailable", "[integration]") {
   Fixture f(s.emulator_options());
   if (f.skip()) return;
   exedev::testing::run([&](Executor ex) -> Task<void> {
-    auto backend = std::make_shared<exedev::SandboxBackend>(ssh_options(f, s, exedev::Transport::ssh, s.registered, std::nullopt));
+    auto backend = std::make_shared<exedev::SandboxBackend>(ssh_options(f, exedev::Transport::ssh, s.registered, std::nullopt));
     co_await backend->working_dir();
     auto c = f.client(ex);
     co_await c.remove_vms(one(backend->ref()->id));
@@ -313,7 +312,7 @@ TEST_CASE("over SSH, a connection dropped mid-upload leaves the old file or the 
   if (f.skip()) return;
   const auto data = random_bytes(48 * 1024 * 1024);
   exedev::testing::run([&](Executor) -> Task<void> {
-    auto backend = std::make_shared<exedev::SandboxBackend>(ssh_options(f, s, exedev::Transport::ssh, s.registered, std::nullopt));
+    auto backend = std::make_shared<exedev::SandboxBackend>(ssh_options(f, exedev::Transport::ssh, s.registered, std::nullopt));
     exedev::workspace::Workspace w(backend);
     const auto dir = co_await w.working_dir();
     co_await w.write_text("file.bin", "old content");
