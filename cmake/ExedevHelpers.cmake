@@ -57,6 +57,35 @@ function(exedev_library target)
   set_property(GLOBAL APPEND PROPERTY EXEDEV_INSTALL_TARGETS ${target})
 endfunction()
 
+# A CTest entry whose output is kept in test-output/<name>.log (tests/run_logged.sh) and read by
+# token_never_in_test_output, which runs after every entry of the fixture: every entry of the
+# suite is one of these, so no test's output escapes the token check.
+# Usage: exedev_logged_test(NAME <name> COMMAND <target or program> [args...] [LABELS ...]
+#                           [TIMEOUT s] [ENVIRONMENT ...] [SKIP_REGEX re] [WILL_FAIL])
+function(exedev_logged_test)
+  cmake_parse_arguments(ARG "WILL_FAIL" "NAME;TIMEOUT;SKIP_REGEX" "COMMAND;LABELS;ENVIRONMENT" ${ARGN})
+  list(POP_FRONT ARG_COMMAND program)
+  if(TARGET ${program})
+    set(program $<TARGET_FILE:${program}>)
+  endif()
+  add_test(NAME ${ARG_NAME} COMMAND ${PROJECT_SOURCE_DIR}/tests/run_logged.sh
+           ${EXEDEV_TEST_OUTPUT_DIR}/${ARG_NAME}.log ${program} ${ARG_COMMAND})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  set_tests_properties(${ARG_NAME} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+                       FIXTURES_REQUIRED exedev_test_output)
+  if(ARG_ENVIRONMENT)
+    set_tests_properties(${ARG_NAME} PROPERTIES ENVIRONMENT "${ARG_ENVIRONMENT}")
+  endif()
+  if(ARG_SKIP_REGEX)
+    set_tests_properties(${ARG_NAME} PROPERTIES SKIP_REGULAR_EXPRESSION "${ARG_SKIP_REGEX}")
+  endif()
+  if(ARG_WILL_FAIL)
+    set_tests_properties(${ARG_NAME} PROPERTIES WILL_FAIL ON)
+  endif()
+endfunction()
+
 # A Catch2 test executable registered in CTest with labels.
 # Usage: exedev_test(<name> LABELS unit [integration ...] SOURCES ... LINK ... [PERMISSIONS])
 # PERMISSIONS: the binary has [permissions] test cases, which depend on file permissions root
