@@ -62,6 +62,8 @@ endfunction()
 # suite is one of these, so no test's output escapes the token check.
 # Usage: exedev_logged_test(NAME <name> COMMAND <target or program> [args...] [LABELS ...]
 #                           [TIMEOUT s] [ENVIRONMENT ...] [SKIP_REGEX re] [WILL_FAIL])
+# The arguments pass through CMake lists: write a shell script's statements on separate lines,
+# never joined by ';'.
 function(exedev_logged_test)
   cmake_parse_arguments(ARG "WILL_FAIL" "NAME;TIMEOUT;SKIP_REGEX" "COMMAND;LABELS;ENVIRONMENT" ${ARGN})
   list(POP_FRONT ARG_COMMAND program)
