@@ -139,7 +139,8 @@ std::optional<std::optional<milliseconds>> duration_from(std::string_view text) 
   return std::nullopt;
 }
 
-Reply control_request(Lobby& lobby, std::string_view action, std::string_view body, const ServerStats& stats) {
+Reply control_request(Lobby& lobby, std::string_view action, std::string_view body, const ServerStats& stats,
+                      Instant now, HostPlan& plan) {
   try {
     const Json input = body.empty() ? Json::object() : Json::parse(body);
     if (action == "fault") {
@@ -169,14 +170,16 @@ Reply control_request(Lobby& lobby, std::string_view action, std::string_view bo
       if (input.contains("cmds")) spec.cmds = input.at("cmds").get<std::vector<std::string>>();
       if (input.contains("tag")) spec.tag = input.at("tag").get<std::string>();
       if (input.contains("expires_in_s")) {
-        spec.expires_at = std::chrono::system_clock::now() + std::chrono::seconds(input.at("expires_in_s").get<long long>());
+        spec.expires_at = now.wall + std::chrono::seconds(input.at("expires_in_s").get<long long>());
       }
       spec.label = input.value("label", std::string());
-      return json_ok({{"token", lobby.issue_token(std::move(spec))}});
+      auto [token, saved] = lobby.issue_token(std::move(spec));
+      plan.insert(plan.end(), saved.begin(), saved.end());
+      return json_ok({{"token", token}});
     }
     if (action == "state") {
       Json vms = Json::array();
-      for (const VMRecord& vm : lobby.vms()) vms.push_back(vm_json(vm));
+      for (const VMRecord& vm : lobby.vms(now.wall)) vms.push_back(vm_json(vm));
       Json commands = Json::array();
       for (const CommandRecord& record : lobby.commands()) {
         Json item{{"words", record.words}, {"command", record.command}, {"vm", record.vm}, {"http_status", record.http_status}};

@@ -28,7 +28,9 @@ struct ServerStats {
   std::size_t open_connections = 0;
 };
 
-/// Handles one authenticated control request. Actions: fault, faults/clear, modes, token, state.
-Reply control_request(Lobby& lobby, std::string_view action, std::string_view body, const ServerStats& stats);
+/// Handles one authenticated control request at `now`. Actions: fault, faults/clear, modes,
+/// token, state. Adds the host work of its change (a token's save) to `plan`, for the caller to run.
+Reply control_request(Lobby& lobby, std::string_view action, std::string_view body, const ServerStats& stats,
+                      Instant now, HostPlan& plan);
 
 }  // namespace exedev::emulator

@@ -1,16 +1,21 @@
 #pragma once
-// The sans-IO core of the emulator: everything /exec does except the sockets and the processes
-// of `ssh`. The server calls authorize() before it reads the body, prepare() after, then
-// execute(). Lobby commands answer a Reply; `ssh` answers an SshPlan the server runs.
+// The sans-IO core of the emulator: everything /exec does except the sockets, the processes
+// of `ssh` and the host's blocking work. The server calls authorize() before it reads the body,
+// prepare() after, then execute(). Lobby commands answer a Reply; `ssh` answers an SshPlan the
+// server runs.
 //
-// The VMs' directories, processes and the persisted state belong to a VmHost (vm_host.hpp).
-// Thread safety: every member function locks one mutex, so the server thread and the public
-// Emulator API can call it at the same time. Nothing blocks under it: a command changes the
-// state under the mutex and plans its host work (a HostWork); the work runs after the mutex is
-// released, in the order the state changes were made (turns.hpp), and the command answers
-// once it is done. Reads (authorize, prepare, vms, records…) never wait for host work.
+// The VMs' directories, processes and the persisted state belong to a VmHost (vm_host.hpp). The
+// lobby never calls it (but for the pure vm_directory and state_file): each change of its state
+// answers a HostPlan, plain data, which the server runs on the host before it answers the
+// request. A command that needs the host's result to answer (new and cp: the VM exists once its
+// directory is made and its SSH endpoint listens) answers AwaitHost; the server runs the plan and
+// feeds the results back to resume(), which answers the next step.
 //
-// The implementation is split by seam: lobby.cpp (construction, host work, tokens, views),
+// The lobby reads no clock: every call that depends on the time takes the server's Instant
+// (instant.hpp). It holds no lock and is not thread-safe: one strand calls it, the server's
+// thread while it serves (server.cpp), and runs the plans in the order they were made.
+//
+// The implementation is split by seam: lobby.cpp (construction, plans, tokens, views),
 // lobby_state.cpp (the state, its JSON, replies), lobby_pipeline.cpp (the command table and the
 // three stages), lobby_vm_commands.cpp, lobby_meta_commands.cpp (help, whoami, ssh-key
 // generate-api-key), vm_commands_extra.cpp, lobby_ssh_keys.cpp (ssh-key list, add, remove) and
@@ -19,20 +24,16 @@
 #include <exedev/emulator/emulator.hpp>
 
 #include "emulator/flags.hpp"
+#include "emulator/instant.hpp"
 #include "emulator/rate_limiter.hpp"
-#include "emulator/turns.hpp"
 #include "emulator/vm_host.hpp"
 
 #include <nlohmann/json_fwd.hpp>
 
-#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
-#include <functional>
 #include <map>
-#include <memory>
-#include <mutex>
 #include <set>
 #include <optional>
 #include <string>
@@ -93,23 +94,44 @@ struct SshRoute {
   std::vector<std::string> env;
 };
 
+/// A command waiting for the host: run the step's plan, then pass its results to resume().
+struct AwaitHost {
+  std::uint64_t ticket = 0;
+  bool operator==(const AwaitHost&) const = default;
+};
+
+/// What execute() and resume() answer: host work to run first, in order, then the answer.
+struct Step {
+  HostPlan plan;
+  std::variant<Reply, SshPlan, AwaitHost> answer;
+};
+
 class Lobby {
  public:
-  using Clock = std::chrono::steady_clock;
-
-  /// Loads the state `host` persisted (VMs, tokens), if any. `host` must outlive the lobby.
-  Lobby(LobbyConfig config, VmHost& host);
+  /// Reads `saved_state` (the text the host persisted, if any: VMs, tokens) and registers the
+  /// configured SSH keys; startup_plan() then says what to save. Only the pure members of `host`
+  /// are used (vm_directory, state_file); it must outlive the lobby.
+  Lobby(LobbyConfig config, const VmHost& host, const std::optional<std::string>& saved_state, Instant now);
   ~Lobby();
   Lobby(const Lobby&) = delete;
   Lobby& operator=(const Lobby&) = delete;
 
+  /// What the host must save before the lobby serves: the state and the authorized_keys.
+  HostPlan startup_plan() const;
+
   /// Steps 1-4 of the check order (method, Authorization, token, key expiry, rate limit). On
   /// success returns the token.
-  std::variant<Reply, std::string> authorize(std::string_view method, std::string_view authorization);
+  std::variant<Reply, std::string> authorize(std::string_view method, std::string_view authorization, Instant now);
   /// Steps 5-8 (NUL, empty, lex, resolve, cmds) on a body already within the size limit.
-  std::variant<Reply, Prepared> prepare(const std::string& token, std::string_view body);
-  /// Step 9. A failed lobby command answers 504 once `started` is older than the lobby deadline.
-  std::variant<Reply, SshPlan> execute(const Prepared& request, Clock::time_point started);
+  std::variant<Reply, Prepared> prepare(const std::string& token, std::string_view body) const;
+  /// Step 9, at `now`. A failed lobby command answers 504 once `started` (when the server
+  /// began executing it) is older than the lobby deadline.
+  Step execute(const Prepared& request, SteadyTime started, Instant now);
+  /// The next step of the command execute() answered AwaitHost{ticket} for, given the results
+  /// of the plan that came with it (one per command), at `now`.
+  Step resume(std::uint64_t ticket, const std::vector<HostResult>& results, Instant now);
+  /// Forgets a waiting command whose plan threw: the VM it was making does not exist.
+  void abandon(std::uint64_t ticket);
 
   /// Removes and returns the first injected fault matching the request, counting it down.
   std::optional<Fault> take_fault(const std::string& command, const std::string& vm);
@@ -126,28 +148,32 @@ class Lobby {
   std::vector<CommandRecord> commands() const;
   void clear_commands();
 
-  std::vector<VMRecord> vms() const;
-  std::optional<VMRecord> vm(const std::string& name) const;
+  /// The VMs with their status at `now` (booting until their ready time).
+  std::vector<VMRecord> vms(WallTime now) const;
+  std::optional<VMRecord> vm(const std::string& name, WallTime now) const;
   std::optional<std::string> vm_id(const std::string& name) const;
   std::string default_token() const;
-  std::string issue_token(TokenSpec spec);
-  void revoke_token(const std::string& token);
+  /// A new token, and the plan that saves it.
+  std::pair<std::string, HostPlan> issue_token(TokenSpec spec);
+  /// Revokes the token; answers the plan that saves the change.
+  HostPlan revoke_token(const std::string& token);
 
-  /// The session a new connection to the VM's SSH endpoint runs, or nullopt when the endpoint
-  /// must refuse it: the VM is gone, paused, or still booting.
-  std::optional<SshRoute> ssh_route(const std::string& vm_id) const;
+  /// The session a new connection to the VM's SSH endpoint runs at `now`, or nullopt when the
+  /// endpoint must refuse it: the VM is gone, paused, or still booting.
+  std::optional<SshRoute> ssh_route(const std::string& vm_id, WallTime now) const;
   /// Every VM's id and the port its SSH endpoint had (0: none yet), to serve them again.
   std::vector<std::pair<std::string, std::uint16_t>> ssh_endpoints() const;
-  /// Records (and persists) the port the VM's SSH endpoint now listens on.
-  void set_ssh_port(const std::string& vm_id, std::uint16_t port);
-  /// The authorized_keys text of the registered SSH keys (host work writes it on each change).
+  /// Records the port the VM's SSH endpoint now listens on; answers the plan that saves it.
+  HostPlan set_ssh_port(const std::string& vm_id, std::uint16_t port);
+  /// The authorized_keys text of the registered SSH keys (saved by the plan of each change).
   std::string authorized_keys() const;
 
-  /// Kills the processes of every VM (the emulator is shutting down).
-  void kill_all_processes();
-  /// Forgets the VMs, tokens, faults and rate-limit buckets held in memory and loads the state
-  /// persisted on disk, as a new emulator process would. Records and modes stay.
-  void reload();
+  /// The plan that kills the processes of every VM (the emulator is shutting down).
+  HostPlan kill_all_processes() const;
+  /// Forgets the VMs, tokens, faults, rate-limit buckets and waiting commands held in memory
+  /// and reads `saved_state` (what the host persisted), as a new emulator process would.
+  /// Records and modes stay.
+  void reload(const std::optional<std::string>& saved_state);
 
   struct Vm;
   struct Key;
@@ -155,7 +181,6 @@ class Lobby {
 
  private:
   struct Command;
-  struct HostWork;
   struct NewVm;
   struct StoredState;
   using Handler = std::variant<Reply, SshPlan> (Lobby::*)(const Key&, const Prepared&);
@@ -195,10 +220,10 @@ class Lobby {
   std::variant<Reply, SshPlan> cmd_ssh_key_remove(const Key&, const Prepared&);
   /// The `ssh-key` commands, appended to the table.
   static std::vector<Command> ssh_key_commands();
-  /// Under mutex_: registers a public key line as `ssh-key add` does and answers its reply
-  /// (422 with exe.dev's message when refused).
+  /// Registers a public key line as `ssh-key add` does and answers its reply (422 with
+  /// exe.dev's message when refused).
   Reply add_ssh_key(std::string_view line);
-  /// Under mutex_: the authorized_keys file is to be written once the work of this change runs.
+  /// Plans the authorized_keys file as the registered keys now are.
   void plan_authorized_keys();
   std::variant<Reply, SshPlan> cmd_exe0_to_exe1(const Key&, const Prepared&);
   std::variant<Reply, SshPlan> share_visibility(const Key&, const Prepared&, const std::string& share);
@@ -210,40 +235,40 @@ class Lobby {
   /// For commands taking exactly one VM: the VM, or nullptr with `error` set (bad flags, the
   /// usage line, or "not found").
   Vm* only_vm_argument(const Key& key, const Prepared& request, const char* usage, std::optional<Reply>& error);
+  /// The status and readiness at `now`; without it, at the time of the command being executed.
+  static std::string vm_status(const Vm& vm, WallTime now);
+  static bool vm_ready(const Vm& vm, WallTime now);
   std::string vm_status(const Vm& vm) const;
   bool vm_ready(const Vm& vm) const;
   /// Whether a VM has the name or is being created under it.
   bool name_taken(const std::string& name) const;
   std::string unused_name() const;
   /// Plans the VM's creation: its name is reserved now; the VM exists once the host has made
-  /// its directory, and execute() then answers `vm.reply()`. Returns a placeholder reply.
+  /// its directory and opened its SSH endpoint, and resume() then answers `vm.reply()`. Returns
+  /// a placeholder reply that execute() replaces with AwaitHost.
   Reply create_vm(NewVm vm);
   void remove_vm(const std::string& name);
   std::string add_key(Key key);
 
-  // Host work. The functions marked "under mutex_" plan; run() does the work without it.
-  /// Under mutex_: the state is to be saved once the work of this change runs.
+  // Plans. The handlers add to planned_; execute() answers it with the reply.
+  /// The state is to be saved once this change's host work has run.
   void persist();
-  /// Under mutex_: `action` is to run on the host once the work of this change runs.
-  void plan_host_work(std::function<void(VmHost&)> action);
-  /// Under mutex_: the work planned so far, with its place in line.
-  std::pair<HostWork, TurnQueue::Place> take_planned();
-  /// Without mutex_: waits for the place's turn, runs the work and, for a VM being created,
-  /// returns the command's reply.
-  std::optional<Reply> run(std::pair<HostWork, TurnQueue::Place> planned);
-  /// Without mutex_: saves the state as it is now.
-  void save_state();
+  /// `command` is to run on the host, after what was planned before it.
+  void plan_host_work(HostCommand command);
+  /// The plan made since the last call: its commands, then the state saved if persist() was called.
+  HostPlan take_plan();
+  /// A lobby command's answer after its plan: 504 for a failure past the lobby deadline.
+  Reply within_deadline(Reply reply, SteadyTime started, Instant now) const;
 
   // The state as persisted (lobby_state.cpp).
-  /// Under mutex_: the state as the text the host saves.
+  /// The state as the text the host saves.
   std::string state_text() const;
   StoredState parse_state(const std::string& text) const;
-  /// Without mutex_: the state the host saved, if any.
-  std::optional<StoredState> load_state();
+  /// Replaces the state held in memory by the one read from `text`.
+  void adopt(StoredState stored);
 
   LobbyConfig config_;
-  VmHost& host_;
-  mutable std::mutex mutex_;
+  const VmHost& host_;
   std::map<std::string, Vm> vms_;           // by name
   std::set<std::string> reserved_names_;    // VMs being created
   std::map<std::string, Key> keys_;         // by token
@@ -254,8 +279,12 @@ class Lobby {
   std::deque<Fault> faults_;
   std::vector<CommandRecord> records_;
   std::uint64_t next_generation_ = 1;
-  std::unique_ptr<HostWork> planned_;  // filled by the handlers under mutex_
-  TurnQueue turns_;
+  HostPlan planned_;        // by the command being executed, in order
+  bool persist_ = false;    // its change is to be saved after planned_
+  Instant now_{};           // the time of the command being executed (execute's `now`)
+  std::map<std::uint64_t, NewVm> awaiting_;  // new, cp: VMs being made by the host, by ticket
+  std::uint64_t next_ticket_ = 1;
+  std::optional<std::uint64_t> creating_;    // the ticket create_vm gave the command being executed
 };
 
 }  // namespace exedev::emulator

@@ -6,7 +6,6 @@
 namespace exedev::emulator {
 
 std::optional<Fault> Lobby::take_fault(const std::string& command, const std::string& vm) {
-  std::lock_guard lock(mutex_);
   for (auto it = faults_.begin(); it != faults_.end(); ++it) {
     if ((!it->command.empty() && it->command != command) || (!it->vm.empty() && it->vm != vm)) continue;
     if (it->skip > 0) {
@@ -22,37 +21,30 @@ std::optional<Fault> Lobby::take_fault(const std::string& command, const std::st
 
 void Lobby::inject(Fault fault) {
   if (fault.count == 0) return;
-  std::lock_guard lock(mutex_);
   faults_.push_back(std::move(fault));
 }
 
 void Lobby::clear_faults() {
-  std::lock_guard lock(mutex_);
   faults_.clear();
 }
 
 Modes Lobby::modes() const {
-  std::lock_guard lock(mutex_);
   return config_.modes;
 }
 
 void Lobby::set_modes(Modes modes) {
-  std::lock_guard lock(mutex_);
   config_.modes = modes;
 }
 
 void Lobby::record(CommandRecord record) {
-  std::lock_guard lock(mutex_);
   records_.push_back(std::move(record));
 }
 
 std::vector<CommandRecord> Lobby::commands() const {
-  std::lock_guard lock(mutex_);
   return records_;
 }
 
 void Lobby::clear_commands() {
-  std::lock_guard lock(mutex_);
   records_.clear();
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // The lobby's internals shared by the files that implement it (lobby.hpp lists them): the VM,
-// key and command records, the planned host work, and the reply helpers.
+// key and command records, the VMs the host is making, and the reply helpers.
 
 #include "emulator/flags.hpp"
 #include "emulator/lobby.hpp"
@@ -20,18 +20,17 @@
 namespace exedev::emulator {
 
 using Json = nlohmann::ordered_json;
-using SysClock = std::chrono::system_clock;
 
 /// A link made by `share add-link` (its token is what the URL carries).
 struct ShareLink {
   std::string token;
-  SysClock::time_point created_at;
+  WallTime created_at;
 };
 
 struct Lobby::Vm {
   VMRecord record;  // record.status holds the stored status: running or paused
   std::string id;
-  SysClock::time_point ready_at;
+  WallTime ready_at;
   std::string boot_status;  // shown until ready_at: creating (new) or starting (cp, restart)
   std::uint64_t generation = 0;
   // The VM's HTTPS proxy route (exedb.DefaultRoute: port 80, private) and its share links.
@@ -48,7 +47,7 @@ struct Lobby::SshKey {
   std::string public_key;   // canonical: `<type> <base64>`
   std::string fingerprint;  // SHA256:…
   std::string name;
-  SysClock::time_point added_at;
+  WallTime added_at;
 };
 
 struct Lobby::Key {
@@ -69,20 +68,16 @@ struct Lobby::Command {
   std::string description;
 };
 
-/// A VM that exists once the host has made its directory.
+/// A VM that exists once the host has made its directory (step 1) and opened its SSH endpoint
+/// (step 2).
 struct Lobby::NewVm {
   Vm vm;
   std::filesystem::path copy_from;  // cp: the source's directory; empty for new
   std::string source_name;          // cp: named by the error when the copy fails
   std::chrono::milliseconds boot_delay{0};  // counted from the moment the VM exists
-  std::function<Reply(const Vm&)> reply;  // the command's answer once the VM exists
-};
-
-/// What a change of the lobby's state leaves for the host, run after the mutex is released.
-struct Lobby::HostWork {
-  std::vector<std::function<void(VmHost&)>> actions;  // in the order planned
-  std::optional<NewVm> created;                       // new, cp
-  bool persist = false;
+  std::function<Reply(const Vm&, Instant now)> reply;  // the command's answer once the VM exists
+  SteadyTime started{};             // when the command began, for the lobby deadline
+  bool directory_made = false;      // step 1 done: the endpoint is asked for
 };
 
 /// The state as the host persists it.
@@ -108,7 +103,7 @@ Reply json_reply(unsigned status, std::string body);
 Reply ok(const Json& json);
 /// 422 {"error": message}.
 Reply fail(const std::string& message);
-std::string rfc3339(SysClock::time_point t);
+std::string rfc3339(WallTime t);
 /// `<vm>.exe.xyz`.
 std::string host_of(const std::string& vm);
 /// Sets the fields that say where the VM's SSH endpoint is: `ssh_dest` (`user@host`),

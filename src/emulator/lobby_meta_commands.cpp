@@ -1,5 +1,5 @@
-// The meta commands: help, whoami and ssh-key generate-api-key. Each handler runs with the
-// lobby's mutex held; none has host work but saving the state.
+// The meta commands: help, whoami and ssh-key generate-api-key. None has host work but saving
+// the state.
 #include "emulator/lobby.hpp"
 #include "emulator/lobby_internal.hpp"
 
@@ -96,7 +96,7 @@ std::variant<Reply, SshPlan> Lobby::cmd_generate_api_key(const Key& key, const P
   if (flags->has("exp")) {
     const auto expiry = parse_expiry(flags->str("exp"));
     if (!expiry.ok) return fail(fmt::format("invalid --exp \"{}\": use <N>h, <N>d, <N>w, <N>m, <N>y or never", flags->str("exp")));
-    if (expiry.duration) created.spec.expires_at = SysClock::now() + *expiry.duration;
+    if (expiry.duration) created.spec.expires_at = now_.wall + *expiry.duration;
   }
   if (key.spec.expires_at && (!created.spec.expires_at || *created.spec.expires_at > *key.spec.expires_at)) {
     created.spec.expires_at = key.spec.expires_at;

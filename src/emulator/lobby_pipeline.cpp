@@ -1,6 +1,6 @@
 // The request pipeline: the command table, and the three stages of a request (authorize:
 // method, token, expiry, rate limit; prepare: body, lexing, resolution, cmds; execute: tag
-// scope, the handler, its host work, the lobby deadline).
+// scope, the handler, its plan of host work, the lobby deadline).
 #include "emulator/lobby.hpp"
 #include "emulator/lobby_internal.hpp"
 
@@ -111,7 +111,7 @@ const Lobby::Command* Lobby::resolve(const std::vector<std::string>& words, std:
 // ---------------------------------------------------------------------------------------------
 // The three stages of a request
 
-std::variant<Reply, std::string> Lobby::authorize(std::string_view method, std::string_view authorization) {
+std::variant<Reply, std::string> Lobby::authorize(std::string_view method, std::string_view authorization, Instant now) {
   if (method != "POST") {
     Reply reply = error_reply(405, "method not allowed");
     reply.headers.emplace_back("Allow", "POST");
@@ -129,15 +129,13 @@ std::variant<Reply, std::string> Lobby::authorize(std::string_view method, std::
   const std::string token(trim_space(authorization.substr(space + 1)));
   if (token.empty()) return unauthorized("missing or invalid Authorization header");
 
-  std::lock_guard lock(mutex_);
   const auto it = keys_.find(token);
   if (token.size() > 8192 || it == keys_.end()) return unauthorized("invalid token");
   const Key& key = it->second;
-  const auto now = SysClock::now();
-  if (key.spec.expires_at && now >= *key.spec.expires_at) return unauthorized("invalid token: token has expired");
-  if (key.spec.key_expires_at && now >= *key.spec.key_expires_at) return error_reply(403, "SSH key has expired");
+  if (key.spec.expires_at && now.wall >= *key.spec.expires_at) return unauthorized("invalid token: token has expired");
+  if (key.spec.key_expires_at && now.wall >= *key.spec.key_expires_at) return error_reply(403, "SSH key has expired");
   const RateLimit& limits = config_.modes.rate_limit;
-  if (limits.enabled && !limiter_.allow(limits, token, Clock::now())) {
+  if (limits.enabled && !limiter_.allow(limits, token, now.steady)) {
     Reply refused = error_reply(429, "rate limit exceeded");
     if (limits.retry_after) {
       const auto seconds = static_cast<long long>(std::ceil(limiter_.seconds_until_token(limits, token)));
@@ -148,7 +146,7 @@ std::variant<Reply, std::string> Lobby::authorize(std::string_view method, std::
   return token;
 }
 
-std::variant<Reply, Prepared> Lobby::prepare(const std::string& token, std::string_view body) {
+std::variant<Reply, Prepared> Lobby::prepare(const std::string& token, std::string_view body) const {
   if (body.find('\0') != std::string_view::npos) return error_reply(400, "request body must not contain null bytes");
   const auto line = trim_space(body);
   if (line.empty()) return error_reply(400, "missing command in request body");
@@ -178,7 +176,6 @@ std::variant<Reply, Prepared> Lobby::prepare(const std::string& token, std::stri
     }
   }
 
-  std::lock_guard lock(mutex_);
   const auto key_it = keys_.find(token);
   if (key_it == keys_.end()) return error_reply(401, "invalid token");
   const Key& key = key_it->second;
@@ -192,27 +189,29 @@ std::variant<Reply, Prepared> Lobby::prepare(const std::string& token, std::stri
   return prepared;
 }
 
-std::variant<Reply, SshPlan> Lobby::execute(const Prepared& request, Clock::time_point started) {
-  std::unique_lock lock(mutex_);
+Step Lobby::execute(const Prepared& request, SteadyTime started, Instant now) {
   const auto key_it = keys_.find(request.token);
-  if (key_it == keys_.end()) return fail("SSH key was removed");
+  if (key_it == keys_.end()) return Step{{}, fail("SSH key was removed")};
   std::size_t length = 0;
   const Command* command = resolve(request.words, length);
   // Tag-scoped keys are deny-by-default (§1.3, §2.4).
   if (key_it->second.spec.tag && !allowed_for_tag_scoped_keys(command->name)) {
-    return fail("command not allowed by SSH key permissions");
+    return Step{{}, fail("command not allowed by SSH key permissions")};
   }
+  now_ = now;
   auto result = (this->*(command->handler))(key_it->second, request);
-  const auto deadline = config_.modes.lobby_deadline;
-  auto planned = take_planned();
-  lock.unlock();
-  // Every command waits for its turn, even one without host work: it answers only after the
-  // work of every change made before it, as when the whole command ran under the mutex.
-  if (auto created = run(std::move(planned))) result = std::move(*created);
-  if (auto* reply = std::get_if<Reply>(&result); reply && reply->status != 200) {
-    if (Clock::now() - started >= deadline) return error_reply(504, "command timed out");
+  Step step{take_plan(), Reply{}};
+  if (auto* plan = std::get_if<SshPlan>(&result)) {
+    step.answer = std::move(*plan);
+  } else if (creating_) {
+    // new, cp: the VM exists once the host has made its directory (create_vm planned it).
+    awaiting_.at(*creating_).started = started;
+    step.answer = AwaitHost{*creating_};
+    creating_.reset();
+  } else {
+    step.answer = within_deadline(std::get<Reply>(std::move(result)), started, now);
   }
-  return result;
+  return step;
 }
 
 Json Lobby::command_help(const Command& command) {

@@ -2,7 +2,7 @@
 // shapes, messages and matching rules of exe.dev's execore/ssh_key_command.go (read at the
 // commit exedev-api.md §0 names; docs/emulator.md). The account's keys are the API tokens' keys
 // (`ssh-key generate-api-key`) and the public keys registered here; the registered ones are the
-// authorized_keys of every VM's SSH endpoint. Each handler runs with the lobby's mutex held.
+// authorized_keys of every VM's SSH endpoint, which each change plans to save.
 #include "emulator/lobby.hpp"
 #include "emulator/lobby_internal.hpp"
 
@@ -56,7 +56,7 @@ std::string Lobby::authorized_keys() const {
 }
 
 void Lobby::plan_authorized_keys() {
-  plan_host_work([text = authorized_keys()](VmHost& host) { host.save_authorized_keys(text); });
+  plan_host_work(SaveAuthorizedKeys{authorized_keys()});
 }
 
 Reply Lobby::add_ssh_key(std::string_view line) {
@@ -79,7 +79,7 @@ Reply Lobby::add_ssh_key(std::string_view line) {
   added.fingerprint = key->fingerprint();
   added.name = sanitize_key_name(key->comment);
   if (added.name.empty()) added.name = fmt::format("key-{}", number);
-  added.added_at = SysClock::now();
+  added.added_at = now_.wall;
   ssh_keys_.push_back(added);
   plan_authorized_keys();
   return ok_sorted({{"name", added.name}, {"public_key", added.public_key}, {"status", "added"}});

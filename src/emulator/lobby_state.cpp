@@ -42,8 +42,9 @@ Reply error_reply(unsigned status, const std::string& message) {
   return json_reply(status, dump(Json{{"error", message}}));
 }
 
-std::string rfc3339(SysClock::time_point t) {
-  const std::time_t secs = SysClock::to_time_t(t);
+std::string rfc3339(WallTime t) {
+  // The wall clock counts from the Unix epoch (C++20), as time_t does.
+  const auto secs = static_cast<std::time_t>(std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count());
   std::tm tm{};
   gmtime_r(&secs, &tm);
   char buffer[32];
@@ -86,10 +87,10 @@ std::string new_token() { return "exe1." + detail::random_chars("ABCDEFGHIJKLMNO
 
 namespace {
 
-std::int64_t to_ms(SysClock::time_point t) {
+std::int64_t to_ms(WallTime t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
 }
-SysClock::time_point from_ms(std::int64_t ms) { return SysClock::time_point(std::chrono::milliseconds(ms)); }
+WallTime from_ms(std::int64_t ms) { return WallTime(std::chrono::milliseconds(ms)); }
 
 }  // namespace
 
@@ -202,14 +203,8 @@ Lobby::StoredState Lobby::parse_state(const std::string& text) const {
   }
 }
 
-std::optional<Lobby::StoredState> Lobby::load_state() {
-  const auto text = host_.load_state();
-  if (!text) return std::nullopt;
-  return parse_state(*text);
-}
-
 // ---------------------------------------------------------------------------------------------
-// Keys, names and views of a VM (under mutex_)
+// Keys, names and views of a VM
 
 std::string Lobby::add_key(Key key) {
   if (key.spec.label.empty()) key.spec.label = fmt::format("api-key-{}", keys_.size() + 1);
@@ -232,9 +227,13 @@ Lobby::Vm* Lobby::find_visible(const Key& key, const std::string& name) {
   return &it->second;
 }
 
-bool Lobby::vm_ready(const Vm& vm) const { return SysClock::now() >= vm.ready_at; }
+bool Lobby::vm_ready(const Vm& vm, WallTime now) { return now >= vm.ready_at; }
 
-std::string Lobby::vm_status(const Vm& vm) const { return vm_ready(vm) ? vm.record.status : vm.boot_status; }
+std::string Lobby::vm_status(const Vm& vm, WallTime now) { return vm_ready(vm, now) ? vm.record.status : vm.boot_status; }
+
+bool Lobby::vm_ready(const Vm& vm) const { return vm_ready(vm, now_.wall); }
+
+std::string Lobby::vm_status(const Vm& vm) const { return vm_status(vm, now_.wall); }
 
 bool Lobby::name_taken(const std::string& name) const { return vms_.count(name) > 0 || reserved_names_.count(name) > 0; }
 

@@ -1,5 +1,5 @@
 // The VM commands: new, cp, ls, rm, pause, resume, restart, tag, comment and ssh. Each handler
-// runs with the lobby's mutex held and plans its host work (lobby.hpp); none touches the host.
+// changes the state and plans its host work as data (lobby.hpp); none touches the host.
 #include "emulator/lobby.hpp"
 #include "emulator/lobby_internal.hpp"
 
@@ -48,17 +48,19 @@ Json new_details(const VMRecord& vm, std::uint16_t ssh_port, const LobbyConfig& 
 
 Reply Lobby::create_vm(NewVm vm) {
   reserved_names_.insert(vm.vm.record.name);
-  planned_->created = std::move(vm);
+  if (vm.copy_from.empty()) plan_host_work(CreateVmDirectory{vm.vm.record.dir});
+  else plan_host_work(CopyVmDirectory{vm.copy_from, vm.vm.record.dir});
+  const std::uint64_t ticket = next_ticket_++;
+  awaiting_.emplace(ticket, std::move(vm));
+  creating_ = ticket;
   return Reply{};
 }
 
 void Lobby::remove_vm(const std::string& name) {
   const auto it = vms_.find(name);
-  plan_host_work([id = it->second.id, dir = it->second.record.dir](VmHost& host) {
-    host.close_ssh_endpoint(id);
-    host.kill_vm_processes(id);
-    host.remove_vm_directory(dir);
-  });
+  plan_host_work(CloseSshEndpoint{it->second.id});
+  plan_host_work(KillVmProcesses{it->second.id});
+  plan_host_work(RemoveVmDirectory{it->second.record.dir});
   vms_.erase(it);
   persist();
 }
@@ -134,7 +136,7 @@ std::variant<Reply, SshPlan> Lobby::cmd_new(const Key& key, const Prepared& requ
   }
   record.standalone = standalone;
   record.egress = egress;
-  record.created_at = SysClock::now();
+  record.created_at = now_.wall;
 
   Vm vm;
   vm.id = new_id();
@@ -146,13 +148,13 @@ std::variant<Reply, SshPlan> Lobby::cmd_new(const Key& key, const Prepared& requ
   vm.generation = next_generation_++;
   NewVm created;
   created.boot_delay = config_.modes.boot_delay;
-  created.reply = [config = config_](const Vm& made) { return ok(new_details(made.record, made.ssh_port, config)); };
+  created.reply = [config = config_](const Vm& made, Instant) { return ok(new_details(made.record, made.ssh_port, config)); };
   created.vm = std::move(vm);
   return create_vm(std::move(created));
 }
 
 std::variant<Reply, SshPlan> Lobby::cmd_cp(const Key& key, const Prepared& request) {
-  const auto begun = Clock::now();
+  const auto begun = now_.steady;
   std::optional<Reply> error;
   const auto flags = parse_command_flags(request, error);
   if (!flags) return *error;
@@ -173,7 +175,7 @@ std::variant<Reply, SshPlan> Lobby::cmd_cp(const Key& key, const Prepared& reque
   copy.record = source->record;
   copy.record.name = name;
   copy.record.status = "running";
-  copy.record.created_at = SysClock::now();
+  copy.record.created_at = now_.wall;
   if (flags->has("cpu")) {
     copy.record.cpus = static_cast<unsigned>(*flags->uint("cpu"));
     if (copy.record.cpus < 1 || copy.record.cpus > 16) return fail("--cpu must be between 1 and 16");
@@ -203,13 +205,13 @@ std::variant<Reply, SshPlan> Lobby::cmd_cp(const Key& key, const Prepared& reque
   created.source_name = args[0];
   created.boot_delay = config_.modes.boot_delay;
   if (config_.modes.cp_response == CpResponse::new_like) {
-    created.reply = [config = config_, source_name = source->record.name](const Vm& made) {
+    created.reply = [config = config_, source_name = source->record.name](const Vm& made, Instant) {
       Json json = new_details(made.record, made.ssh_port, config);
       json["source"] = source_name;
       return ok(json);
     };
   } else {
-    created.reply = [config = config_, source_name = source->record.name, begun](const Vm& made) {
+    created.reply = [config = config_, source_name = source->record.name, begun](const Vm& made, Instant now) {
       Json json{{"name", made.record.name}, {"state", "starting"}, {"source", source_name}};
       // `ssh` is the legacy form's destination; the endpoint's fields follow it (docs/emulator.md).
       Json where;
@@ -218,7 +220,7 @@ std::variant<Reply, SshPlan> Lobby::cmd_cp(const Key& key, const Prepared& reque
       if (made.ssh_port != 0) {
         for (const char* field : {"ssh_host", "ssh_port", "ssh_user"}) json[field] = where[field];
       }
-      json["elapsed"] = std::chrono::duration<double>(Clock::now() - begun).count();
+      json["elapsed"] = std::chrono::duration<double>(now.steady - begun).count();
       return ok(json);
     };
   }
@@ -312,10 +314,8 @@ std::variant<Reply, SshPlan> Lobby::cmd_pause(const Key& key, const Prepared& re
   if (!vm_ready(*vm)) return fail(fmt::format("VM \"{}\" is in state \"{}\" and cannot be paused", vm->record.name, vm_status(*vm)));
   if (vm->record.status == "paused") return fail(fmt::format("VM \"{}\" is already paused", vm->record.name));
   // A paused VM serves no SSH: its connections close, new ones are refused (ssh_route).
-  plan_host_work([id = vm->id](VmHost& host) {
-    host.close_ssh_connections(id);
-    host.stop_vm_processes(id);
-  });
+  plan_host_work(CloseSshConnections{vm->id});
+  plan_host_work(StopVmProcesses{vm->id});
   vm->record.status = "paused";
   persist();
   return ok({{"vm_name", vm->record.name}, {"status", "paused"}});
@@ -326,7 +326,7 @@ std::variant<Reply, SshPlan> Lobby::cmd_resume(const Key& key, const Prepared& r
   Vm* vm = only_vm_argument(key, request, "usage: resume <vm>", error);
   if (vm == nullptr) return *error;
   if (vm->record.status != "paused") return fail(fmt::format("VM \"{}\" is not paused", vm->record.name));
-  plan_host_work([id = vm->id](VmHost& host) { host.continue_vm_processes(id); });
+  plan_host_work(ContinueVmProcesses{vm->id});
   vm->record.status = "running";
   persist();
   return ok({{"vm_name", vm->record.name}, {"status", "running"}});
@@ -337,13 +337,11 @@ std::variant<Reply, SshPlan> Lobby::cmd_restart(const Key& key, const Prepared& 
   Vm* vm = only_vm_argument(key, request, "usage: restart <vm>", error);
   if (vm == nullptr) return *error;
   if (!vm_ready(*vm)) return fail(fmt::format("VM is in state \"{}\" and cannot be restarted", vm_status(*vm)));
-  plan_host_work([id = vm->id](VmHost& host) {
-    host.close_ssh_connections(id);
-    host.kill_vm_processes(id);
-  });
+  plan_host_work(CloseSshConnections{vm->id});
+  plan_host_work(KillVmProcesses{vm->id});
   vm->record.status = "running";
   vm->boot_status = "starting";
-  vm->ready_at = SysClock::now() + config_.modes.boot_delay;
+  vm->ready_at = now_.wall + config_.modes.boot_delay;
   vm->generation = next_generation_++;
   persist();
   return ok({{"vm_name", vm->record.name}, {"status", "restarted"}});
@@ -403,7 +401,7 @@ std::variant<Reply, SshPlan> Lobby::cmd_ssh(const Key& key, const Prepared& requ
   plan.line = join(words, " ");
   if (vm->record.status == "paused") {
     if (config_.modes.paused_vm_ssh == PausedVmSsh::refuse) return fail(fmt::format("VM \"{}\" is paused", vm->record.name));
-    plan_host_work([id = vm->id](VmHost& host) { host.continue_vm_processes(id); });
+    plan_host_work(ContinueVmProcesses{vm->id});
     vm->record.status = "running";
     persist();
   }

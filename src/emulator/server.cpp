@@ -2,7 +2,9 @@
 // ssh_stream.cpp the only translation units with Beast and Asio SSL (server_impl.hpp).
 //
 // One thread runs one io_context. Every connection is a coroutine; `ssh` commands are child
-// processes whose output pipe and pidfd are read asynchronously on the same io_context.
+// processes whose output pipe and pidfd are read asynchronously on the same io_context. That
+// thread is the lobby's one strand: it calls the lobby, passing the time, and runs the host work
+// the lobby plans, in order (complete_on_host); the public API posts its calls to it (with_lobby).
 
 #include "emulator/server_impl.hpp"
 
@@ -87,7 +89,7 @@ void Emulator::Impl::start() {
     host->attach_ssh(ssh_endpoints.get());
     // Every VM's endpoint again, on the port it had when the port is still free.
     for (const auto& [vm_id, ssh_port] : lobby->ssh_endpoints()) {
-      lobby->set_ssh_port(vm_id, ssh_endpoints->open(vm_id, ssh_port));
+      run_host_plan(*host, lobby->set_ssh_port(vm_id, ssh_endpoints->open(vm_id, ssh_port)));
     }
   }
   thread = std::thread([this] { ioc->run(); });
@@ -111,7 +113,7 @@ void Emulator::Impl::stop() {
     processes.clear();
   }
   host->attach_ssh(nullptr);
-  lobby->kill_all_processes();
+  run_host_plan(*host, lobby->kill_all_processes());
   ssh_endpoints.reset();
   acceptor.reset();
   ioc.reset();  // destroys the suspended coroutines and with them every socket
@@ -206,7 +208,12 @@ asio::awaitable<void> Emulator::Impl::session(Stream& stream) {
       if (too_large) reply = *too_large;
       else if (request.method() != http::verb::post) reply = error_reply(405, "method not allowed");
       else if (request["X-Emulator-Control"] != control_secret) reply = error_reply(403, "control secret required");
-      else reply = control_request(*lobby, path.substr(11), parser.get().body(), {accepted.load(), open.load()});
+      else {
+        HostPlan plan;
+        reply = control_request(*lobby, path.substr(11), parser.get().body(), {accepted.load(), open.load()},
+                                Instant::now(), plan);
+        run_host_plan(*host, plan);
+      }
       keep = co_await write_reply(stream, reply, request.version(), request.keep_alive() && !too_large);
     } else {
       bool broken = false;
@@ -249,7 +256,7 @@ asio::awaitable<bool> Emulator::Impl::handle_exec(Stream& stream, beast::flat_bu
     lobby->record(record);
   };
 
-  auto authorized = lobby->authorize(request.method_string(), request[http::field::authorization]);
+  auto authorized = lobby->authorize(request.method_string(), request[http::field::authorization], Instant::now());
   if (auto* reply = std::get_if<Reply>(&authorized)) {
     // Refused before the body is read (spec §1.5). A client waiting for "100 Continue" never
     // sends it: answer and close. Otherwise read it, to keep the connection usable.
@@ -298,7 +305,7 @@ asio::awaitable<bool> Emulator::Impl::handle_exec(Stream& stream, beast::flat_bu
     asio::steady_timer timer(co_await asio::this_coro::executor, latency);
     co_await timer.async_wait(use_tuple);
   }
-  auto outcome = lobby->execute(command, started);
+  auto outcome = complete_on_host(*lobby, *host, lobby->execute(command, started, Instant::now()), &Instant::now);
   if (auto* plan = std::get_if<SshPlan>(&outcome)) co_return co_await run_ssh(stream, request, *plan, fault, record);
 
   Reply reply = std::get<Reply>(std::move(outcome));
@@ -370,7 +377,8 @@ Emulator::Emulator(Options options) : impl_(std::make_unique<Impl>()) {
   config.ssh_authorized_keys = options.ssh_authorized_keys;
   config.ssh_host = "127.0.0.1";
   config.ssh_user = login_user();
-  impl.lobby = std::make_unique<Lobby>(std::move(config), *impl.host);
+  impl.lobby = std::make_unique<Lobby>(std::move(config), *impl.host, impl.host->load_state(), Instant::now());
+  run_host_plan(*impl.host, impl.lobby->startup_plan());
   try {
     impl.ssh_server = std::make_unique<SshServer>(impl.state_dir, impl.login_shell);
     impl.known_hosts = impl.ssh_server->directory() / "known_hosts";
@@ -407,22 +415,48 @@ std::string Emulator::url() const {
 std::uint16_t Emulator::port() const { return impl_->port; }
 std::filesystem::path Emulator::ca_file() const { return impl_->ca_path; }
 std::filesystem::path Emulator::state_dir() const { return impl_->state_dir; }
-std::string Emulator::token() const { return impl_->lobby->default_token(); }
+std::string Emulator::token() const {
+  return impl_->with_lobby([&] { return impl_->lobby->default_token(); });
+}
 std::string Emulator::control_secret() const { return impl_->control_secret; }
-std::string Emulator::issue_token(TokenSpec spec) { return impl_->lobby->issue_token(std::move(spec)); }
-void Emulator::revoke_token(const std::string& token) { impl_->lobby->revoke_token(token); }
-void Emulator::inject(Fault fault) { impl_->lobby->inject(std::move(fault)); }
-void Emulator::clear_faults() { impl_->lobby->clear_faults(); }
-Modes Emulator::modes() const { return impl_->lobby->modes(); }
-void Emulator::set_modes(Modes modes) { impl_->lobby->set_modes(modes); }
-std::vector<VMRecord> Emulator::vms() const { return impl_->lobby->vms(); }
-std::optional<VMRecord> Emulator::vm(const std::string& name) const { return impl_->lobby->vm(name); }
+std::string Emulator::issue_token(TokenSpec spec) {
+  return impl_->with_lobby([&] {
+    auto [token, plan] = impl_->lobby->issue_token(std::move(spec));
+    run_host_plan(*impl_->host, plan);
+    return token;
+  });
+}
+void Emulator::revoke_token(const std::string& token) {
+  impl_->with_lobby([&] { run_host_plan(*impl_->host, impl_->lobby->revoke_token(token)); });
+}
+void Emulator::inject(Fault fault) {
+  impl_->with_lobby([&] { impl_->lobby->inject(std::move(fault)); });
+}
+void Emulator::clear_faults() {
+  impl_->with_lobby([&] { impl_->lobby->clear_faults(); });
+}
+Modes Emulator::modes() const {
+  return impl_->with_lobby([&] { return impl_->lobby->modes(); });
+}
+void Emulator::set_modes(Modes modes) {
+  impl_->with_lobby([&] { impl_->lobby->set_modes(modes); });
+}
+std::vector<VMRecord> Emulator::vms() const {
+  return impl_->with_lobby([&] { return impl_->lobby->vms(Instant::now().wall); });
+}
+std::optional<VMRecord> Emulator::vm(const std::string& name) const {
+  return impl_->with_lobby([&] { return impl_->lobby->vm(name, Instant::now().wall); });
+}
 std::vector<int> Emulator::vm_processes(const std::string& name) const {
-  const auto id = impl_->lobby->vm_id(name);
+  const auto id = impl_->with_lobby([&] { return impl_->lobby->vm_id(name); });
   return id ? find_vm_processes(*id) : std::vector<int>{};
 }
-std::vector<CommandRecord> Emulator::commands() const { return impl_->lobby->commands(); }
-void Emulator::clear_commands() { impl_->lobby->clear_commands(); }
+std::vector<CommandRecord> Emulator::commands() const {
+  return impl_->with_lobby([&] { return impl_->lobby->commands(); });
+}
+void Emulator::clear_commands() {
+  impl_->with_lobby([&] { impl_->lobby->clear_commands(); });
+}
 std::size_t Emulator::connections_accepted() const { return impl_->accepted; }
 std::size_t Emulator::open_connections() const { return impl_->open; }
 std::filesystem::path Emulator::ssh_known_hosts() const { return impl_->known_hosts; }
@@ -431,7 +465,7 @@ void Emulator::restart() {
   Impl& impl = *impl_;
   impl.stop();
   // As a fresh emulator process would: state from disk; the records and modes carry over.
-  impl.lobby->reload();
+  impl.lobby->reload(impl.host->load_state());
   impl.start();
 }
 

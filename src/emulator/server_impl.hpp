@@ -5,6 +5,7 @@
 
 #include <exedev/emulator/emulator.hpp>
 
+#include "emulator/host_runner.hpp"
 #include "emulator/lobby.hpp"
 #include "emulator/ssh_endpoints.hpp"
 #include "emulator/ssh_process.hpp"
@@ -15,6 +16,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -26,6 +28,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -72,6 +75,18 @@ struct Emulator::Impl {
 
   void start();
   void stop();
+
+  /// Runs `action` (which uses the lobby) on the server's thread and returns its result: the
+  /// lobby has no lock, so while the server runs only its thread touches the lobby and the host
+  /// work it plans. Outside (starting, stopping) or on that thread, runs it at once.
+  template <typename Action>
+  auto with_lobby(Action action) -> decltype(action()) {
+    if (!thread.joinable() || ioc->get_executor().running_in_this_thread()) return action();
+    std::packaged_task<decltype(action())()> task(std::move(action));
+    auto result = task.get_future();
+    asio::post(*ioc, [&task] { task(); });
+    return result.get();
+  }
 
   asio::awaitable<void> accept_loop();
   asio::awaitable<void> serve(tcp::socket socket);

@@ -236,7 +236,7 @@ asio::awaitable<void> SshEndpoints::accept_loop(std::shared_ptr<Listener> listen
 asio::awaitable<void> SshEndpoints::relay(std::shared_ptr<Listener> listener, tcp::socket client) {
   boost::system::error_code ignored;
   // A VM that is paused, booting or gone serves no SSH: accepted, then closed at once.
-  const auto route = lobby_.ssh_route(listener->vm_id);
+  const auto route = lobby_.ssh_route(listener->vm_id, Instant::now().wall);
   if (!route) {
     client.close(ignored);
     co_return;

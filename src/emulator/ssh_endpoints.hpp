@@ -12,7 +12,8 @@
 // the latency, so a round trip costs `latency`, as one /exec request does.
 //
 // Thread safety: open, disconnect and close may be called from any thread (the lobby's host
-// work); the relay itself runs on the io_context's one thread.
+// work runs on the server's thread, and before it starts or after it stops); the relay itself
+// runs on the io_context's one thread, the lobby's strand, where it asks the lobby for routes.
 
 #include "emulator/lobby.hpp"
 #include "emulator/ssh_server.hpp"

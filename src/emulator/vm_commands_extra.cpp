@@ -1,7 +1,8 @@
 // The lobby commands beyond the ones the sandbox layer needs: resize, rename, stat, share
 // (show, set-public, set-private, add-link) and exe0-to-exe1. Shapes, errors and
 // tag-scope rules follow exe.dev's server code at the commit exedev-api.md §0 names
-// (docs/emulator.md lists each detail and its file). Each handler runs with the lobby's mutex held.
+// (docs/emulator.md lists each detail and its file). Each handler changes the state and plans
+// its host work as data (lobby.hpp).
 #include "emulator/lobby.hpp"
 #include "emulator/lobby_internal.hpp"
 
@@ -255,7 +256,7 @@ std::variant<Reply, SshPlan> Lobby::cmd_share_add_link(const Key& key, const Pre
   if (vm == nullptr) return *error;
   // crypto/rand.Text(): 26 characters of the base32 alphabet.
   const std::string token = detail::random_chars("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 26);
-  vm->share_links.push_back(ShareLink{token, SysClock::now()});
+  vm->share_links.push_back(ShareLink{token, now_.wall});
   persist();
   return ok_sorted({{"status", "success"}, {"vm_name", vm->record.name}, {"token", token},
                     {"url", proxy_url(vm->record.name) + "/?share=" + token}});

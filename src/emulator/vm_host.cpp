@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
+#include <type_traits>
 
 namespace exedev::emulator {
 
@@ -86,5 +87,38 @@ void FileVmHost::stop_vm_processes(const std::string& vm_id) { emulator::stop_vm
 void FileVmHost::continue_vm_processes(const std::string& vm_id) { signal_vm_processes(vm_id, SIGCONT); }
 
 void FileVmHost::kill_vm_processes(const std::string& vm_id) { emulator::kill_vm_processes(vm_id); }
+
+}  // namespace exedev::emulator
+
+namespace exedev::emulator {
+
+HostResult run_host_command(VmHost& host, const HostCommand& command) {
+  HostResult result;
+  std::visit(
+      [&](const auto& c) {
+        using C = std::decay_t<decltype(c)>;
+        if constexpr (std::is_same_v<C, CreateVmDirectory>) host.create_vm_directory(c.dir);
+        else if constexpr (std::is_same_v<C, CopyVmDirectory>) result.error = host.copy_vm_directory(c.from, c.to);
+        else if constexpr (std::is_same_v<C, RemoveVmDirectory>) host.remove_vm_directory(c.dir);
+        else if constexpr (std::is_same_v<C, StopVmProcesses>) host.stop_vm_processes(c.vm_id);
+        else if constexpr (std::is_same_v<C, ContinueVmProcesses>) host.continue_vm_processes(c.vm_id);
+        else if constexpr (std::is_same_v<C, KillVmProcesses>) host.kill_vm_processes(c.vm_id);
+        else if constexpr (std::is_same_v<C, SaveState>) host.save_state(c.text);
+        else if constexpr (std::is_same_v<C, SaveAuthorizedKeys>) host.save_authorized_keys(c.text);
+        else if constexpr (std::is_same_v<C, OpenSshEndpoint>) result.ssh_port = host.open_ssh_endpoint(c.vm_id, c.port);
+        else if constexpr (std::is_same_v<C, CloseSshConnections>) host.close_ssh_connections(c.vm_id);
+        else if constexpr (std::is_same_v<C, CloseSshEndpoint>) host.close_ssh_endpoint(c.vm_id);
+        else static_assert(sizeof(C) == 0, "a host command without its VmHost call");
+      },
+      command);
+  return result;
+}
+
+std::vector<HostResult> run_host_plan(VmHost& host, const HostPlan& plan) {
+  std::vector<HostResult> results;
+  results.reserve(plan.size());
+  for (const HostCommand& command : plan) results.push_back(run_host_command(host, command));
+  return results;
+}
 
 }  // namespace exedev::emulator

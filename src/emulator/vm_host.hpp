@@ -1,7 +1,8 @@
 #pragma once
 // What the lobby asks of the machine it emulates VMs on: the VMs' directories, their processes
-// and the persisted state. The lobby (lobby.hpp) decides; a VmHost does the blocking work, never
-// under the lobby's mutex. FileVmHost is the real one; the unit tests use an in-memory fake.
+// and the persisted state. The lobby (lobby.hpp) decides and answers a plan of HostCommands, plain
+// data; the server runs each plan on a VmHost (run_host_plan), in the order the plans were made.
+// FileVmHost is the real host; the unit tests use an in-memory fake.
 
 #include <cstdint>
 #include <filesystem>
@@ -9,6 +10,8 @@
 #include <optional>
 #include <string>
 #include <system_error>
+#include <variant>
+#include <vector>
 
 namespace exedev::emulator {
 
@@ -63,6 +66,79 @@ class VmHost {
   /// Closes the VM's SSH endpoint and its connections (rm).
   virtual void close_ssh_endpoint(const std::string& vm_id) = 0;
 };
+
+// ---------------------------------------------------------------------------------------------
+// Host commands: one per blocking VmHost operation the lobby plans, compared by value in tests.
+
+/// Makes `dir` and `dir/home` (new).
+struct CreateVmDirectory {
+  std::filesystem::path dir;
+  bool operator==(const CreateVmDirectory&) const = default;
+};
+/// Copies a VM's directory to a new one (cp); reports the error that left nothing at `to`.
+struct CopyVmDirectory {
+  std::filesystem::path from;
+  std::filesystem::path to;
+  bool operator==(const CopyVmDirectory&) const = default;
+};
+struct RemoveVmDirectory {
+  std::filesystem::path dir;
+  bool operator==(const RemoveVmDirectory&) const = default;
+};
+struct StopVmProcesses {
+  std::string vm_id;
+  bool operator==(const StopVmProcesses&) const = default;
+};
+struct ContinueVmProcesses {
+  std::string vm_id;
+  bool operator==(const ContinueVmProcesses&) const = default;
+};
+struct KillVmProcesses {
+  std::string vm_id;
+  bool operator==(const KillVmProcesses&) const = default;
+};
+/// Replaces the persisted state with `text`, the state as it was when the plan was made.
+struct SaveState {
+  std::string text;
+  bool operator==(const SaveState&) const = default;
+};
+struct SaveAuthorizedKeys {
+  std::string text;
+  bool operator==(const SaveAuthorizedKeys&) const = default;
+};
+/// Serves the VM's SSH endpoint on `port` (0: any); reports the port it got.
+struct OpenSshEndpoint {
+  std::string vm_id;
+  std::uint16_t port = 0;
+  bool operator==(const OpenSshEndpoint&) const = default;
+};
+struct CloseSshConnections {
+  std::string vm_id;
+  bool operator==(const CloseSshConnections&) const = default;
+};
+struct CloseSshEndpoint {
+  std::string vm_id;
+  bool operator==(const CloseSshEndpoint&) const = default;
+};
+
+using HostCommand = std::variant<CreateVmDirectory, CopyVmDirectory, RemoveVmDirectory, StopVmProcesses,
+                                 ContinueVmProcesses, KillVmProcesses, SaveState, SaveAuthorizedKeys, OpenSshEndpoint,
+                                 CloseSshConnections, CloseSshEndpoint>;
+/// Host commands to run in order.
+using HostPlan = std::vector<HostCommand>;
+
+/// What a host command reports back: the error of a failed CopyVmDirectory, the port an
+/// OpenSshEndpoint got; nothing for the others.
+struct HostResult {
+  std::error_code error;
+  std::uint16_t ssh_port = 0;
+  bool operator==(const HostResult&) const = default;
+};
+
+/// Runs one command on `host`. Throws what the host throws.
+HostResult run_host_command(VmHost& host, const HostCommand& command);
+/// Runs the plan's commands in order; returns their results, one per command.
+std::vector<HostResult> run_host_plan(VmHost& host, const HostPlan& plan);
 
 /// The host of a real emulator: a state directory (`emulator-state.json`, `vms/<id>/`) and the
 /// processes found by their EXEDEV_EMULATOR_VM marker (processes.hpp).

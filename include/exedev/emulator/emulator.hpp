@@ -5,7 +5,7 @@
 // can be tested against every plausible production behaviour.
 //
 // Thread safety: every member function may be called from any thread while the server runs on
-// its own thread.
+// its own thread; those that read or change the state run on that thread (docs/emulator.md).
 
 #include <chrono>
 #include <cstdint>

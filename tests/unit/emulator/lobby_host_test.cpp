@@ -1,8 +1,8 @@
-// The lobby on an in-memory host (fake_vm_host.hpp): no sockets, no processes, no filesystem.
-// What each command asks of the host, what it must not ask, when the state is saved, and that
-// host work runs without the lobby's mutex, in the order of the state changes.
+// The lobby on an in-memory host (fake_vm_host.hpp): no sockets, no processes, no filesystem, no
+// threads, no clock. What each command plans for the host, as data and as the calls its plan
+// makes, what it must not ask, when the state is saved, the exchange of new and cp with the host,
+// and that the time is the one the test gives.
 #include "emulator/lobby.hpp"
-#include "emulator/turns.hpp"
 #include "fake_vm_host.hpp"
 #include "lobby_fixture.hpp"
 
@@ -11,9 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <future>
 #include <string>
-#include <thread>
 #include <vector>
 
 using namespace exedev::emulator;
@@ -23,16 +21,12 @@ using Calls = std::vector<std::string>;
 
 namespace {
 
-/// A bound on waits that only a failing test reaches.
-constexpr auto failure_bound = 20s;
-
 struct FakeFixture : LobbyDriver {
-  FakeVmHost host;
+  FakeVmHost fake;
 
-  FakeFixture() {
-    lobby = std::make_unique<Lobby>(LobbyConfig{}, host);
-    token = lobby->default_token();
-    host.clear_calls();
+  FakeFixture() : LobbyDriver(fake) {
+    start();
+    fake.clear_calls();
   }
   ~FakeFixture() { lobby.reset(); }
 
@@ -45,27 +39,39 @@ struct FakeFixture : LobbyDriver {
   /// `new --name=<vm>`, then forgets the host calls it made.
   void make(const std::string& vm) {
     ok("new --name=" + vm);
-    host.clear_calls();
+    fake.clear_calls();
+  }
+  /// The step `line` answers, its plan not run.
+  Step step(const std::string& line) {
+    auto prepared = lobby->prepare(token, line);
+    REQUIRE(std::holds_alternative<Prepared>(prepared));
+    return lobby->execute(std::get<Prepared>(prepared), now.steady, now);
   }
 };
+
+/// The state a SaveState carries, parsed.
+Json saved(const HostCommand& command) {
+  REQUIRE(std::holds_alternative<SaveState>(command));
+  return Json::parse(std::get<SaveState>(command).text);
+}
 
 }  // namespace
 
 TEST_CASE("lobby on a fake host: new asks for the VM's directory, then saves the state", "[lobby][host]") {
   FakeFixture f;
   CHECK(f.ok("new --name=first-vm").at("vm_name") == "first-vm");
-  const auto vm = f.lobby->vm("first-vm");
+  const auto vm = f.vm("first-vm");
   REQUIRE(vm);
   CHECK(vm->dir == f.dir("first-vm"));
   CHECK(vm->home == vm->dir / "home");
-  CHECK(f.host.calls() == Calls{"create " + f.dir("first-vm"), "open ssh " + f.id("first-vm") + " 0", "save"});
-  CHECK(nlohmann::json::parse(*f.host.saved_state()).at("vms").at(0).at("name") == "first-vm");
+  CHECK(f.fake.calls() == Calls{"create " + f.dir("first-vm"), "open ssh " + f.id("first-vm") + " 0", "save"});
+  CHECK(nlohmann::json::parse(*f.fake.saved_state()).at("vms").at(0).at("name") == "first-vm");
 
-  f.host.clear_calls();
+  f.fake.clear_calls();
   CHECK(f.error("new --name=first-vm") == "VM name \"first-vm\" is not available");
   CHECK(f.error("new --name=Bad").rfind("invalid VM name", 0) == 0);
   CHECK(f.ok("ls").at("vms").size() == 1);
-  CHECK(f.host.calls().empty());
+  CHECK(f.fake.calls().empty());
 }
 
 TEST_CASE("lobby on a fake host: cp copies the source's directory; a failed copy leaves no VM", "[lobby][host]") {
@@ -73,21 +79,21 @@ TEST_CASE("lobby on a fake host: cp copies the source's directory; a failed copy
   f.make("source-vm");
   CHECK(f.ok("cp source-vm copy-vm").at("name") == "copy-vm");
   CHECK(f.id("copy-vm") != f.id("source-vm"));
-  CHECK(f.host.calls() ==
+  CHECK(f.fake.calls() ==
         Calls{"copy " + f.dir("source-vm") + " " + f.dir("copy-vm"), "open ssh " + f.id("copy-vm") + " 0", "save"});
 
-  f.host.clear_calls();
-  f.host.copy_error = std::make_error_code(std::errc::no_space_on_device);
+  f.fake.clear_calls();
+  f.fake.copy_error = std::make_error_code(std::errc::no_space_on_device);
   const std::string message = f.error("cp source-vm broken-copy");
   CHECK(message.rfind("failed to copy \"source-vm\": ", 0) == 0);
   CHECK(message.find(std::make_error_code(std::errc::no_space_on_device).message()) != std::string::npos);
-  CHECK_FALSE(f.lobby->vm("broken-copy"));
-  const Calls calls = f.host.calls();
+  CHECK_FALSE(f.vm("broken-copy"));
+  const Calls calls = f.fake.calls();
   REQUIRE(calls.size() == 1);  // the copy, and no endpoint, no save
   CHECK(calls[0].rfind("copy " + f.dir("source-vm") + " /fake/vms/", 0) == 0);
 
   // The name a failed copy reserved is free again.
-  f.host.copy_error = {};
+  f.fake.copy_error = {};
   CHECK(f.ok("cp source-vm broken-copy").at("name") == "broken-copy");
 }
 
@@ -100,11 +106,11 @@ TEST_CASE("lobby on a fake host: rm kills each VM's processes, removes its direc
   const Reply removed = f.exec("rm rm-one nosuch-vm rm-two");
   CHECK(removed.status == 200);
   CHECK(removed.body.find("\"deleted\":[\"rm-one\",\"rm-two\"]") != std::string::npos);
-  CHECK(f.host.calls() ==
+  CHECK(f.fake.calls() ==
         Calls{"close ssh " + one, "kill " + one, "remove /fake/vms/" + one, "close ssh " + two, "kill " + two,
               "remove /fake/vms/" + two, "save"});
-  CHECK(f.lobby->vms().empty());
-  CHECK(nlohmann::json::parse(*f.host.saved_state()).at("vms").empty());
+  CHECK(f.vms().empty());
+  CHECK(nlohmann::json::parse(*f.fake.saved_state()).at("vms").empty());
 }
 
 TEST_CASE("lobby on a fake host: rename keeps the VM's id and directory and only saves", "[lobby][host]") {
@@ -113,8 +119,8 @@ TEST_CASE("lobby on a fake host: rename keeps the VM's id and directory and only
   const auto id = f.id("old-name");
   CHECK(f.ok("rename old-name new-name").at("status") == "renamed");
   CHECK(f.id("new-name") == id);
-  CHECK(f.lobby->vm("new-name")->dir == "/fake/vms/" + id);
-  CHECK(f.host.calls() == Calls{"save"});
+  CHECK(f.vm("new-name")->dir == "/fake/vms/" + id);
+  CHECK(f.fake.calls() == Calls{"save"});
 }
 
 TEST_CASE("lobby on a fake host: pause, resume, restart and ssh to a paused VM signal its processes", "[lobby][host]") {
@@ -122,29 +128,29 @@ TEST_CASE("lobby on a fake host: pause, resume, restart and ssh to a paused VM s
   f.make("signal-vm");
   const auto id = f.id("signal-vm");
   f.ok("pause signal-vm");
-  CHECK(f.host.calls() == Calls{"disconnect ssh " + id, "stop " + id, "stopped " + id, "save"});
-  f.host.clear_calls();
+  CHECK(f.fake.calls() == Calls{"disconnect ssh " + id, "stop " + id, "save"});
+  f.fake.clear_calls();
   f.ok("resume signal-vm");
-  CHECK(f.host.calls() == Calls{"continue " + id, "save"});
-  f.host.clear_calls();
+  CHECK(f.fake.calls() == Calls{"continue " + id, "save"});
+  f.fake.clear_calls();
   f.ok("restart signal-vm");
-  CHECK(f.host.calls() == Calls{"disconnect ssh " + id, "kill " + id, "save"});
+  CHECK(f.fake.calls() == Calls{"disconnect ssh " + id, "kill " + id, "save"});
 
-  f.host.clear_calls();
+  f.fake.clear_calls();
   auto plan = f.run("ssh signal-vm true");
   REQUIRE(std::holds_alternative<SshPlan>(plan));
   CHECK(std::get<SshPlan>(plan).vm_id == id);
-  CHECK(std::get<SshPlan>(plan).home == f.lobby->vm("signal-vm")->home);
-  CHECK(f.host.calls().empty());  // the server runs the command; the lobby asks nothing
+  CHECK(std::get<SshPlan>(plan).home == f.vm("signal-vm")->home);
+  CHECK(f.fake.calls().empty());  // the server runs the command; the lobby asks nothing
 
   Modes modes;
   modes.paused_vm_ssh = PausedVmSsh::auto_resume;
   f.lobby->set_modes(modes);
   f.ok("pause signal-vm");
-  f.host.clear_calls();
+  f.fake.clear_calls();
   REQUIRE(std::holds_alternative<SshPlan>(f.run("ssh signal-vm true")));
-  CHECK(f.host.calls() == Calls{"continue " + id, "save"});
-  CHECK(f.lobby->vm("signal-vm")->status == "running");
+  CHECK(f.fake.calls() == Calls{"continue " + id, "save"});
+  CHECK(f.vm("signal-vm")->status == "running");
 }
 
 TEST_CASE("lobby on a fake host: a command on a missing VM fails and asks nothing of the host", "[lobby][host]") {
@@ -158,8 +164,8 @@ TEST_CASE("lobby on a fake host: a command on a missing VM fails and asks nothin
   CHECK(f.error("ssh nosuch-vm true") == "VM \"nosuch-vm\" not found");
   CHECK(f.error("tag nosuch-vm a") == "vm \"nosuch-vm\" not found");
   CHECK(f.ok("rm nosuch-vm") == Json{{"deleted", Json::array()}, {"failed", {"nosuch-vm"}}});
-  CHECK(f.host.calls().empty());
-  CHECK(f.lobby->vm("present-vm"));
+  CHECK(f.fake.calls().empty());
+  CHECK(f.vm("present-vm"));
 }
 
 TEST_CASE("lobby on a fake host: tag-scoped keys are refused before any host work", "[lobby][host]") {
@@ -168,9 +174,9 @@ TEST_CASE("lobby on a fake host: tag-scoped keys are refused before any host wor
   TokenSpec spec;
   spec.tag = "agents";
   spec.cmds = std::vector<std::string>{"new", "ls", "rm", "cp", "tag", "pause", "resize"};
-  const std::string scoped = f.lobby->issue_token(spec);
+  const std::string scoped = f.issue_token(spec);
   f.ok("new --name=inside-vm", scoped);
-  f.host.clear_calls();
+  f.fake.clear_calls();
 
   // Commands exe.dev does not mark AllowTagScoped: refused even on the key's own VMs.
   CHECK(f.error("pause inside-vm", 422, scoped) == "command not allowed by SSH key permissions");
@@ -180,9 +186,9 @@ TEST_CASE("lobby on a fake host: tag-scoped keys are refused before any host wor
   CHECK(f.error("cp outside-vm", 422, scoped) == "VM \"outside-vm\" not found");
   CHECK(f.error("new --tag=other", 422, scoped) == "--tag SSH key scoped to tag \"agents\" can only use --tag=agents");
   CHECK(f.error("tag inside-vm x", 422, scoped) == "SSH key scoped to tag \"agents\" cannot modify tags");
-  CHECK(f.host.calls().empty());
-  CHECK(f.lobby->vm("outside-vm"));
-  CHECK(f.lobby->vm("inside-vm")->status == "running");
+  CHECK(f.fake.calls().empty());
+  CHECK(f.vm("outside-vm"));
+  CHECK(f.vm("inside-vm")->status == "running");
 }
 
 TEST_CASE("lobby on a fake host: a rate-limited request is answered 429 before its command runs", "[lobby][host]") {
@@ -191,32 +197,31 @@ TEST_CASE("lobby on a fake host: a rate-limited request is answered 429 before i
   modes.rate_limit = {true, 1, 0.001, 10};
   f.lobby->set_modes(modes);
   f.ok("new --name=allowed-vm");
-  f.host.clear_calls();
+  f.fake.clear_calls();
   const Reply refused = f.exec("new --name=refused-vm");
   CHECK(refused.status == 429);
   CHECK(refused.body == "{\"error\":\"rate limit exceeded\"}\n");
-  CHECK_FALSE(f.lobby->vm("refused-vm"));
-  CHECK(f.host.calls().empty());
+  CHECK_FALSE(f.vm("refused-vm"));
+  CHECK(f.fake.calls().empty());
   // Another token has its own bucket.
-  const auto other = f.lobby->issue_token({});
-  f.host.clear_calls();
+  const auto other = f.issue_token({});
+  f.fake.clear_calls();
   CHECK(f.ok("new --name=other-vm", other).at("vm_name") == "other-vm");
-  CHECK(f.host.calls() == Calls{"create " + f.dir("other-vm"), "open ssh " + f.id("other-vm") + " 0", "save"});
+  CHECK(f.fake.calls() == Calls{"create " + f.dir("other-vm"), "open ssh " + f.id("other-vm") + " 0", "save"});
 }
 
 TEST_CASE("lobby on a fake host: changes save the state, reads do not, a new lobby loads it", "[lobby][host]") {
   FakeVmHost host;
-  auto lobby = std::make_unique<Lobby>(LobbyConfig{}, host);
+  LobbyDriver driver(host);
+  driver.start();
   // Nothing saved yet: the lobby saves its token, and the authorized_keys of its SSH keys.
   CHECK(host.calls() == Calls{"load", "save", "keys"});
-  LobbyDriver driver{std::move(lobby), {}};
-  driver.token = driver.lobby->default_token();
   host.clear_calls();
 
   driver.ok("new --name=kept-vm --tag=keep");
   driver.ok("comment kept-vm remember this");
   driver.ok("share set-public kept-vm");
-  const auto issued = driver.lobby->issue_token({});
+  const auto issued = driver.issue_token({});
   CHECK(host.calls() == Calls{"create /fake/vms/" + *driver.lobby->vm_id("kept-vm"), "open ssh " + *driver.lobby->vm_id("kept-vm") + " 0",
                              "save", "save", "save", "save"});
   host.clear_calls();
@@ -225,115 +230,164 @@ TEST_CASE("lobby on a fake host: changes save the state, reads do not, a new lob
   driver.ok("help");
   driver.ok("share show kept-vm");
   driver.ok("stat kept-vm");
-  CHECK(driver.lobby->vms().size() == 1);
+  CHECK(driver.vms().size() == 1);
   CHECK(host.calls().empty());
 
   // A restarted emulator: the same host, a new lobby.
   const std::string token = driver.token;
-  driver.lobby = std::make_unique<Lobby>(LobbyConfig{}, host);
+  driver.start();
   CHECK(driver.lobby->default_token() == token);
-  const auto vm = driver.lobby->vm("kept-vm");
+  const auto vm = driver.vm("kept-vm");
   REQUIRE(vm);
   CHECK(vm->tags == std::vector<std::string>{"keep"});
   CHECK(vm->comment == "remember this");
   CHECK(driver.ok("share show kept-vm").at("status") == "public");
-  CHECK(std::holds_alternative<std::string>(driver.lobby->authorize("POST", "Bearer " + issued)));
+  CHECK(std::holds_alternative<std::string>(driver.authorize("POST", "Bearer " + issued)));
 
-  // revoke_token saves; reload() reads what was saved, forgetting what was not.
-  host.clear_calls();
-  driver.lobby->revoke_token(issued);
-  CHECK(host.calls() == Calls{"save"});
-  host.clear_calls();
-  driver.lobby->reload();
-  CHECK(host.calls() == Calls{"load"});
-  CHECK(std::holds_alternative<Reply>(driver.lobby->authorize("POST", "Bearer " + issued)));
-  CHECK(driver.lobby->vm("kept-vm"));
+  // revoke_token plans a save; reload() reads the text it is given, as the host saved it.
+  const HostPlan revoked = driver.lobby->revoke_token(issued);
+  REQUIRE(revoked.size() == 1);
+  CHECK(std::holds_alternative<Reply>(driver.authorize("POST", "Bearer " + issued)));
+  driver.lobby->reload(host.saved_state());  // the revocation's plan never ran: forgotten
+  CHECK(std::holds_alternative<std::string>(driver.authorize("POST", "Bearer " + issued)));
+  driver.run_plan(driver.lobby->revoke_token(issued));
+  driver.lobby->reload(host.saved_state());
+  CHECK(std::holds_alternative<Reply>(driver.authorize("POST", "Bearer " + issued)));
+  CHECK(driver.vm("kept-vm"));
 
-  host.clear_calls();
-  driver.lobby->kill_all_processes();
-  CHECK(host.calls() == Calls{"kill " + *driver.lobby->vm_id("kept-vm")});
+  CHECK(driver.lobby->kill_all_processes() == HostPlan{KillVmProcesses{*driver.lobby->vm_id("kept-vm")}});
 }
 
 TEST_CASE("lobby on a fake host: unreadable saved state is an error that quotes nothing from it", "[lobby][host]") {
   FakeVmHost host;
-  host.set_saved_state("{\"token\":\"exe1.SECRETSECRETSECRETSECRETSE\",");
+  const Instant now{};
   try {
-    Lobby lobby(LobbyConfig{}, host);
+    Lobby lobby(LobbyConfig{}, host, std::string("{\"token\":\"exe1.SECRETSECRETSECRETSECRETSE\","), now);
     FAIL("the state was accepted");
   } catch (const std::runtime_error& e) {
     const std::string message = e.what();
     CHECK(message == "cannot read the emulator state in /fake/emulator-state.json: not valid JSON");
   }
-  host.set_saved_state("{\"vms\":[{\"id\":1}],\"keys\":[]}");
-  CHECK_THROWS_WITH(Lobby(LobbyConfig{}, host), Catch::StartsWith("cannot read the emulator state in /fake/emulator-state.json: "));
+  CHECK_THROWS_WITH(Lobby(LobbyConfig{}, host, std::string("{\"vms\":[{\"id\":1}],\"keys\":[]}"), now),
+                    Catch::StartsWith("cannot read the emulator state in /fake/emulator-state.json: "));
+  CHECK(host.calls().empty());  // the lobby reads the text it is given, never the host
 }
 
-TEST_CASE("lobby on a fake host: host work runs without the lobby's mutex", "[lobby][host]") {
+TEST_CASE("lobby on a fake host: a command answers its host work as data; the state changes at once", "[lobby][host]") {
   FakeFixture f;
   f.make("held-vm");
   const auto id = f.id("held-vm");
-  Gate gate;
-  f.host.on_call = [&](const std::string& call) {
-    if (call == "stop " + id) gate.hold();
-  };
-  auto pause = std::async(std::launch::async, [&] { return f.exec("pause held-vm"); });
-  REQUIRE(gate.wait_reached(failure_bound));
-  // While pause waits on the host, the lobby answers readers: its state says paused already.
-  auto reader = std::async(std::launch::async, [&] {
-    std::vector<std::string> seen;
-    seen.push_back(f.lobby->vm("held-vm")->status);
-    seen.push_back(std::holds_alternative<std::string>(f.lobby->authorize("POST", "Bearer " + f.token)) ? "authorized" : "refused");
-    return seen;
-  });
-  const bool answered = reader.wait_for(failure_bound) == std::future_status::ready;
-  gate.release();
-  CHECK(answered);
-  CHECK(reader.get() == std::vector<std::string>{"paused", "authorized"});
-  CHECK(pause.get().status == 200);
-  CHECK(f.host.calls() == Calls{"disconnect ssh " + id, "stop " + id, "stopped " + id, "save"});
+  const Step paused = f.step("pause held-vm");
+  REQUIRE(std::holds_alternative<Reply>(paused.answer));
+  CHECK(std::get<Reply>(paused.answer).status == 200);
+  REQUIRE(paused.plan.size() == 3);
+  CHECK(paused.plan[0] == HostCommand{CloseSshConnections{id}});
+  CHECK(paused.plan[1] == HostCommand{StopVmProcesses{id}});
+  CHECK(saved(paused.plan[2]).at("vms").at(0).at("status") == "paused");
+  // Nothing has run on the host, and the lobby answers readers from its state: paused already.
+  CHECK(f.fake.calls().empty());
+  CHECK(f.vm("held-vm")->status == "paused");
+  CHECK(std::holds_alternative<std::string>(f.authorize("POST", "Bearer " + f.token)));
+  f.run_plan(paused.plan);
+  CHECK(f.fake.calls() == Calls{"disconnect ssh " + id, "stop " + id, "save"});
 }
 
-TEST_CASE("lobby on a fake host: host work runs in the order of the state changes", "[lobby][host]") {
+TEST_CASE("lobby on a fake host: plans follow the order of the state changes", "[lobby][host]") {
   FakeFixture f;
   f.make("ordered-vm");
   const auto id = f.id("ordered-vm");
-  Gate gate;
-  f.host.on_call = [&](const std::string& call) {
-    if (call == "stop " + id) gate.hold();
-  };
-  auto pause = std::async(std::launch::async, [&] { return f.exec("pause ordered-vm"); });
-  REQUIRE(gate.wait_reached(failure_bound));
-  // resume changes the state at once (the VM is paused) but its SIGCONT waits for the stop.
-  auto resume = std::async(std::launch::async, [&] { return f.exec("resume ordered-vm"); });
-  const auto until = std::chrono::steady_clock::now() + failure_bound;
-  while (f.lobby->vm("ordered-vm")->status != "running" && std::chrono::steady_clock::now() < until) {
-    std::this_thread::yield();
-  }
-  CHECK(f.lobby->vm("ordered-vm")->status == "running");
-  CHECK(resume.wait_for(0s) == std::future_status::timeout);  // it answers after its host work
-  gate.release();
-  CHECK(pause.get().status == 200);
-  CHECK(resume.get().status == 200);
-  CHECK(f.host.calls() == Calls{"disconnect ssh " + id, "stop " + id, "stopped " + id, "save", "continue " + id, "save"});
+  // Two commands before any host work runs: each plan saves the state as its change left it.
+  const Step paused = f.step("pause ordered-vm");
+  const Step resumed = f.step("resume ordered-vm");
+  CHECK(f.vm("ordered-vm")->status == "running");
+  REQUIRE(resumed.plan.size() == 2);
+  CHECK(resumed.plan[0] == HostCommand{ContinueVmProcesses{id}});
+  CHECK(saved(paused.plan.back()).at("vms").at(0).at("status") == "paused");
+  CHECK(saved(resumed.plan.back()).at("vms").at(0).at("status") == "running");
+  // Run in the order made (as the server's strand runs them), the host ends with the newer state.
+  f.run_plan(paused.plan);
+  f.run_plan(resumed.plan);
+  CHECK(f.fake.calls() == Calls{"disconnect ssh " + id, "stop " + id, "save", "continue " + id, "save"});
+  CHECK(Json::parse(*f.fake.saved_state()).at("vms").at(0).at("status") == "running");
 }
 
-TEST_CASE("turn queue: a place's turn comes once every earlier place is released", "[lobby][host]") {
-  TurnQueue queue;
-  std::vector<int> order;
-  auto first = std::make_unique<TurnQueue::Place>(queue.take());
-  auto second = std::make_unique<TurnQueue::Place>(queue.take());
-  auto later = std::async(std::launch::async, [&] {
-    second->wait_for_turn();
-    order.push_back(2);
-  });
-  CHECK(later.wait_for(0s) == std::future_status::timeout);
-  order.push_back(1);
-  first.reset();  // released without waiting explicitly: the destructor takes the turn
-  later.get();
-  CHECK(order == std::vector<int>{1, 2});
-  second.reset();
-  auto third = queue.take();
-  third.wait_for_turn();  // nothing earlier is left: returns at once
+TEST_CASE("lobby on a fake host: new and cp answer once the host has made the VM", "[lobby][host]") {
+  FakeFixture f;
+  const Step made = f.step("new --name=two-step-vm");
+  REQUIRE(std::holds_alternative<AwaitHost>(made.answer));
+  const auto ticket = std::get<AwaitHost>(made.answer).ticket;
+  REQUIRE(made.plan.size() == 1);
+  REQUIRE(std::holds_alternative<CreateVmDirectory>(made.plan[0]));
+  const auto dir = std::get<CreateVmDirectory>(made.plan[0]).dir;
+  // Until the host has made it, the VM does not exist, yet its name is taken.
+  CHECK_FALSE(f.vm("two-step-vm"));
+  CHECK(f.error("new --name=two-step-vm") == "VM name \"two-step-vm\" is not available");
+
+  // The directory is made: the lobby asks for the VM's SSH endpoint.
+  const Step endpoint = f.lobby->resume(ticket, {HostResult{}}, f.now);
+  REQUIRE(std::holds_alternative<AwaitHost>(endpoint.answer));
+  CHECK(std::get<AwaitHost>(endpoint.answer).ticket == ticket);
+  REQUIRE(endpoint.plan.size() == 1);
+  const auto& open = std::get<OpenSshEndpoint>(endpoint.plan[0]);
+  CHECK(dir == "/fake/vms/" + open.vm_id);
+  CHECK(open.port == 0);
+
+  // The endpoint listens on 2345: the VM exists, is saved, and the reply names the port.
+  const Step answered = f.lobby->resume(ticket, {HostResult{{}, 2345}}, f.now);
+  REQUIRE(std::holds_alternative<Reply>(answered.answer));
+  CHECK(Json::parse(std::get<Reply>(answered.answer).body).at("ssh_port") == 2345);
+  REQUIRE(answered.plan.size() == 1);
+  CHECK(saved(answered.plan[0]).at("vms").at(0).at("ssh_port") == 2345);
+  CHECK(f.vm("two-step-vm"));
+  CHECK(f.fake.calls().empty());
+
+  // A failed copy answers its error and asks for no endpoint; the name it reserved is free again.
+  const Step copying = f.step("cp two-step-vm copy-vm");
+  const auto copy_ticket = std::get<AwaitHost>(copying.answer).ticket;
+  CHECK(std::get<CopyVmDirectory>(copying.plan.at(0)).from == dir);
+  const HostResult no_space{std::make_error_code(std::errc::no_space_on_device), 0};
+  const Step refused = f.lobby->resume(copy_ticket, {no_space}, f.now);
+  CHECK(refused.plan.empty());
+  REQUIRE(std::holds_alternative<Reply>(refused.answer));
+  CHECK(std::get<Reply>(refused.answer).status == 422);
+  CHECK_FALSE(f.vm("copy-vm"));
+  CHECK(std::holds_alternative<AwaitHost>(f.step("cp two-step-vm copy-vm").answer));
+
+  // A creation whose host work threw is abandoned: no VM, the name free.
+  const Step thrown = f.step("new --name=abandoned-vm");
+  f.lobby->abandon(std::get<AwaitHost>(thrown.answer).ticket);
+  CHECK_FALSE(f.vm("abandoned-vm"));
+  CHECK(f.ok("new --name=abandoned-vm").at("vm_name") == "abandoned-vm");
+}
+
+TEST_CASE("lobby on a fake host: the time is the one the lobby is given", "[lobby][host]") {
+  FakeFixture f;
+  Modes modes;
+  modes.boot_delay = 10s;
+  f.lobby->set_modes(modes);
+  f.make("clocked-vm");
+  const auto id = f.id("clocked-vm");
+  CHECK(f.vm("clocked-vm")->status == "creating");
+  CHECK_FALSE(f.lobby->ssh_route(id, f.now.wall));
+  CHECK(f.lobby->ssh_route(id, f.now.wall + 10s));
+  f.now.wall += 10s;
+  CHECK(f.vm("clocked-vm")->status == "running");
+
+  // cp's legacy answer measures `elapsed` from its first step to its last, on the steady time.
+  const Step copying = f.step("cp clocked-vm timed-copy");
+  const auto ticket = std::get<AwaitHost>(copying.answer).ticket;
+  f.lobby->resume(ticket, {HostResult{}}, f.now);
+  Instant later = f.now;
+  later.steady += 1500ms;
+  const Step answered = f.lobby->resume(ticket, {HostResult{{}, 2301}}, later);
+  CHECK(Json::parse(std::get<Reply>(answered.answer).body).at("elapsed") == 1.5);
+
+  // The lobby deadline runs from `started` to the `now` of the failed answer.
+  modes.lobby_deadline = 30s;
+  f.lobby->set_modes(modes);
+  const auto prepared = std::get<Prepared>(f.lobby->prepare(f.token, "pause nosuch-vm"));
+  CHECK(std::get<Reply>(f.lobby->execute(prepared, f.now.steady - 29s, f.now).answer).status == 422);
+  CHECK(std::get<Reply>(f.lobby->execute(prepared, f.now.steady - 30s, f.now).answer).status == 504);
 }
 
 TEST_CASE("lobby on a fake host: each VM's SSH endpoint is in its answers and decides its connections", "[lobby][host]") {
@@ -355,21 +409,23 @@ TEST_CASE("lobby on a fake host: each VM's SSH endpoint is in its answers and de
 
   // The route a connection gets: the VM's session while it runs, nothing while paused.
   const auto id = f.id("ssh-vm");
-  const auto route = f.lobby->ssh_route(id);
+  const auto route = f.lobby->ssh_route(id, f.now.wall);
   REQUIRE(route);
   CHECK(route->vm == "ssh-vm");
-  CHECK(route->home == f.lobby->vm("ssh-vm")->home);
+  CHECK(route->home == f.vm("ssh-vm")->home);
   f.ok("pause ssh-vm");
-  CHECK_FALSE(f.lobby->ssh_route(id));
+  CHECK_FALSE(f.lobby->ssh_route(id, f.now.wall));
   f.ok("resume ssh-vm");
-  CHECK(f.lobby->ssh_route(id));
-  CHECK_FALSE(f.lobby->ssh_route("no-such-id"));
+  CHECK(f.lobby->ssh_route(id, f.now.wall));
+  CHECK_FALSE(f.lobby->ssh_route("no-such-id", f.now.wall));
 
   // The port is persisted and served again after a restart (the same port asked for).
-  f.lobby = std::make_unique<Lobby>(LobbyConfig{}, f.host);
+  f.start();
   const auto endpoints = f.lobby->ssh_endpoints();
   CHECK(std::find(endpoints.begin(), endpoints.end(), std::pair<std::string, std::uint16_t>(id, 2201)) != endpoints.end());
-  f.lobby->set_ssh_port(id, 2301);
+  const Json stored = saved(f.lobby->set_ssh_port(id, 2301).at(0)).at("vms");
+  CHECK(std::any_of(stored.begin(), stored.end(), [&](const Json& vm) { return vm.at("id") == id && vm.at("ssh_port") == 2301; }));
+  CHECK(f.lobby->set_ssh_port(id, 2301).empty());  // no change, nothing to save
   CHECK(f.ok("ls ssh-vm").at("vms").at(0).at("ssh_port") == 2301);
 }
 
@@ -377,10 +433,10 @@ TEST_CASE("lobby on a fake host: ssh-key add and remove rewrite authorized_keys"
   FakeFixture f;
   const std::string key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEXxjFCV/Ox+etysxQ+wLsYP4mbIVxXgyly9Hs2zDHac";
   f.ok("ssh-key add '" + key + " my laptop'");
-  CHECK(f.host.calls() == Calls{"keys", "save"});
-  CHECK(f.host.authorized_keys() == key + " my-laptop\n");
-  f.host.clear_calls();
+  CHECK(f.fake.calls() == Calls{"keys", "save"});
+  CHECK(f.fake.authorized_keys() == key + " my-laptop\n");
+  f.fake.clear_calls();
   f.ok("ssh-key remove my-laptop");
-  CHECK(f.host.calls() == Calls{"keys", "save"});
-  CHECK(f.host.authorized_keys().empty());
+  CHECK(f.fake.calls() == Calls{"keys", "save"});
+  CHECK(f.fake.authorized_keys().empty());
 }

@@ -17,31 +17,31 @@ using namespace std::chrono_literals;
 TEST_CASE("lobby: check order and error statuses", "[lobby]") {
   Fixture f;
   SECTION("405 with Allow") {
-    auto reply = std::get<Reply>(f.lobby->authorize("GET", "Bearer " + f.token));
+    auto reply = std::get<Reply>(f.authorize("GET", "Bearer " + f.token));
     CHECK(reply.status == 405);
     CHECK(header(reply, "Allow") == "POST");
     CHECK(reply.body == "{\"error\":\"method not allowed\"}\n");
   }
   SECTION("401 for a missing, malformed or unknown token; scheme is case-insensitive") {
     for (const char* bad : {"", "Basic abc", "Bearer", "Bearer   ", "Bearerexe1.X"}) {
-      auto reply = std::get<Reply>(f.lobby->authorize("POST", bad));
+      auto reply = std::get<Reply>(f.authorize("POST", bad));
       CHECK(reply.status == 401);
       CHECK(header(reply, "WWW-Authenticate") == "Bearer");
       CHECK(reply.body == "{\"error\":\"missing or invalid Authorization header\"}\n");
     }
-    auto unknown = std::get<Reply>(f.lobby->authorize("POST", "Bearer exe1.AAAAAAAAAAAAAAAAAAAAAAAAAA"));
+    auto unknown = std::get<Reply>(f.authorize("POST", "Bearer exe1.AAAAAAAAAAAAAAAAAAAAAAAAAA"));
     CHECK(unknown.status == 401);
-    CHECK(std::holds_alternative<std::string>(f.lobby->authorize("POST", "bEaReR  " + f.token + " ")));
+    CHECK(std::holds_alternative<std::string>(f.authorize("POST", "bEaReR  " + f.token + " ")));
   }
   SECTION("expired token 401, expired key 403") {
     TokenSpec expired;
-    expired.expires_at = std::chrono::system_clock::now() - 1s;
-    auto reply = std::get<Reply>(f.lobby->authorize("POST", "Bearer " + f.lobby->issue_token(expired)));
+    expired.expires_at = f.now.wall - 1s;
+    auto reply = std::get<Reply>(f.authorize("POST", "Bearer " + f.issue_token(expired)));
     CHECK(reply.status == 401);
     CHECK(reply.body == "{\"error\":\"invalid token: token has expired\"}\n");
     TokenSpec key_expired;
-    key_expired.key_expires_at = std::chrono::system_clock::now() - 1s;
-    reply = std::get<Reply>(f.lobby->authorize("POST", "Bearer " + f.lobby->issue_token(key_expired)));
+    key_expired.key_expires_at = f.now.wall - 1s;
+    reply = std::get<Reply>(f.authorize("POST", "Bearer " + f.issue_token(key_expired)));
     CHECK(reply.status == 403);
     CHECK(reply.body == "{\"error\":\"SSH key has expired\"}\n");
   }
@@ -49,9 +49,9 @@ TEST_CASE("lobby: check order and error statuses", "[lobby]") {
     Modes modes;
     modes.rate_limit = {true, 2, 0.001, 10};
     f.lobby->set_modes(modes);
-    CHECK(std::holds_alternative<std::string>(f.lobby->authorize("POST", "Bearer " + f.token)));
-    CHECK(std::holds_alternative<std::string>(f.lobby->authorize("POST", "Bearer " + f.token)));
-    auto reply = std::get<Reply>(f.lobby->authorize("POST", "Bearer " + f.token));
+    CHECK(std::holds_alternative<std::string>(f.authorize("POST", "Bearer " + f.token)));
+    CHECK(std::holds_alternative<std::string>(f.authorize("POST", "Bearer " + f.token)));
+    auto reply = std::get<Reply>(f.authorize("POST", "Bearer " + f.token));
     CHECK(reply.status == 429);
     CHECK(reply.body == "{\"error\":\"rate limit exceeded\"}\n");
   }
@@ -64,21 +64,21 @@ TEST_CASE("lobby: check order and error statuses", "[lobby]") {
     // Words that lex to nothing leave no command (exe.dev checks again after splitting).
     CHECK(f.error("''", 400) == "missing command in request body");
     CHECK(f.error("\"\" ''", 400) == "missing command in request body");
-    const auto limited = f.lobby->issue_token({});  // the defaults: no rm, no ssh
+    const auto limited = f.issue_token({});  // the defaults: no rm, no ssh
     CHECK(f.error("rm x", 403, limited) == "command not allowed by token permissions");
     CHECK(f.error("ssh x true", 403, limited) == "command not allowed by token permissions");
     CHECK(f.ok("ls", limited).contains("vms"));
     TokenSpec none;
     none.cmds = std::vector<std::string>{};
-    CHECK(f.error("ls", 403, f.lobby->issue_token(none)) == "command not allowed by token permissions");
+    CHECK(f.error("ls", 403, f.issue_token(none)) == "command not allowed by token permissions");
   }
   SECTION("a failed command after the lobby deadline answers 504") {
     auto prepared = std::get<Prepared>(f.lobby->prepare(f.token, "rm"));
-    auto reply = std::get<Reply>(f.lobby->execute(prepared, Lobby::Clock::now() - 31s));
+    auto reply = std::get<Reply>(f.complete(f.lobby->execute(prepared, f.now.steady - 31s, f.now)));
     CHECK(reply.status == 504);
     CHECK(reply.body == "{\"error\":\"command timed out\"}\n");
-    auto success = std::get<Reply>(f.lobby->execute(std::get<Prepared>(f.lobby->prepare(f.token, "ls")),
-                                                    Lobby::Clock::now() - 31s));
+    auto success = std::get<Reply>(f.complete(f.lobby->execute(std::get<Prepared>(f.lobby->prepare(f.token, "ls")),
+                                                               f.now.steady - 31s, f.now)));
     CHECK(success.status == 200);
   }
 }
@@ -147,8 +147,8 @@ TEST_CASE("lobby: new, ls, cp, rm JSON", "[lobby]") {
   CHECK(copied.at("source") == "alpha-one");
   CHECK(copied.at("ssh") == "alpha-copy.exe.xyz");
   CHECK(copied.at("elapsed").is_number());
-  CHECK(f.lobby->vm("alpha-copy")->tags.empty());
-  CHECK(f.lobby->vm("alpha-copy")->comment == "hello there");
+  CHECK(f.vm("alpha-copy")->tags.empty());
+  CHECK(f.vm("alpha-copy")->comment == "hello there");
   CHECK(f.error("cp alpha-one alpha-copy") == "name \"alpha-copy\" is not available");
   CHECK(f.error("cp nosuch-vm") == "VM \"nosuch-vm\" not found");
   Modes modes;
@@ -165,7 +165,7 @@ TEST_CASE("lobby: new, ls, cp, rm JSON", "[lobby]") {
   CHECK(removed.body ==
         "{\"error\":\"VM \\\"nosuch-vm\\\" not found\"}\n{\"deleted\":[\"beta-two\"],\"failed\":[\"nosuch-vm\"]}\n");
   CHECK(f.error("rm") == "please specify at least one VM name to delete");
-  CHECK_FALSE(f.lobby->vm("beta-two"));
+  CHECK_FALSE(f.vm("beta-two"));
 }
 
 TEST_CASE("lobby: boot delay shows creating, then running", "[lobby]") {
@@ -182,6 +182,10 @@ TEST_CASE("lobby: boot delay shows creating, then running", "[lobby]") {
   REQUIRE(std::holds_alternative<SshPlan>(outcome));
   CHECK(std::get<SshPlan>(outcome).answer_without_running);
   CHECK(f.error("ssh slow-boot echo token-1").rfind("failed to connect to VM: ", 0) == 0);
+  // The lobby reads no clock: the VM runs once the time it is told passes the boot delay.
+  f.now.wall += 1h;
+  CHECK(f.ok("ls").at("vms").at(0).at("status") == "running");
+  CHECK(std::holds_alternative<SshPlan>(f.run("ssh slow-boot echo token-1")));
 }
 
 TEST_CASE("lobby: pause, resume, restart, tag, comment, whoami, ssh", "[lobby]") {
@@ -226,7 +230,7 @@ TEST_CASE("lobby: pause, resume, restart, tag, comment, whoami, ssh", "[lobby]")
   f.lobby->set_modes(modes);
   f.ok("pause gamma-vm");
   CHECK(std::holds_alternative<SshPlan>(f.run("ssh gamma-vm true")));
-  CHECK(f.lobby->vm("gamma-vm")->status == "running");
+  CHECK(f.vm("gamma-vm")->status == "running");
 }
 
 TEST_CASE("lobby: tag-scoped tokens", "[lobby]") {
@@ -236,7 +240,7 @@ TEST_CASE("lobby: tag-scoped tokens", "[lobby]") {
   spec.tag = "agents";
   spec.cmds = std::vector<std::string>{"new", "ls", "ssh", "rm", "cp", "tag", "comment", "ssh-key generate-api-key",
                                        "whoami", "pause", "resume", "restart"};
-  const std::string scoped = f.lobby->issue_token(spec);
+  const std::string scoped = f.issue_token(spec);
 
   CHECK(f.ok("new --name=inside-vm", scoped).at("tags") == Json::array({"agents"}));
   CHECK(f.ok("new --name=inside-two --tag=agents", scoped).at("tags") == Json::array({"agents"}));
@@ -250,7 +254,7 @@ TEST_CASE("lobby: tag-scoped tokens", "[lobby]") {
   CHECK(f.ok("rm outside-vm inside-two", scoped) == Json{{"deleted", {"inside-two"}}, {"failed", {"outside-vm"}}});
   f.ok("tag outside-vm zzz");
   CHECK(f.ok("cp inside-vm inside-copy --copy-tags=false", scoped).at("name") == "inside-copy");
-  CHECK(f.lobby->vm("inside-copy")->tags == std::vector<std::string>{"agents"});
+  CHECK(f.vm("inside-copy")->tags == std::vector<std::string>{"agents"});
   CHECK(f.ok("whoami", scoped).at("ssh_keys").size() == 1);
   // Deny-by-default: commands not marked AllowTagScoped are refused even on the key's own VMs.
   CHECK(f.error("pause inside-vm", 422, scoped) == "command not allowed by SSH key permissions");
@@ -281,7 +285,7 @@ TEST_CASE("lobby: ssh-key generate-api-key and its inheritance rules", "[lobby]"
   TokenSpec spec;
   spec.cmds = std::vector<std::string>{"ls", "ssh-key generate-api-key"};
   spec.tag = "team";
-  const auto parent = f.lobby->issue_token(spec);
+  const auto parent = f.issue_token(spec);
   CHECK(f.error("ssh-key generate-api-key --label=x1 --cmds=rm", 422, parent).rfind("--cmds must be a subset", 0) == 0);
   CHECK(f.error("ssh-key generate-api-key --label=x2 --tag=other", 422, parent).rfind("SSH key scoped to tag", 0) == 0);
   const std::string inherited = f.ok("ssh-key generate-api-key --label=x3", parent).at("token");
@@ -293,7 +297,7 @@ TEST_CASE("lobby: ssh-key generate-api-key and its inheritance rules", "[lobby]"
   f.ok("new --name=only-this");
   TokenSpec one;
   one.cmds = std::vector<std::string>{"ssh only-this"};
-  const auto single = f.lobby->issue_token(one);
+  const auto single = f.issue_token(one);
   CHECK(std::holds_alternative<SshPlan>(f.run("ssh only-this true", single)));
   CHECK(f.error("ssh not-team true", 403, single) == "command not allowed by token permissions");
 }
@@ -312,15 +316,15 @@ TEST_CASE("lobby: help", "[lobby]") {
 TEST_CASE("lobby: state survives a restart", "[lobby]") {
   Fixture f;
   f.ok("new --name=persist-me --tag=keep --comment=remember");
-  const auto issued = f.lobby->issue_token({});
+  const auto issued = f.issue_token({});
   f.restart();
   CHECK(f.lobby->default_token() == f.token);
-  const auto vm = f.lobby->vm("persist-me");
+  const auto vm = f.vm("persist-me");
   REQUIRE(vm);
   CHECK(vm->tags == std::vector<std::string>{"keep"});
   CHECK(vm->comment == "remember");
   CHECK(std::filesystem::is_directory(vm->home));
-  CHECK(std::holds_alternative<std::string>(f.lobby->authorize("POST", "Bearer " + issued)));
+  CHECK(std::holds_alternative<std::string>(f.authorize("POST", "Bearer " + issued)));
 }
 
 TEST_CASE("lobby: a corrupt state file is a clear error that quotes nothing from it", "[lobby]") {
@@ -328,7 +332,7 @@ TEST_CASE("lobby: a corrupt state file is a clear error that quotes nothing from
   std::ofstream(dir / "emulator-state.json") << "{\"token\":\"exe1.SECRETSECRETSECRETSECRETSE\",";
   try {
     FileVmHost host(dir);
-    Lobby lobby(LobbyConfig{}, host);
+    Lobby lobby(LobbyConfig{}, host, host.load_state(), Instant::now());
     FAIL("the state was accepted");
   } catch (const std::runtime_error& e) {
     const std::string message = e.what();

@@ -119,7 +119,7 @@ TEST_CASE("lobby: ssh-key remove by name, fingerprint or public key, in exe.dev'
   CHECK(f.error("ssh-key remove") == "please specify a key to remove (name, fingerprint, or full public key)");
 
   // An API key is a key of the account too: removing it ends its token.
-  const std::string token = f.lobby->issue_token(TokenSpec{.label = "ci-key"});
+  const std::string token = f.issue_token(TokenSpec{.label = "ci-key"});
   CHECK(f.exec("whoami", token).status == 200);
   CHECK(f.ok("ssh-key remove ci-key").at("status") == "deleted");
   CHECK(f.exec("whoami", token).status == 401);

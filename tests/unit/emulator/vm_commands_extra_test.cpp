@@ -40,11 +40,11 @@ TEST_CASE("lobby: resize changes what ls reports, with exe.dev's limits and mess
 TEST_CASE("lobby: rename renames the VM; its processes and directory stay", "[lobby]") {
   Fixture f;
   f.ok("new --name=old-name");
-  const auto home = f.lobby->vm("old-name")->home;
+  const auto home = f.vm("old-name")->home;
   CHECK(f.exec("rename old-name new-name").body == "{\"new_name\":\"new-name\",\"old_name\":\"old-name\",\"status\":\"renamed\"}\n");
-  CHECK_FALSE(f.lobby->vm("old-name"));
-  REQUIRE(f.lobby->vm("new-name"));
-  CHECK(f.lobby->vm("new-name")->home == home);
+  CHECK_FALSE(f.vm("old-name"));
+  REQUIRE(f.vm("new-name"));
+  CHECK(f.vm("new-name")->home == home);
   CHECK(f.ok("ls").at("vms").at(0).at("vm_name") == "new-name");
   CHECK(f.ok("ls old-name").at("vms").empty());
   CHECK(f.error("ssh old-name true") == "VM \"old-name\" not found");
@@ -60,7 +60,7 @@ TEST_CASE("lobby: rename renames the VM; its processes and directory stay", "[lo
 
   // The new name survives a restart of the emulator.
   f.restart();
-  CHECK(f.lobby->vm("new-name"));
+  CHECK(f.vm("new-name"));
 }
 
 TEST_CASE("lobby: stat, share and ssh-key list answer in exe.dev's shapes", "[lobby]") {
@@ -118,7 +118,7 @@ TEST_CASE("lobby: tag-scoped keys run only the commands exe.dev marks for them",
   spec.tag = "agents";
   spec.cmds = std::vector<std::string>{"new", "ls", "resize", "rename", "stat", "share show", "share add-link",
                                        "ssh-key list", "exe0-to-exe1"};
-  const std::string scoped = f.lobby->issue_token(spec);
+  const std::string scoped = f.issue_token(spec);
   f.ok("new --name=inside-vm", scoped);
 
   // Not marked AllowTagScoped: refused even on the key's own VM.
