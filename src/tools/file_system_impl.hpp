@@ -8,6 +8,7 @@
 #include <exedev/workspace/backend.hpp>
 #include <exedev/workspace/types.hpp>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -81,6 +82,17 @@ struct FileSystemCore {
   Task<std::pair<std::vector<FileEntry>, bool>> walk(std::string directory, std::optional<std::size_t> max_depth,
                                                      bool include_hidden);
 
+  /// walk() in one confined read: the entries the walk would give (sizes unknown, as the shell
+  /// lists them) and the contents that fitted. nullopt when the workspace declines, or the tree
+  /// holds a symlink or is larger than a walk takes (walk() decides those).
+  struct ConfinedWalk {
+    std::string resolved;
+    std::optional<FileEntry> entry;
+    std::vector<FileEntry> entries;
+    std::map<std::string, workspace::Bytes> contents;
+  };
+  Task<std::optional<ConfinedWalk>> confined_walk(std::string path, std::optional<std::size_t> max_depth,
+                                                  bool include_hidden, bool contents);
   Task<std::string> search_files(std::string pattern, std::string path, std::optional<std::string> include_glob);
   Task<std::string> find_files(std::string pattern, std::string path, bool files_only);
   Task<std::string> list_files(std::string path, std::optional<std::string> glob);

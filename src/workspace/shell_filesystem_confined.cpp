@@ -61,7 +61,25 @@ std::string confined_read_script(const ConfinedTarget& target, ConfinedReadOptio
       "elif test -f \"$f\" && test -r \"$f\" && s=$(wc -c < \"$f\"); then printf 'child f %s\\n' $s; "
       "else printf 'child -\\n'; fi; printf %s \"$f\" | base64; printf '\\n.\\n'; done";
   script += "if test -d \"$p\"; then printf 'dir\\n'\n";
-  if (what.children) {
+  if (what.children && what.tree) {
+    // find's own walk (-H: the directory itself may be a link); symlinks below are reported,
+    // not followed. Dot-named directories are listed and, unless asked, not entered.
+    std::string tree_child =
+        "for f do if test -L \"$f\"; then printf 'child l\\n'; elif test -d \"$f\"; then printf 'child d\\n'; "
+        "elif test -f \"$f\" && test -r \"$f\" && s=$(wc -c < \"$f\"); then printf 'child f %s\\n' $s; "
+        "else printf 'child -\\n'; fi; printf %s \"$f\" | base64; printf '\\n.\\n'";
+    if (what.tree_contents) {
+      tree_child += fmt::format(
+          "; if test -f \"$f\" && ! test -L \"$f\" && [ \"${{s:-{0}}}\" -le {1} ]; then printf 'child-content\\n'; "
+          "base64 < \"$f\"; printf '\\n.\\n'; fi; s=",
+          content_bytes + 1, content_bytes);
+    }
+    tree_child += "; done";
+    const std::string depth = what.tree_depth ? fmt::format(" -maxdepth {}", *what.tree_depth) : "";
+    const std::string prune = what.tree_hidden ? "" : " \\( -type d -name '.*' -prune -o -true \\)";
+    script += fmt::format("  find -H \"$p\" -mindepth 1{}{} -exec sh -c {} sh {{}} + || declined\n", depth, prune,
+                          shell_quote(tree_child));
+  } else if (what.children) {
     script += fmt::format("  find -H \"$p\" -mindepth 1 -maxdepth 1 -exec sh -c {} sh {{}} + || declined\n",
                           shell_quote(child));
   }
@@ -199,11 +217,18 @@ ConfinedResult parse_confined_output(const std::string& stdout_text, const Confi
       if (!out.entry || !out.entry->size || out.content->size() != *out.entry->size) return declined;
     } else if (label == "link") {
       out.link_target = output.block();
+    } else if (label == "child-content") {
+      if (out.children.empty() || !out.children.back().size) return declined;
+      auto bytes = output.block();
+      if (bytes.size() != *out.children.back().size) return declined;  // changed meanwhile
+      out.child_contents[out.children.back().path] = std::move(bytes);
     } else if (label == "child") {
       FileEntry entry;
       entry.path = output.block();
       entry.name = posix_basename(entry.path);
-      if (rest == "d") {
+      if (rest == "l") {
+        out.symlinks_below = true;
+      } else if (rest == "d") {
         entry.is_dir = true;
       } else if (rest.rfind("f ", 0) == 0) {
         std::uint64_t size = 0;

@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -150,6 +151,13 @@ enum class ConfinedStatus {
 struct ConfinedReadOptions {
   bool content = false;   ///< A regular file's bytes, when they fit one round trip.
   bool children = false;  ///< A directory's entries.
+  /// With children: every entry below the directory, walked without following symlinks (a
+  /// symlink is an entry of its own, and ConfinedResult::symlinks_below says one was met).
+  bool tree = false;
+  std::optional<std::size_t> tree_depth;  ///< Levels of the tree (unset: all).
+  bool tree_hidden = true;                ///< Whether the walk enters dot-named directories.
+  bool tree_contents = false;             ///< Each regular file's bytes, when they fit (child_contents).
+  EXEDEV_COAWAIT_GUARD;
 };
 
 struct ConfinedResult {
@@ -161,6 +169,9 @@ struct ConfinedResult {
   /// read with children: a directory's entries (path = the target's path + "/" + name), each
   /// readable regular file with its size, anything else (a dangling symlink too) without one.
   std::vector<FileEntry> children;
+  bool symlinks_below = false;  ///< read with a tree: a symlink is among the children.
+  /// read with a tree and its contents: the bytes of each child path whose content fitted.
+  std::map<std::string, Bytes> child_contents;
 };
 
 /// Optional: file operations whose confinement check (the real path inside a root), the
