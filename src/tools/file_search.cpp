@@ -73,20 +73,20 @@ std::string regex_escape(const std::string& text) {
 Task<std::optional<FileSystemCore::ConfinedWalk>> FileSystemCore::confined_walk(std::string path,
                                                                                std::optional<std::size_t> max_depth,
                                                                                bool include_hidden, bool contents) {
-  auto target = co_await confined_target(path, false, false);
-  if (!target) co_return std::nullopt;
-  ConfinedCall call;
-  call.what.children = true;
-  call.what.tree = true;
-  call.what.tree_depth = max_depth;
-  call.what.tree_hidden = include_hidden;
-  call.what.tree_contents = contents;
-  call.what.content = contents;
-  const std::string resolved = target->path;
-  auto found = co_await run_confined(path, std::move(*target), false, false, std::move(call));
+  workspace::ConfinedReadOptions what;
+  what.children = true;
+  what.tree = true;
+  what.tree_depth = max_depth;
+  what.tree_hidden = include_hidden;
+  what.tree_contents = contents;
+  what.content = contents;
+  auto read = co_await confined_read(path, false, false, std::move(what));
+  if (!read) co_return std::nullopt;
+  const std::string resolved = std::move(read->first);
+  auto* found = &read->second;
   // A walk through symlinks (the directory's own, or below it) resolves and dedupes real paths:
   // walk() does that.
-  if (!found || found->real != resolved || found->symlinks_below) co_return std::nullopt;
+  if (found->real != resolved || found->symlinks_below) co_return std::nullopt;
   if (found->entry && !found->entry->is_dir && contents && !found->content) co_return std::nullopt;
   const Bounds b = co_await scope();
   ConfinedWalk out;

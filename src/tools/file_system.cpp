@@ -262,20 +262,16 @@ Task<std::pair<std::string, std::optional<workspace::FileEntry>>> FileSystem::St
 
 Task<FileSystem::State::Located> FileSystem::State::locate_with_content(std::string path) {
   Located located;
-  auto target = co_await confined_target(path, false, true);
-  if (target) {
-    detail::ConfinedCall call;
-    call.what.content = true;
-    const std::string resolved = target->path;
-    auto found = co_await run_confined(path, std::move(*target), false, true, std::move(call));
-    if (found) {
-      located.resolved = resolved;
-      located.entry = std::move(found->entry);
-      located.content = std::move(found->content);
-      located.link_known = true;
-      located.link_target = std::move(found->link_target);
-      co_return located;
-    }
+  workspace::ConfinedReadOptions what;
+  what.content = true;
+  auto found = co_await confined_read(path, false, true, std::move(what));
+  if (found) {
+    located.resolved = std::move(found->first);
+    located.entry = std::move(found->second.entry);
+    located.content = std::move(found->second.content);
+    located.link_known = true;
+    located.link_target = std::move(found->second.link_target);
+    co_return located;
   }
   auto [resolved, entry] = co_await locate(path);
   located.resolved = std::move(resolved);
@@ -485,19 +481,15 @@ Task<std::string> FileSystem::State::list_directory(std::string path) {
   std::vector<workspace::FileEntry> children;
   bool listed = false;
   // One confined read with the entries and their sizes, else the separate operations.
-  auto target = co_await confined_target(path, false, false);
-  if (target) {
-    detail::ConfinedCall call;
-    call.what.children = true;
-    const std::string confined_path = target->path;
-    auto found = co_await run_confined(path, std::move(*target), false, false, std::move(call));
-    if (found) {
-      if (!found->entry || !found->entry->is_dir) throw ModelRetry(not_directory);
-      resolved = confined_path;
-      children = std::move(found->children);
-      std::sort(children.begin(), children.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
-      listed = true;
-    }
+  workspace::ConfinedReadOptions what;
+  what.children = true;
+  auto found = co_await confined_read(path, false, false, std::move(what));
+  if (found) {
+    if (!found->second.entry || !found->second.entry->is_dir) throw ModelRetry(not_directory);
+    resolved = std::move(found->first);
+    children = std::move(found->second.children);
+    std::sort(children.begin(), children.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
+    listed = true;
   }
   const auto b = co_await scope();
   if (!listed) {

@@ -151,6 +151,18 @@ Task<std::optional<workspace::ConfinedResult>> FileSystemCore::run_confined(std:
   co_return std::nullopt;
 }
 
+Task<std::optional<std::pair<std::string, workspace::ConfinedResult>>> FileSystemCore::confined_read(
+    std::string path, bool write, bool check_allowed, workspace::ConfinedReadOptions what) {
+  auto target = co_await confined_target(path, write, check_allowed);
+  if (!target) co_return std::nullopt;
+  ConfinedCall call;
+  call.what = std::move(what);
+  std::string resolved = target->path;
+  auto found = co_await run_confined(path, std::move(*target), write, check_allowed, std::move(call));
+  if (!found) co_return std::nullopt;
+  co_return std::make_pair(std::move(resolved), std::move(*found));
+}
+
 void FileSystemCore::check_access(const std::string& relative, bool write, bool check_allowed) const {
   if (write && !options.read_only_patterns.empty()) {
     const auto matched = first_matching_pattern(relative, options.read_only_patterns, true);

@@ -69,6 +69,10 @@ struct FileSystemCore {
   /// safe_resolve checks it, then the call is sent again for it.
   Task<std::optional<workspace::ConfinedResult>> run_confined(std::string path, workspace::ConfinedTarget target,
                                                               bool write, bool check_allowed, ConfinedCall call);
+  /// confined_target, then a confined read of it: the resolved path and what the read found;
+  /// nullopt when either declines.
+  Task<std::optional<std::pair<std::string, workspace::ConfinedResult>>> confined_read(
+      std::string path, bool write, bool check_allowed, workspace::ConfinedReadOptions what);
   void check_access(const std::string& relative, bool write, bool check_allowed) const;
   [[nodiscard]] bool is_accessible(const std::string& relative) const;
   /// The root-relative path of a walked entry, or nullopt to skip it (hidden below `start`,
