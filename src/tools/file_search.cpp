@@ -9,9 +9,12 @@
 #include <exedev/workspace/errors.hpp>
 #include <exedev/workspace/workspace.hpp>
 
+#include "workspace/shell_filesystem.hpp"  // posixpath helpers
+
 #include <algorithm>
 #include <filesystem>
 #include <regex>
+#include <set>
 
 namespace exedev::tools::detail {
 
@@ -67,21 +70,92 @@ std::string regex_escape(const std::string& text) {
 
 }  // namespace
 
+Task<std::optional<FileSystemCore::ConfinedWalk>> FileSystemCore::confined_walk(std::string path,
+                                                                               std::optional<std::size_t> max_depth,
+                                                                               bool include_hidden, bool contents) {
+  workspace::ConfinedReadOptions what;
+  what.children = true;
+  what.tree = true;
+  what.tree_depth = max_depth;
+  what.tree_hidden = include_hidden;
+  what.tree_contents = contents;
+  what.content = contents;
+  auto read = co_await confined_read(path, false, false, std::move(what));
+  if (!read) co_return std::nullopt;
+  const std::string resolved = std::move(read->first);
+  auto* found = &read->second;
+  // A walk through symlinks (the directory's own, or below it) resolves and dedupes real paths:
+  // walk() does that.
+  if (found->real != resolved || found->symlinks_below) co_return std::nullopt;
+  if (found->entry && !found->entry->is_dir && contents && !found->content) co_return std::nullopt;
+  const Bounds b = co_await scope();
+  ConfinedWalk out;
+  out.resolved = resolved;
+  out.entry = found->entry;
+  if (found->content) out.contents[resolved] = std::move(*found->content);
+  // walk()'s rule without symlinks: an entry is listed when every directory between it and the
+  // start is entered: not dot-named (unless include_hidden) and not denied.
+  std::set<std::string> directories;
+  std::size_t directory_count = 1;
+  for (const auto& child : found->children) {
+    if (child.is_dir) {
+      directories.insert(child.path);
+      ++directory_count;
+    }
+  }
+  if (directory_count >= max_walk_directories || found->children.size() >= max_walk_entries) co_return std::nullopt;
+  const auto entered = [&](const std::string& directory) {
+    const std::string name = workspace::detail::posix_basename(directory);
+    return (include_hidden || name.empty() || name.front() != '.') &&
+           first_matching_pattern(relative_path(directory, b.root), options.denied_patterns, true).empty();
+  };
+  for (auto& child : found->children) {
+    bool listed = true;
+    for (std::string parent = workspace::detail::posix_dirname(child.path); parent != resolved && listed;
+         parent = workspace::detail::posix_dirname(parent)) {
+      if (!path_contains(resolved, parent) || !directories.count(parent) || !entered(parent)) listed = false;
+    }
+    if (!listed) continue;
+    child.size.reset();
+    out.entries.push_back(std::move(child));
+  }
+  out.contents.merge(found->child_contents);
+  co_return out;
+}
+
 Task<std::string> FileSystemCore::search_files(std::string pattern, std::string path,
                                                std::optional<std::string> include_glob) {
-  const Bounds b = co_await scope();
-  const std::string resolved = co_await safe_resolve(path, false, false);
-  const std::regex compiled = compile_python_regex(pattern);
-  const auto entry = co_await stat_or_none(resolved);
   const bool include_hidden = include_glob && names_hidden(*include_glob);
+  // The walk and the contents in one confined read when the workspace offers it.
+  auto confined = co_await confined_walk(path, std::nullopt, include_hidden, true);
+  const Bounds b = co_await scope();
+  std::string resolved;
+  std::optional<FileEntry> entry;
+  if (confined) {
+    resolved = confined->resolved;
+  } else {
+    resolved = co_await safe_resolve(path, false, false);
+  }
+  const std::regex compiled = compile_python_regex(pattern);
+  if (confined) {
+    entry = confined->entry;
+  } else {
+    entry = co_await stat_or_none(resolved);
+  }
   bool walk_cut = false;
   std::size_t hidden_count = 0;
   std::vector<FileEntry> files;
   if (entry && !entry->is_dir) {
     files.push_back(*entry);
   } else if (entry) {
-    auto [walked, cut] = co_await walk(resolved, std::nullopt, include_hidden);
-    walk_cut = cut;
+    std::vector<FileEntry> walked;
+    if (confined) {
+      walked = confined->entries;
+    } else {
+      auto [listed, cut] = co_await walk(resolved, std::nullopt, include_hidden);
+      walked = std::move(listed);
+      walk_cut = cut;
+    }
     for (const auto& child : walked) {
       if (!include_hidden && is_hidden(relative_path(child.path, resolved))) ++hidden_count;
       if (!child.is_dir) files.push_back(child);
@@ -97,15 +171,27 @@ Task<std::string> FileSystemCore::search_files(std::string pattern, std::string 
     if (!relative) continue;
     if (include_glob && !fnmatch_python(*relative, *include_glob)) continue;
     // Contents are read, so a file that links outside the root, or to a denied file, is skipped.
-    if (file.path != resolved && !co_await readable_entry(file.path)) continue;
+    // (A confined walk met no symlink: every real path is the entry's own.)
+    bool readable = true;
+    if (!confined && file.path != resolved) readable = co_await readable_entry(file.path);
+    if (!readable) continue;
     const std::string shown = relative_path(file.path, b.cwd);
     if (file.size && *file.size > max_search_file_bytes) {
       skipped.push_back(shown);
       continue;
     }
+    const workspace::Bytes* known = nullptr;
+    if (confined) {
+      const auto at = confined->contents.find(file.path);
+      if (at != confined->contents.end()) known = &at->second;
+    }
     workspace::Bytes raw;
     try {
-      raw = co_await ws->read_bytes(file.path);
+      if (known) {
+        raw = *known;
+      } else {
+        raw = co_await ws->read_bytes(file.path);
+      }
     } catch (const workspace::WorkspaceUnavailableError&) {
       throw;
     } catch (const workspace::WorkspaceError&) {
@@ -149,14 +235,31 @@ Task<std::string> FileSystemCore::find_files(std::string pattern, std::string pa
     throw ModelRetry("Pattern " + python_repr(pattern) + " is not a valid glob pattern.");
   }
   const bool directories_only = pattern.back() == '/';
-  const Bounds b = co_await scope();
-  const std::string resolved = co_await safe_resolve(path, false, false);
-  const auto entry = co_await stat_or_none(resolved);
-  if (!entry || !entry->is_dir) throw ModelRetry("Not a directory: " + path);
   const bool recursive = std::find(parts.begin(), parts.end(), "**") != parts.end();
   const std::optional<std::size_t> max_depth = recursive ? std::nullopt : std::optional<std::size_t>(parts.size());
   const bool include_hidden = names_hidden(pattern);
-  auto [walked, walk_cut] = co_await walk(resolved, max_depth, include_hidden);
+  // The walk in one confined read when the workspace offers it.
+  auto confined = co_await confined_walk(path, max_depth, include_hidden, false);
+  const Bounds b = co_await scope();
+  std::string resolved;
+  std::optional<FileEntry> entry;
+  if (confined) {
+    resolved = confined->resolved;
+    entry = confined->entry;
+  } else {
+    resolved = co_await safe_resolve(path, false, false);
+    entry = co_await stat_or_none(resolved);
+  }
+  if (!entry || !entry->is_dir) throw ModelRetry("Not a directory: " + path);
+  std::vector<FileEntry> walked;
+  bool walk_cut = false;
+  if (confined) {
+    walked = std::move(confined->entries);
+  } else {
+    auto [listed, cut] = co_await walk(resolved, max_depth, include_hidden);
+    walked = std::move(listed);
+    walk_cut = cut;
+  }
   std::size_t hidden_count = 0;
   std::vector<FileEntry> found;
   for (const auto& child : walked) {
@@ -173,7 +276,11 @@ Task<std::string> FileSystemCore::find_files(std::string pattern, std::string pa
   for (const auto& match : found) {
     if (!walk_entry(match.path, resolved, include_hidden)) continue;
     // A dangling symlink is inside the root but names nothing.
-    if (!match.is_dir && !match.size && !co_await ws->exists(match.path)) continue;
+    // (A confined walk met no symlink, so nothing dangles.)
+    if (!confined && !match.is_dir && !match.size) {
+      const bool present = co_await ws->exists(match.path);
+      if (!present) continue;
+    }
     if (matches.size() >= cap) {
       capped = true;
       break;

@@ -62,6 +62,19 @@ struct FileSystem::State : detail::FileSystemCore {
   Task<std::string> recoverable(Task<std::string> body);
   /// The resolved path and what is there; no entry when nothing is (a path error included).
   Task<std::pair<std::string, std::optional<workspace::FileEntry>>> locate(std::string path);
+  /// locate, in one confined read where the workspace offers it, with the file's content (when
+  /// it fits) and the link target.
+  struct Located {
+    std::string resolved;
+    std::optional<workspace::FileEntry> entry;
+    std::optional<workspace::Bytes> content;
+    bool link_known = false;  ///< Whether link_target says what readlink would.
+    std::optional<std::string> link_target;
+  };
+  Task<Located> locate_with_content(std::string path);
+  /// A regular file's bytes: `known` when the confined read brought them, else read; nullopt
+  /// when the file is gone.
+  Task<std::optional<workspace::Bytes>> content_of(std::string resolved, std::optional<workspace::Bytes> known);
   Task<std::string> read_file(std::string path, std::int64_t offset, std::optional<std::int64_t> limit);
   Task<std::string> write_file(std::string path, std::string content, std::optional<std::string> expected_hash);
   Task<std::string> edit_file(std::string path, std::vector<std::pair<std::string, std::string>> replacements,
@@ -247,20 +260,46 @@ Task<std::pair<std::string, std::optional<workspace::FileEntry>>> FileSystem::St
   co_return std::make_pair(std::move(resolved), std::move(entry));
 }
 
+Task<FileSystem::State::Located> FileSystem::State::locate_with_content(std::string path) {
+  Located located;
+  workspace::ConfinedReadOptions what;
+  what.content = true;
+  auto found = co_await confined_read(path, false, true, std::move(what));
+  if (found) {
+    located.resolved = std::move(found->first);
+    located.entry = std::move(found->second.entry);
+    located.content = std::move(found->second.content);
+    located.link_known = true;
+    located.link_target = std::move(found->second.link_target);
+    co_return located;
+  }
+  auto [resolved, entry] = co_await locate(path);
+  located.resolved = std::move(resolved);
+  located.entry = std::move(entry);
+  co_return located;
+}
+
+Task<std::optional<workspace::Bytes>> FileSystem::State::content_of(std::string resolved,
+                                                                   std::optional<workspace::Bytes> known) {
+  if (known) co_return known;
+  try {
+    co_return co_await ws->read_bytes(resolved);
+  } catch (const std::filesystem::filesystem_error& error) {
+    if (!is_missing(error)) throw;
+  }
+  co_return std::nullopt;
+}
+
 Task<std::string> FileSystem::State::read_file(std::string path, std::int64_t offset, std::optional<std::int64_t> limit) {
   if (offset < 0) throw ModelRetry("offset must be non-negative.");
   if (limit && *limit < 1) throw ModelRetry("limit must be at least 1.");
   const std::size_t window = limit ? static_cast<std::size_t>(*limit) : static_cast<std::size_t>(options.max_read_lines);
   const std::string not_found = "Path not found: " + path;
-  auto [resolved, entry] = co_await locate(path);
-  if (!entry || entry->is_dir) co_return not_found;
-  workspace::Bytes raw;
-  try {
-    raw = co_await ws->read_bytes(resolved);
-  } catch (const std::filesystem::filesystem_error& error) {
-    if (!is_missing(error)) throw;
-    co_return not_found;
-  }
+  auto located = co_await locate_with_content(path);
+  if (!located.entry || located.entry->is_dir) co_return not_found;
+  auto content = co_await content_of(located.resolved, std::move(located.content));
+  if (!content) co_return not_found;
+  const workspace::Bytes raw = std::move(*content);
   const std::string hash = detail::content_hash(raw);
   if (detail::looks_binary(raw)) {
     co_return "[Binary file: " + std::to_string(raw.size()) + " bytes. Use a binary-aware tool to inspect.]";
@@ -316,13 +355,56 @@ namespace {
                    ", got hash:" + current + "). Re-read the file and retry.");
 }
 
+// edit_file's checks of the file's text and its replacements, in order; the edited text.
+std::string edited(const std::string& path, std::string text,
+                   const std::vector<std::pair<std::string, std::string>>& replacements,
+                   const std::optional<std::string>& expected_hash) {
+  if (detail::looks_binary(text)) throw ModelRetry(path + " is a binary file; edit_file only edits text files.");
+  // Strict: the whole file is written back, so undecodable bytes are refused, not replaced.
+  if (auto why = detail::utf8_decode_error(text)) throw ModelRetry(*why);
+  const std::string current = detail::content_hash(text);
+  if (expected_hash && current != *expected_hash) conflict(path, current, *expected_hash);
+  for (std::size_t i = 0; i < replacements.size(); ++i) {
+    const auto& [old_text, new_text] = replacements[i];
+    const std::string label = replacements.size() > 1 ? "replacement " + std::to_string(i + 1) : "old_text";
+    if (old_text.empty()) throw ModelRetry(label + " is empty; old_text must be the exact text to replace.");
+    const std::size_t count = detail::count_occurrences(text, old_text);
+    if (count == 0) throw ModelRetry(label + " not found in " + path + ". No changes were written.");
+    if (count > 1) {
+      throw ModelRetry(label + " found " + std::to_string(count) + " times in " + path +
+                       ". Include more surrounding context to make the match unique. No changes were written.");
+    }
+    text.replace(text.find(old_text), old_text.size(), new_text);
+  }
+  return text;
+}
+
+// Whether a confined write can check `expected_hash` as write_file does (a content hash is 12
+// hex digits; any other text never matches, which the separate operations report).
+bool confined_checkable(const std::optional<std::string>& expected_hash) {
+  return !expected_hash || (expected_hash->size() == 12 &&
+                            expected_hash->find_first_not_of("0123456789abcdef") == std::string::npos);
+}
+
 }  // namespace
 
 Task<std::string> FileSystem::State::write_file(std::string path, std::string content,
                                                 std::optional<std::string> expected_hash) {
-  const auto b = co_await scope();
-  const std::string resolved = co_await safe_resolve(path, true, true);
-  {
+  bool written = false;
+  // One confined write (checks, hash and write); what it declines, the separate operations do.
+  auto target = co_await confined_target(path, true, true);
+  if (target && confined_checkable(expected_hash)) {
+    const auto guard = co_await locks.acquire(target->path);
+    detail::ConfinedCall call;
+    call.kind = detail::ConfinedCall::Kind::write;
+    call.data = content;
+    call.expected_sha256 = expected_hash.value_or("");
+    const auto done = co_await run_confined(path, std::move(*target), true, true, std::move(call));
+    written = done.has_value();
+  }
+  if (!written) {
+    const auto b = co_await scope();
+    const std::string resolved = co_await safe_resolve(path, true, true);
     const auto guard = co_await locks.acquire(resolved);
     const auto entry = co_await stat_or_none(resolved);
     if (entry && entry->is_dir) throw ModelRetry("Path " + detail::python_repr(path) + " exists and is not a regular file.");
@@ -359,44 +441,65 @@ Task<std::string> FileSystem::State::write_file(std::string path, std::string co
 Task<std::string> FileSystem::State::edit_file(std::string path,
                                                std::vector<std::pair<std::string, std::string>> replacements,
                                                std::optional<std::string> expected_hash) {
+  const std::string file_not_found = "File not found: " + path;
+  // A confined read, then a confined write that replaces only the content read; what either
+  // declines, the separate operations do from the start.
+  auto target = co_await confined_target(path, true, true);
+  if (target) {
+    const auto guard = co_await locks.acquire(target->path);
+    detail::ConfinedCall reading;
+    reading.what.content = true;
+    const auto found = co_await run_confined(path, *target, true, true, std::move(reading));
+    if (found && (!found->entry || found->entry->is_dir)) throw ModelRetry(file_not_found);
+    if (found && found->content) {
+      std::string text = edited(path, *found->content, replacements, expected_hash);
+      if (target->checked_real) target->checked_real = found->real;
+      detail::ConfinedCall writing;
+      writing.kind = detail::ConfinedCall::Kind::write;
+      writing.data = text;
+      writing.expected_sha256 = detail::sha256_hex(*found->content);
+      const auto done = co_await run_confined(path, std::move(*target), true, true, std::move(writing));
+      if (done) co_return "Edited " + path + "." + hash_suffix(detail::content_hash(text));
+    }
+  }
   const std::string resolved = co_await safe_resolve(path, true, true);
   std::string text;
   {
     const auto guard = co_await locks.acquire(resolved);
     const auto entry = co_await stat_or_none(resolved);
-    if (!entry || entry->is_dir) throw ModelRetry("File not found: " + path);
-    text = co_await ws->read_bytes(resolved);
-    if (detail::looks_binary(text)) throw ModelRetry(path + " is a binary file; edit_file only edits text files.");
-    // Strict: the whole file is written back, so undecodable bytes are refused, not replaced.
-    if (auto why = detail::utf8_decode_error(text)) throw ModelRetry(*why);
-    const std::string current = detail::content_hash(text);
-    if (expected_hash && current != *expected_hash) conflict(path, current, *expected_hash);
-    for (std::size_t i = 0; i < replacements.size(); ++i) {
-      const auto& [old_text, new_text] = replacements[i];
-      const std::string label = replacements.size() > 1 ? "replacement " + std::to_string(i + 1) : "old_text";
-      if (old_text.empty()) throw ModelRetry(label + " is empty; old_text must be the exact text to replace.");
-      const std::size_t count = detail::count_occurrences(text, old_text);
-      if (count == 0) throw ModelRetry(label + " not found in " + path + ". No changes were written.");
-      if (count > 1) {
-        throw ModelRetry(label + " found " + std::to_string(count) + " times in " + path +
-                         ". Include more surrounding context to make the match unique. No changes were written.");
-      }
-      text.replace(text.find(old_text), old_text.size(), new_text);
-    }
+    if (!entry || entry->is_dir) throw ModelRetry(file_not_found);
+    auto current = co_await ws->read_bytes(resolved);
+    text = edited(path, std::move(current), replacements, expected_hash);
     co_await ws->write_bytes(resolved, text);
   }
   co_return "Edited " + path + "." + hash_suffix(detail::content_hash(text));
 }
 
 Task<std::string> FileSystem::State::list_directory(std::string path) {
-  const auto b = co_await scope();
-  const std::string resolved = co_await safe_resolve(path, false, false);
+  const std::string not_directory = "Not a directory: " + path;
+  std::string resolved;
   std::vector<workspace::FileEntry> children;
-  try {
-    children = co_await ws->list_dir(resolved);
-  } catch (const std::filesystem::filesystem_error& error) {
-    if (error.code() != std::errc::no_such_file_or_directory && error.code() != std::errc::not_a_directory) throw;
-    throw ModelRetry("Not a directory: " + path);
+  bool listed = false;
+  // One confined read with the entries and their sizes, else the separate operations.
+  workspace::ConfinedReadOptions what;
+  what.children = true;
+  auto found = co_await confined_read(path, false, false, std::move(what));
+  if (found) {
+    if (!found->second.entry || !found->second.entry->is_dir) throw ModelRetry(not_directory);
+    resolved = std::move(found->first);
+    children = std::move(found->second.children);
+    std::sort(children.begin(), children.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
+    listed = true;
+  }
+  const auto b = co_await scope();
+  if (!listed) {
+    resolved = co_await safe_resolve(path, false, false);
+    try {
+      children = co_await ws->list_dir(resolved);
+    } catch (const std::filesystem::filesystem_error& error) {
+      if (error.code() != std::errc::no_such_file_or_directory && error.code() != std::errc::not_a_directory) throw;
+      throw ModelRetry(not_directory);
+    }
   }
   std::stable_sort(children.begin(), children.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   std::vector<std::string> entries;
@@ -431,8 +534,15 @@ Task<std::string> FileSystem::State::list_directory(std::string path) {
 }
 
 Task<std::string> FileSystem::State::create_directory(std::string path) {
-  const std::string resolved = co_await safe_resolve(path, true, true);
   const std::string done = "Created directory: " + path;
+  auto target = co_await confined_target(path, true, true);
+  if (target) {
+    detail::ConfinedCall call;
+    call.kind = detail::ConfinedCall::Kind::make_dir;
+    const auto made = co_await run_confined(path, std::move(*target), true, true, std::move(call));
+    if (made) co_return done;
+  }
+  const std::string resolved = co_await safe_resolve(path, true, true);
   const std::string exists = "Path " + detail::python_repr(path) + " exists and is not a directory.";
   const std::string bad_parent = "Path " + detail::python_repr(path) + " has a parent that is not a directory.";
   if (const auto entry = co_await stat_or_none(resolved)) {
@@ -464,20 +574,18 @@ Task<std::string> FileSystem::State::create_directory(std::string path) {
 
 Task<std::string> FileSystem::State::file_info(std::string path) {
   const std::string not_found = "Path not found: " + path;
-  auto [resolved, entry] = co_await locate(path);
+  auto located = co_await locate_with_content(path);
+  const auto& resolved = located.resolved;
+  const auto& entry = located.entry;
   if (!entry) co_return not_found;
   std::vector<std::string> parts;
   parts.push_back("path: " + path);
   parts.push_back(std::string("type: ") + (entry->is_dir ? "directory" : "file"));
   if (entry->size) parts.push_back("size: " + std::to_string(*entry->size) + " bytes");
   if (!entry->is_dir) {
-    workspace::Bytes raw;
-    try {
-      raw = co_await ws->read_bytes(resolved);
-    } catch (const std::filesystem::filesystem_error& error) {
-      if (!is_missing(error)) throw;
-      co_return not_found;
-    }
+    auto content = co_await content_of(resolved, std::move(located.content));
+    if (!content) co_return not_found;
+    const workspace::Bytes raw = std::move(*content);
     const bool binary = detail::looks_binary(raw);
     parts.push_back(std::string("binary: ") + (binary ? "True" : "False"));
     if (!binary) {
@@ -486,7 +594,11 @@ Task<std::string> FileSystem::State::file_info(std::string path) {
     }
   }
   // The filesystem API follows symlinks and cannot report one; readlink in the workspace can.
-  if (detail::supports_commands(*ws)) {
+  if (detail::supports_commands(*ws) && located.link_known) {
+    if (located.link_target) {
+      parts.push_back("symlink_target: " + model_safe_filename(*located.link_target, bounds->root));
+    }
+  } else if (detail::supports_commands(*ws)) {
     std::vector<std::string> argv;
     argv.emplace_back("readlink");
     argv.push_back(resolved);

@@ -20,6 +20,18 @@ bool is_missing(const std::filesystem::filesystem_error& error) {
   return error.code() == std::errc::no_such_file_or_directory || error.code() == std::errc::not_a_directory;
 }
 
+std::string outside_root(const std::string& resolved, const std::string& root) {
+  return "`" + resolved + "` is outside the project root `" + root + "`; use a path inside it.";
+}
+
+std::string escapes_root(const std::string& path, const std::string& root) {
+  return "`" + path + "` leads outside the project root `" + root + "` through a symlink; use a path inside it.";
+}
+
+// Rechecks of a confined operation whose target's real path keeps changing, before the
+// separate operations take over.
+constexpr int max_confined_rechecks = 3;
+
 }  // namespace
 
 bool looks_binary(std::string_view bytes) { return bytes.substr(0, 8192).find('\0') != std::string_view::npos; }
@@ -63,19 +75,92 @@ Task<Bounds> FileSystemCore::scope() {
   co_return *bounds;
 }
 
+Task<Bounds> FileSystemCore::presumed_scope() {
+  if (bounds) co_return *bounds;
+  if (options.root_dir) co_return co_await scope();
+  if (!presumed) {
+    const std::string cwd = workspace::normpath(co_await ws->working_dir());
+    const bool has_patterns = !options.allowed_patterns.empty() || !options.denied_patterns.empty() ||
+                              !options.read_only_patterns.empty();
+    presumed = Bounds{cwd, cwd, cwd != "/" || has_patterns};
+    if (cwd == "/") bounds = presumed;  // nothing to resolve, as scope() resolves nothing
+  }
+  co_return *presumed;
+}
+
 Task<std::pair<std::string, std::string>> FileSystemCore::resolve_path(std::string path) {
   const Bounds b = co_await scope();
   std::string resolved = co_await ws->resolve(path, b.cwd);
-  if (!path_contains(b.root, resolved)) {
-    throw ModelRetry("`" + resolved + "` is outside the project root `" + b.root + "`; use a path inside it.");
-  }
+  if (!path_contains(b.root, resolved)) throw ModelRetry(outside_root(resolved, b.root));
   if (!b.checks_realpath) co_return std::make_pair(resolved, resolved);
   std::string real = co_await ws->realpath(resolved);
-  if (!path_contains(b.root, real)) {
-    throw ModelRetry("`" + path + "` leads outside the project root `" + b.root +
-                     "` through a symlink; use a path inside it.");
-  }
+  if (!path_contains(b.root, real)) throw ModelRetry(escapes_root(path, b.root));
   co_return std::make_pair(std::move(resolved), std::move(real));
+}
+
+Task<std::optional<workspace::ConfinedTarget>> FileSystemCore::confined_target(std::string path, bool write,
+                                                                              bool check_allowed) {
+  const Bounds b = co_await presumed_scope();
+  std::string resolved = co_await ws->resolve(path, b.cwd);
+  // Refusals are reported by safe_resolve, against the root's real path.
+  if (!path_contains(b.root, resolved)) co_return std::nullopt;
+  try {
+    check_access(relative_path(resolved, b.root), write, check_allowed);
+  } catch (const ModelRetry&) {
+    co_return std::nullopt;
+  }
+  workspace::ConfinedTarget target;
+  target.path = std::move(resolved);
+  target.root = b.root;  // "/" (checks_realpath false, no patterns): no real path is refused
+  target.check_root = !bounds && b.root != "/";
+  const bool has_patterns = !options.allowed_patterns.empty() || !options.denied_patterns.empty() ||
+                            !options.read_only_patterns.empty();
+  if (has_patterns) target.checked_real = target.path;
+  co_return target;
+}
+
+Task<std::optional<workspace::ConfinedResult>> FileSystemCore::run_confined(std::string path,
+                                                                           workspace::ConfinedTarget target,
+                                                                           bool write, bool check_allowed,
+                                                                           ConfinedCall call) {
+  const Bounds b = co_await presumed_scope();
+  for (int attempt = 0; attempt <= max_confined_rechecks; ++attempt) {
+    workspace::ConfinedResult result;
+    if (call.kind == ConfinedCall::Kind::read) {
+      result = co_await ws->confined_read(target, call.what);
+    } else if (call.kind == ConfinedCall::Kind::write) {
+      result = co_await ws->confined_write(target, call.data, call.expected_sha256);
+    } else {
+      result = co_await ws->confined_make_dir(target);
+    }
+    if (result.status != workspace::ConfinedStatus::declined && target.check_root) {
+      bounds = b;  // the operation found the presumed root real
+      target.check_root = false;
+    }
+    switch (result.status) {
+      case workspace::ConfinedStatus::done: co_return result;
+      case workspace::ConfinedStatus::declined: co_return std::nullopt;
+      case workspace::ConfinedStatus::outside_root: throw ModelRetry(escapes_root(path, b.root));
+      case workspace::ConfinedStatus::recheck:
+        // The checks safe_resolve makes on a real path that differs from the written one.
+        check_access(relative_path(result.real, b.root), write, check_allowed);
+        target.checked_real = result.real;
+        break;
+    }
+  }
+  co_return std::nullopt;
+}
+
+Task<std::optional<std::pair<std::string, workspace::ConfinedResult>>> FileSystemCore::confined_read(
+    std::string path, bool write, bool check_allowed, workspace::ConfinedReadOptions what) {
+  auto target = co_await confined_target(path, write, check_allowed);
+  if (!target) co_return std::nullopt;
+  ConfinedCall call;
+  call.what = std::move(what);
+  std::string resolved = target->path;
+  auto found = co_await run_confined(path, std::move(*target), write, check_allowed, std::move(call));
+  if (!found) co_return std::nullopt;
+  co_return std::make_pair(std::move(resolved), std::move(*found));
 }
 
 void FileSystemCore::check_access(const std::string& relative, bool write, bool check_allowed) const {

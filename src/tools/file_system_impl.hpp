@@ -5,8 +5,10 @@
 #include "tools/path_lock.hpp"
 
 #include <exedev/tools/file_system.hpp>
+#include <exedev/workspace/backend.hpp>
 #include <exedev/workspace/types.hpp>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -30,17 +32,47 @@ inline constexpr std::size_t max_walk_entries = 100'000;
 /// Files larger than this are not read by a search that reads files itself.
 inline constexpr std::uint64_t max_search_file_bytes = 10u << 20;
 
+/// A confined operation (workspace::SupportsConfinedFiles) and what it carries.
+struct ConfinedCall {
+  enum class Kind { read, write, make_dir };
+  Kind kind = Kind::read;
+  workspace::ConfinedReadOptions what{};
+  std::string data;             ///< write: the new content
+  std::string expected_sha256;  ///< write: a prefix the current content's digest must have
+  EXEDEV_COAWAIT_GUARD;
+};
+
 struct FileSystemCore {
   std::shared_ptr<workspace::Workspace> ws;
   FileSystemOptions options;
   std::optional<Bounds> bounds{};
+  /// Without root_dir, the working directory taken for the root before its real path is known:
+  /// a confined operation checks it on the way (ConfinedTarget::check_root) and, when it was
+  /// real, makes it `bounds` without a request of its own.
+  std::optional<Bounds> presumed{};
   PathLocks locks{};
 
   Task<Bounds> scope();
+  /// `bounds` when known, else the presumed bounds (scope() when root_dir is set).
+  Task<Bounds> presumed_scope();
   /// The path as written (normalized) and its real path; both inside the root, or ModelRetry.
   Task<std::pair<std::string, std::string>> resolve_path(std::string path);
   /// resolve_path, then the policy patterns on both spellings; returns the resolved path.
   Task<std::string> safe_resolve(std::string path, bool write, bool check_allowed);
+  /// The path resolved and checked as safe_resolve checks it, with the real path's checks left
+  /// to a confined operation. nullopt when the written spelling is refused: safe_resolve then
+  /// reports it, in its order (a symlink escape first).
+  Task<std::optional<workspace::ConfinedTarget>> confined_target(std::string path, bool write, bool check_allowed);
+  /// Runs `call` on the target until its real path is settled: the result when done; nullopt
+  /// when declined (the separate operations then do it, as without the capability); the escape
+  /// ModelRetry when the real path is outside the root; another real path is checked as
+  /// safe_resolve checks it, then the call is sent again for it.
+  Task<std::optional<workspace::ConfinedResult>> run_confined(std::string path, workspace::ConfinedTarget target,
+                                                              bool write, bool check_allowed, ConfinedCall call);
+  /// confined_target, then a confined read of it: the resolved path and what the read found;
+  /// nullopt when either declines.
+  Task<std::optional<std::pair<std::string, workspace::ConfinedResult>>> confined_read(
+      std::string path, bool write, bool check_allowed, workspace::ConfinedReadOptions what);
   void check_access(const std::string& relative, bool write, bool check_allowed) const;
   [[nodiscard]] bool is_accessible(const std::string& relative) const;
   /// The root-relative path of a walked entry, or nullopt to skip it (hidden below `start`,
@@ -54,6 +86,17 @@ struct FileSystemCore {
   Task<std::pair<std::vector<FileEntry>, bool>> walk(std::string directory, std::optional<std::size_t> max_depth,
                                                      bool include_hidden);
 
+  /// walk() in one confined read: the entries the walk would give (sizes unknown, as the shell
+  /// lists them) and the contents that fitted. nullopt when the workspace declines, or the tree
+  /// holds a symlink or is larger than a walk takes (walk() decides those).
+  struct ConfinedWalk {
+    std::string resolved;
+    std::optional<FileEntry> entry;
+    std::vector<FileEntry> entries;
+    std::map<std::string, workspace::Bytes> contents;
+  };
+  Task<std::optional<ConfinedWalk>> confined_walk(std::string path, std::optional<std::size_t> max_depth,
+                                                  bool include_hidden, bool contents);
   Task<std::string> search_files(std::string pattern, std::string path, std::optional<std::string> include_glob);
   Task<std::string> find_files(std::string pattern, std::string path, bool files_only);
   Task<std::string> list_files(std::string path, std::optional<std::string> glob);

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+
 namespace exedev::tools::detail {
 
 void require_workspace(const workspace::Workspace& workspace, const std::string& owner) {
@@ -33,6 +34,22 @@ workspace::Task<void> refuse_symlink(std::shared_ptr<workspace::Workspace> works
   if (real != path) throw workspace::WorkspaceError("Refusing to use " + path + ": it is a symlink.");
 }
 
+// The exit status of metadata_setup_script when it met a symlink (its path on stdout).
+constexpr int metadata_symlink_status = 3;
+
+// metadata_dir's checks and creations as one command. The working directory is a real path
+// (the backend protocol), so a path below it differs from its real path exactly when it is, or
+// passes through, a symlink, which `test -L` on each directory in turn tells. Any other failure
+// exits 4, leaving the separate operations to report it.
+std::string metadata_setup_script(const std::string& base, const std::string& directory, const std::string& gitignore) {
+  return "base=" + workspace::shell_quote(base) + "; dir=" + workspace::shell_quote(directory) +
+         "; gi=" + workspace::shell_quote(gitignore) +
+         "\nlinked() { if test -L \"$1\"; then printf %s \"$1\"; exit 3; fi; }\n"
+         "linked \"$base\"; mkdir -p \"$dir\" 2>/dev/null || exit 4\n"
+         "linked \"$base\"; linked \"$dir\"; linked \"$gi\"\n"
+         "test -e \"$gi\" || printf '*\\n' > \"$gi\" || exit 4\n";
+}
+
 }  // namespace
 
 workspace::Task<std::string> metadata_dir(std::shared_ptr<workspace::Workspace> workspace, std::string name) {
@@ -40,6 +57,16 @@ workspace::Task<std::string> metadata_dir(std::shared_ptr<workspace::Workspace> 
   const std::string base = workspace::normpath(root + "/" + metadata_dir_name);
   const std::string directory = workspace::normpath(base + "/" + name);
   const std::string gitignore = base + "/.gitignore";
+  if (supports_commands(*workspace)) {
+    // One command where each check would be a request of its own.
+    auto command = workspace::Command::shell(metadata_setup_script(base, directory, gitignore));
+    workspace::RunOptions options;
+    const auto result = co_await workspace->run(std::move(command), std::move(options));
+    if (result.exit_code == 0) co_return directory;
+    if (result.exit_code == metadata_symlink_status && !result.stdout_text.empty()) {
+      throw workspace::WorkspaceError("Refusing to use " + result.stdout_text + ": it is a symlink.");
+    }
+  }
   try {
     co_await refuse_symlink(workspace, base);
     co_await workspace->make_dir(directory);

@@ -120,6 +120,23 @@ struct WriteCheck {
 [[nodiscard]] std::string exists_script(const std::string& path);
 [[nodiscard]] std::string realpath_script(const std::string& path);
 
+// ---- confined operations (shell_filesystem_confined.cpp) ----
+/// Resolves the target through its symlinks (realpath_fragment), prints its real path, and
+/// stops with `outside` or `recheck` when that fails the target's checks; then sets `p` to the
+/// path and defines `declined` (prints it, exits 0).
+[[nodiscard]] std::string confined_prelude(const ConfinedTarget& target);
+/// The entry, its content when at most `content_bytes` (as asked), its children (as asked), and
+/// the link target when the path itself is a symlink.
+[[nodiscard]] std::string confined_read_script(const ConfinedTarget& target, ConfinedReadOptions what,
+                                               std::size_t content_bytes);
+/// Declines a directory, a missing parent directory and (with `expected_sha256`) another
+/// content, then writes as write_whole_script (the data is $1).
+[[nodiscard]] std::string confined_write_script(const ConfinedTarget& target, const std::string& temp_name,
+                                                const WriteCheck& check, const std::string& expected_sha256);
+[[nodiscard]] std::string confined_make_dir_script(const ConfinedTarget& target);
+/// A confined script's output; output that is damaged or cut reads as ConfinedStatus::declined.
+[[nodiscard]] ConfinedResult parse_confined_output(const std::string& stdout_text, const ConfinedTarget& target);
+
 // ---- output parsers (throw DamagedOutputError) ----
 struct StatOutput {
   bool is_dir = false;
@@ -195,7 +212,7 @@ void raise_for_private_status(const CommandResult& result, const std::string& pa
 [[noreturn]] void raise_operation_failed(const CommandResult& result, const std::string& path);
 
 /// The derived filesystem itself. Cheap; built per operation by Workspace.
-class ShellFilesystem final : public SupportsFilesystem, public SupportsRealpath {
+class ShellFilesystem final : public SupportsFilesystem, public SupportsRealpath, public SupportsConfinedFiles {
  public:
   /// `commands` must be the SupportsCommands side of `backend`.
   ShellFilesystem(std::shared_ptr<WorkspaceBackend> backend, SupportsCommands& commands);
@@ -208,8 +225,14 @@ class ShellFilesystem final : public SupportsFilesystem, public SupportsRealpath
   Task<void> remove(std::string path) override;
   Task<bool> exists(std::string path) override;
   Task<std::string> realpath(std::string path) override;
+  /// One script each; a failed or damaged script is ConfinedStatus::declined.
+  Task<ConfinedResult> confined_read(ConfinedTarget target, ConfinedReadOptions what) override;
+  Task<ConfinedResult> confined_write(ConfinedTarget target, Bytes data, std::string expected_sha256) override;
+  Task<ConfinedResult> confined_make_dir(ConfinedTarget target) override;
 
  private:
+  Task<ConfinedResult> confined(std::string script, std::vector<std::string> args, bool idempotent,
+                                ConfinedTarget target);
   /// Runs a script (through SupportsShellScripts when the backend has it) with base64 `args`.
   Task<CommandResult> sh(std::string script, std::vector<std::string> args = {}, bool idempotent = false);
   /// The same, with stdout handed to `on_stdout` (as it arrives through SupportsShellScripts;

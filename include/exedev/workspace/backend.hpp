@@ -2,9 +2,10 @@
 // The backend protocol: what an environment an agent works in must provide.
 //
 // A backend derives from WorkspaceBackend and from each optional capability it supports:
-// SupportsCommands, SupportsFilesystem, SupportsRealpath. Workspace discovers the capabilities
-// with dynamic_cast. Because a capability is an abstract class, a backend that implements only
-// part of SupportsFilesystem does not compile (the reference API checks this at run time).
+// SupportsCommands, SupportsFilesystem, SupportsRealpath, SupportsConfinedFiles. Workspace
+// discovers the capabilities with dynamic_cast. Because a capability is an abstract class, a
+// backend that implements only part of SupportsFilesystem does not compile (the reference API
+// checks this at run time).
 //
 // Contract shared by every backend (the reference protocol's module contract):
 // - Construction does no I/O. Without a ref, the first operation creates a fresh environment;
@@ -22,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -117,6 +119,80 @@ class SupportsFileTransfer {
   virtual Task<void> upload(std::string path, Bytes data) = 0;
   /// The contents of the regular file `path` (absolute).
   virtual Task<Bytes> download(std::string path) = 0;
+};
+
+/// Where a confined file operation may act: the target and the boundary its real path must stay
+/// in. The backend resolves the target through its symlinks where the files are, and acts only
+/// when that real path passes the checks.
+struct ConfinedTarget {
+  std::string path;  ///< Absolute and normalized.
+  std::string root;  ///< Absolute real path the target's real path must be, or be below; "/" allows all.
+  /// The real path the caller has checked its own policy on. A target whose real path is another
+  /// one is not touched (ConfinedStatus::recheck). Unset: any real path inside the root will do.
+  std::optional<std::string> checked_real;
+  /// Also check that `root` is its own real path (a caller that has not resolved it yet): a
+  /// root with a symlink in it is declined (ConfinedStatus::declined).
+  bool check_root = false;
+  EXEDEV_COAWAIT_GUARD;
+};
+
+/// How a confined operation ended.
+enum class ConfinedStatus {
+  done,          ///< Checked and performed; the result's fields are set.
+  outside_root,  ///< The target's real path (ConfinedResult::real) is outside the root: nothing done.
+  recheck,       ///< The target's real path (ConfinedResult::real) is not the checked one: nothing done.
+  /// Left to the separate operations (SupportsFilesystem, realpath): an unusual case (a special
+  /// file, a permission, a parent that is missing or not a directory, a content that is not the
+  /// expected one) or data too large for one round trip. Nothing was changed.
+  declined,
+};
+
+/// What a confined read asks for besides the entry itself.
+struct ConfinedReadOptions {
+  bool content = false;   ///< A regular file's bytes, when they fit one round trip.
+  bool children = false;  ///< A directory's entries.
+  /// With children: every entry below the directory, walked without following symlinks (a
+  /// symlink is an entry of its own, and ConfinedResult::symlinks_below says one was met).
+  bool tree = false;
+  std::optional<std::size_t> tree_depth;  ///< Levels of the tree (unset: all).
+  bool tree_hidden = true;                ///< Whether the walk enters dot-named directories.
+  bool tree_contents = false;             ///< Each regular file's bytes, when they fit (child_contents).
+  EXEDEV_COAWAIT_GUARD;
+};
+
+struct ConfinedResult {
+  ConfinedStatus status = ConfinedStatus::declined;
+  std::string real;                 ///< The target's real path (absolute, normalized).
+  std::optional<FileEntry> entry;   ///< read: what is at the path (symlinks followed); unset: nothing.
+  std::optional<Bytes> content;     ///< read with content: a regular file's bytes, when they fit.
+  std::optional<std::string> link_target;  ///< read: the target text when the path itself is a symlink.
+  /// read with children: a directory's entries (path = the target's path + "/" + name), each
+  /// readable regular file with its size, anything else (a dangling symlink too) without one.
+  std::vector<FileEntry> children;
+  bool symlinks_below = false;  ///< read with a tree: a symlink is among the children.
+  /// read with a tree and its contents: the bytes of each child path whose content fitted.
+  std::map<std::string, Bytes> child_contents;
+};
+
+/// Optional: file operations whose confinement check (the real path inside a root), the
+/// operation and what the caller shows of it travel together, one round trip where each part
+/// would be one. A backend whose operations are cheap (LocalBackend) does without it: the
+/// caller then uses realpath and SupportsFilesystem (ConfinedStatus::declined means the same).
+/// Every operation runs the check first and changes nothing unless its status is `done`.
+/// Cancellation: as the backend's file operations (a cancelled write leaves the file untouched
+/// or fully replaced).
+class SupportsConfinedFiles {
+ public:
+  virtual ~SupportsConfinedFiles() = default;
+  /// The entry at the target (and, as asked, its content or its children).
+  virtual Task<ConfinedResult> confined_read(ConfinedTarget target, ConfinedReadOptions what) = 0;
+  /// Replaces, or creates, the regular file at the target with `data` when the target is not a
+  /// directory and its parent directory exists; with `expected_sha256` non-empty, only when the
+  /// existing file's SHA-256 hex digest starts with exactly that text (a missing file is created).
+  virtual Task<ConfinedResult> confined_write(ConfinedTarget target, Bytes data, std::string expected_sha256) = 0;
+  /// Creates the directory at the target (mkdir -p) when nothing is there and the nearest
+  /// existing ancestor is a writable directory; `done` also when a directory is already there.
+  virtual Task<ConfinedResult> confined_make_dir(ConfinedTarget target) = 0;
 };
 
 /// Optional native file access; without it, Workspace uses the shell. Paths are absolute POSIX

@@ -31,7 +31,8 @@ namespace exedev::workspace {
 class Workspace : public WorkspaceBackend,
                   public SupportsCommands,
                   public SupportsFilesystem,
-                  public SupportsRealpath {
+                  public SupportsRealpath,
+                  public SupportsConfinedFiles {
  public:
   /// Precondition: backend is not null (std::invalid_argument otherwise).
   explicit Workspace(std::shared_ptr<WorkspaceBackend> backend);
@@ -66,6 +67,14 @@ class Workspace : public WorkspaceBackend,
   /// Follows every symlink in the environment (native, else the shell, else text only).
   Task<std::string> realpath(std::string path) override;
 
+  /// Delegates to the backend's SupportsConfinedFiles, else, for a backend with commands and no
+  /// native filesystem, to the shell-derived filesystem's (one script each); anything else
+  /// answers ConfinedStatus::declined. A WrapperWorkspace declines, as its own overrides of the
+  /// separate operations would be bypassed (ReadOnlyWorkspace still reads).
+  Task<ConfinedResult> confined_read(ConfinedTarget target, ConfinedReadOptions what) override;
+  Task<ConfinedResult> confined_write(ConfinedTarget target, Bytes data, std::string expected_sha256) override;
+  Task<ConfinedResult> confined_make_dir(ConfinedTarget target) override;
+
   /// Strict UTF-8: invalid bytes throw std::range_error naming the path.
   Task<std::string> read_text(std::string path);
   Task<void> write_text(std::string path, std::string content);
@@ -91,6 +100,11 @@ class WrapperWorkspace : public Workspace {
  public:
   explicit WrapperWorkspace(std::shared_ptr<Workspace> wrapped);
   [[nodiscard]] const std::shared_ptr<Workspace>& wrapped() const { return wrapped_; }
+  /// Declined (ConfinedStatus::declined): a subclass that overrides the separate operations
+  /// sees every file operation through them. A subclass may delegate again.
+  Task<ConfinedResult> confined_read(ConfinedTarget target, ConfinedReadOptions what) override;
+  Task<ConfinedResult> confined_write(ConfinedTarget target, Bytes data, std::string expected_sha256) override;
+  Task<ConfinedResult> confined_make_dir(ConfinedTarget target) override;
 
  private:
   std::shared_ptr<Workspace> wrapped_;
@@ -110,6 +124,8 @@ class ReadOnlyWorkspace : public WrapperWorkspace {
   Task<void> write_bytes(std::string path, Bytes data) override;
   Task<void> make_dir(std::string path) override;
   Task<void> remove(std::string path) override;
+  /// Reads delegate to the wrapped workspace, as read_bytes does.
+  Task<ConfinedResult> confined_read(ConfinedTarget target, ConfinedReadOptions what) override;
 };
 
 }  // namespace exedev::workspace

@@ -73,12 +73,12 @@ TEST_CASE("a FileSystem call waiting for exe.dev's rate limit says so in its liv
         auto workspace = std::make_shared<exedev::workspace::Workspace>(backend);
         co_await workspace->write_bytes("notes.txt", "one\ntwo\n");  // provisioned before the limit
         // Three requests of burst, then one every 2 s, with exe.dev's Retry-After (the
-        // emulator's option): a read_file costs more than one request, so the second waits.
+        // emulator's option): a read_file costs one request, so the fourth waits.
         auto modes = limited_emulator.modes();
         modes.rate_limit = {.enabled = true, .burst = 3, .refill_per_second = 0.5, .overdraft = 10, .retry_after = true};
         limited_emulator.set_modes(modes);
         exedev::tools::FileSystem fs(workspace);
-        for (int i = 0; i < 2; ++i) {
+        for (int i = 0; i < 4; ++i) {
           std::string output;
           exedev::tools::ToolCallContext context;
           context.on_output = [&output](std::string_view text) { output += text; };
@@ -93,7 +93,7 @@ TEST_CASE("a FileSystem call waiting for exe.dev's rate limit says so in its liv
         co_await backend->close();
       },
       limits);
-  REQUIRE(outputs.size() == 2);
-  CHECK(outputs[1].find("exe.dev's rate limit: \"ssh\" waits") != std::string::npos);
-  CHECK(outputs[1].find(limited_emulator.token()) == std::string::npos);
+  REQUIRE(outputs.size() == 4);
+  CHECK(outputs[3].find("exe.dev's rate limit: \"ssh\" waits") != std::string::npos);
+  CHECK(outputs[3].find(limited_emulator.token()) == std::string::npos);
 }

@@ -392,6 +392,63 @@ inline asio::awaitable<void> arguments_and_limits(std::shared_ptr<ws::Workspace>
                  "read window. Use offset=1 to skip it, or a shell byte range to inspect it.)\n");
 }
 
+// The escapes confinement refuses, each with what it must leave untouched outside the root. On a
+// backend with SupportsConfinedFiles (the shell-derived filesystem, SandboxBackend) the real
+// path is checked where the files are, in the operation's own script; elsewhere by realpath
+// first. The same refusals either way.
+inline asio::awaitable<void> confinement_where_the_files_are(std::shared_ptr<ws::Workspace> workspace) {
+  tools::FileSystem files(workspace);
+  const std::string root = co_await workspace->working_dir();
+  const std::string d = unique_dir();
+  const std::string outside = parent_of(root) + "/outside-" + d;
+  co_await workspace->make_dir(d);
+  co_await sh(*workspace, "mkdir -p '" + outside + "' && printf 'kept\\n' > '" + outside + "/f.txt' && ln -s '" +
+                              outside + "' " + d + "/out && ln -s '" + outside + "/f.txt' " + d + "/out-file");
+  const auto escape = [&](const std::string& path) {
+    return "`" + path + "` leads outside the project root `" + root + "` through a symlink; use a path inside it.";
+  };
+  // `..` out of the root: refused before anything is sent.
+  EXPECT_RETRY(co_await call(files, "write_file", R"({"path": ")" + d + R"(/../../outside-)" + d + R"(/new.txt", "content": "x"})"),
+               "`" + outside + "/new.txt` is outside the project root `" + root + "`; use a path inside it.");
+  // A symlink out of the root, for every operation that takes a path.
+  EXPECT_RETRY(co_await call(files, "read_file", R"({"path": ")" + d + R"(/out-file"})"), escape(d + "/out-file"));
+  EXPECT_RETRY(co_await call(files, "file_info", R"({"path": ")" + d + R"(/out/f.txt"})"), escape(d + "/out/f.txt"));
+  EXPECT_RETRY(co_await call(files, "list_directory", R"({"path": ")" + d + R"(/out"})"), escape(d + "/out"));
+  EXPECT_RETRY(co_await call(files, "write_file", R"({"path": ")" + d + R"(/out/new.txt", "content": "x"})"),
+               escape(d + "/out/new.txt"));
+  EXPECT_RETRY(co_await call(files, "write_file", R"({"path": ")" + d + R"(/out-file", "content": "x"})"),
+               escape(d + "/out-file"));
+  EXPECT_RETRY(co_await call(files, "edit_file", R"({"path": ")" + d + R"(/out/f.txt", "old_text": "kept", "new_text": "lost"})"),
+               escape(d + "/out/f.txt"));
+  EXPECT_RETRY(co_await call(files, "create_directory", R"({"path": ")" + d + R"(/out/sub"})"), escape(d + "/out/sub"));
+  co_await sh(*workspace, "test \"$(cat '" + outside + "/f.txt')\" = kept && ! test -e '" + outside +
+                              "/new.txt' && ! test -e '" + outside + "/sub'");
+  // A denied pattern on the real path only: the link's own spelling passes.
+  tools::FileSystemOptions policy;
+  policy.denied_patterns = {"*/private/*", "*/private"};
+  tools::FileSystem guarded(workspace, policy);
+  co_await workspace->write_bytes(d + "/private/key.txt", "secret\n");
+  co_await sh(*workspace, "ln -s private/key.txt " + d + "/key-link && ln -s private " + d + "/dir-link");
+  const std::string denied = "Path '" + d + "/private/key.txt' is denied by pattern '*/private/*'.";
+  EXPECT_RETRY(co_await call(guarded, "read_file", R"({"path": ")" + d + R"(/key-link"})"), denied);
+  EXPECT_RETRY(co_await call(guarded, "file_info", R"({"path": ")" + d + R"(/key-link"})"), denied);
+  EXPECT_RETRY(co_await call(guarded, "write_file", R"({"path": ")" + d + R"(/key-link", "content": "x"})"), denied);
+  EXPECT_RETRY(co_await call(guarded, "edit_file", R"({"path": ")" + d + R"(/key-link", "old_text": "secret", "new_text": "x"})"),
+               denied);
+  EXPECT_RETRY(co_await call(guarded, "list_directory", R"({"path": ")" + d + R"(/dir-link"})"),
+               "Path '" + d + "/private' is denied by pattern '*/private'.");
+  EXPECT_RETRY(co_await call(guarded, "create_directory", R"({"path": ")" + d + R"(/dir-link/sub"})"),
+               "Path '" + d + "/private/sub' is denied by pattern '*/private/*'.");
+  CHECK(co_await workspace->read_bytes(d + "/private/key.txt") == "secret\n");
+  CHECK_FALSE(co_await workspace->exists(d + "/private/sub"));
+  // A link whose real path passes is followed, for writes too.
+  co_await sh(*workspace, "ln -s public.txt " + d + "/public-link");
+  EXPECT_SUCCESS(co_await call(guarded, "write_file", R"({"path": ")" + d + R"(/public-link", "content": "p\n"})"),
+                 "Wrote 2 chars (1 lines) to " + d + "/public-link. [hash:" + std::string("fd6641673e7f") + "]");
+  CHECK(co_await workspace->read_bytes(d + "/public.txt") == "p\n");
+  co_await sh(*workspace, "rm -rf '" + outside + "'");
+}
+
 using Case = asio::awaitable<void> (*)(std::shared_ptr<ws::Workspace>);
 
 /// Every case as a Catch2 section; `run` runs one on a fresh facade over the backend under test.
@@ -401,6 +458,7 @@ inline void run_all(const std::function<void(Case)>& run) {
   SECTION("edit_file") { run(edit_formats); }
   SECTION("list_directory, create_directory, file_info") { run(directories); }
   SECTION("root confinement and patterns") { run(confinement); }
+  SECTION("confinement checked where the files are") { run(confinement_where_the_files_are); }
   SECTION("read-only modes") { run(read_only_modes); }
   SECTION("find_files, search_files, list_files, grep") { run(find_and_search); }
   SECTION("arguments and read limits") { run(arguments_and_limits); }
