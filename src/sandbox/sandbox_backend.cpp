@@ -387,6 +387,20 @@ Task<PortForward> SandboxBackend::forward_port(std::uint16_t remote_port) {
   detail::rethrow_access_mapped(error);
 }
 
+Task<std::string> SandboxBackend::served_url(std::uint16_t port) {
+  std::exception_ptr error;
+  try {
+    const std::string name = co_await impl_->ensure_ready();
+    auto c = co_await impl_->client.get();
+    auto showing = c.share_show(name);
+    const auto share = co_await std::move(showing);
+    co_return proxy_url_for_port(share.url, share.port, port);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  detail::rethrow_access_mapped(error);
+}
+
 void SandboxBackend::note_gzip_missing() { impl_->limits.compress = false; }
 
 Task<Client> SandboxBackend::client() { co_return co_await impl_->client.get(); }

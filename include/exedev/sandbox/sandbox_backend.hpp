@@ -166,6 +166,13 @@ class SandboxBackend final : public workspace::WorkspaceBackend,
   /// is abandoned as for run(), operation_aborted is thrown and no listener is left.
   workspace::Task<PortForward> forward_port(std::uint16_t remote_port);
 
+  /// The URL where exe.dev's HTTPS proxy serves `port` of the VM (proxy_url_for_port): provisions
+  /// or attaches first, then asks `share show` (one request, either transport). Reaching it
+  /// needs access unless the VM is public and `port` its proxy port (Client::share_set_public,
+  /// set_share_port). Throws std::invalid_argument for a port exe.dev's proxy does not forward;
+  /// errors as run(). Cancellation: nothing changes; operation_aborted is thrown.
+  workspace::Task<std::string> served_url(std::uint16_t port);
+
   /// The transport in use: nullopt until the first operation has chosen one (Transport::ssh or
   /// Transport::exec afterwards; `automatic` may later switch from SSH to /exec when SSH stops
   /// answering, never in the middle of a command).

@@ -1,8 +1,14 @@
-// SandboxBackend::forward_port against the emulator's real sshd: an HTTP server a command starts
-// on the VM is fetched through the local listener (once, then 100 connections at once), a port
-// nothing listens on closes the connection, closing the handle ends its connections, and /exec
-// refuses with TransportUnsupportedError.
+// Reaching what a VM serves. SandboxBackend::forward_port against the emulator's real sshd: an
+// HTTP server a command starts on the VM is fetched through the local listener (once, then 100
+// connections at once), a port nothing listens on closes the connection, closing the handle ends
+// its connections, and /exec refuses with TransportUnsupportedError. And exe.dev's HTTPS proxy:
+// the `share` calls and SandboxBackend::served_url against the emulator's proxy, fetched by curl.
 #include "ssh_fixture.hpp"
+
+#include "common/subprocess.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <exedev/workspace/workspace.hpp>
 
@@ -21,15 +27,22 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-// An HTTP server serving directory argv[1] on 127.0.0.1 at a port the system picks. It is
+// An HTTP server serving directory argv[1] on 127.0.0.1 at a port the system picks, or with
+// argv[2] "proxy-range" a free one in 3000-9999 (the ports exe.dev's proxy forwards). It is
 // listening before the command returns: the parent prints "<port> <pid>" once bound and exits;
 // the child leaves the session and serves until killed.
-constexpr const char* kServerScript = R"(import functools, http.server, os, sys
+constexpr const char* kServerScript = R"(import functools, http.server, os, random, sys
 class Server(http.server.ThreadingHTTPServer):
     request_queue_size = 256
     daemon_threads = True
 handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=os.path.abspath(sys.argv[1]))
-server = Server(("127.0.0.1", 0), handler)
+ports = random.sample(range(3000, 10000), 7000) if sys.argv[2:] == ["proxy-range"] else [0]
+for port in ports:
+    try:
+        server = Server(("127.0.0.1", port), handler)
+        break
+    except OSError:
+        pass
 pid = os.fork()
 if pid:
     print(server.server_address[1], pid, flush=True)
@@ -46,9 +59,10 @@ struct VmServer {
   std::string pid;
 };
 
-Task<VmServer> start_server(exedev::workspace::Workspace& w, std::string directory) {
+Task<VmServer> start_server(exedev::workspace::Workspace& w, std::string directory, bool in_proxy_range) {
   std::vector<std::string> argv{"python3", "-c", kServerScript};
   argv.push_back(std::move(directory));
+  if (in_proxy_range) argv.push_back("proxy-range");
   auto starting = w.run(Command::argv(std::move(argv)));
   const auto result = co_await std::move(starting);
   REQUIRE(result.exit_code == 0);
@@ -96,6 +110,41 @@ Task<void> wait_for(std::function<bool()> condition) {
   while (!condition()) co_await sleep_for(20ms);
 }
 
+struct CurlAnswer {
+  int status = 0;
+  std::string body;
+};
+
+// curl fetching `url` through the emulator's HTTPS proxy (every host name connects to its port;
+// TLS verified against the emulator's CA). Blocking: the emulator and the VM's server run on
+// threads and processes of their own.
+CurlAnswer curl(exedev::emulator::Emulator& emu, const std::string& url) {
+  int pipe_fds[2];
+  REQUIRE(::pipe(pipe_fds) == 0);
+  exedev::detail::SpawnRequest request;
+  request.program = "/usr/bin/curl";
+  request.argv = {"curl", "-sS", "--max-time", "30", "--cacert", emu.ca_file().string(), "--connect-to",
+                  "::127.0.0.1:" + std::to_string(emu.vm_proxy_port()), "-w", "\n%{http_code}", url};
+  request.environment = {"PATH=/usr/bin:/bin"};
+  request.directory = "/";
+  request.stdout_fd = pipe_fds[1];
+  request.stderr_fd = pipe_fds[1];
+  const auto started = exedev::detail::spawn_process(request);
+  ::close(pipe_fds[1]);
+  REQUIRE(started.error == 0);
+  std::string output;
+  char chunk[4096];
+  for (ssize_t n; (n = ::read(pipe_fds[0], chunk, sizeof chunk)) > 0;) output.append(chunk, static_cast<std::size_t>(n));
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ::waitpid(started.pid, &status, 0);
+  INFO("curl " << url << ": " << output);
+  REQUIRE(exedev::detail::exit_code_of(status) == 0);
+  const auto newline = output.rfind('\n');
+  REQUIRE(newline != std::string::npos);
+  return CurlAnswer{std::stoi(output.substr(newline + 1)), output.substr(0, newline)};
+}
+
 }  // namespace
 
 TEST_CASE("over SSH, a forwarded port reaches an HTTP server on the VM, 100 connections at once", "[integration]") {
@@ -108,7 +157,7 @@ TEST_CASE("over SSH, a forwarded port reaches an HTTP server on the VM, 100 conn
     const auto data = random_text(300 * 1024, 7);
     co_await w.write_bytes("site/data.bin", data);
     co_await w.write_text("site/small.txt", "hello through the tunnel\n");
-    const auto server = co_await start_server(w, "site");
+    const auto server = co_await start_server(w, "site", false);
     std::exception_ptr failure;
     try {
       auto forward = co_await backend->forward_port(server.port);
@@ -179,7 +228,7 @@ TEST_CASE("over SSH, a forward to a port nothing listens on closes each connecti
     CHECK(nowhere.is_open());  // one refused connection does not end the forward
 
     co_await w.write_text("site/index.html", "x");
-    const auto server = co_await start_server(w, "site");
+    const auto server = co_await start_server(w, "site", false);
     std::exception_ptr failure;
     try {
       auto opening = backend->forward_port(server.port);
@@ -218,4 +267,85 @@ TEST_CASE("over /exec, forward_port is refused with TransportUnsupportedError", 
     CHECK(std::string(e.what()).find("SSH") != std::string::npos);
     co_await backend->close();
   }, limits(60s));
+}
+
+TEST_CASE("share calls against the emulator, and served_url reaching the VM's server through the HTTPS proxy",
+          "[integration]") {
+  SshSetup s;
+  Fixture f(s.emulator_options());
+  if (f.skip("the emulator's HTTPS proxy")) return;
+  exedev::testing::run([&](Executor) -> Task<void> {
+    auto backend = std::make_shared<exedev::SandboxBackend>(ssh_options(f, exedev::Transport::automatic, s.registered, std::nullopt));
+    exedev::workspace::Workspace w(backend);
+    co_await w.write_text("site/index.html", "served by the VM\n");
+    const auto server = co_await start_server(w, "site", true);
+    std::exception_ptr failure;
+    try {
+      const std::string name = exedev::VMTarget(*backend->ref()).name();
+      const std::string https_url = "https://" + name + ".exe.xyz";
+      auto c = co_await backend->client();
+
+      const auto before = co_await c.share_port(name);
+      CHECK(before.port == 80);
+      CHECK(before.visibility == "private");
+      const auto moved = co_await c.set_share_port(name, server.port);
+      CHECK(moved.port == server.port);
+      CHECK(moved.visibility == "private");
+      const auto url = co_await backend->served_url(server.port);
+      CHECK(url == https_url + "/");
+
+      CHECK(curl(f.emu(), url).status == 401);  // private: only people with access
+      const auto opened = co_await c.share_set_public(name);
+      CHECK(opened.visibility == "public");
+      const auto fetched = curl(f.emu(), url);
+      CHECK(fetched.status == 200);
+      CHECK(fetched.body == "served by the VM\n");
+
+      const auto link = co_await c.share_add_link(name);
+      CHECK(link.url == https_url + "/?share=" + link.token);
+      const auto closed = co_await c.share_set_private(name);
+      CHECK(closed.visibility == "private");
+      CHECK(curl(f.emu(), url).status == 401);
+      CHECK(curl(f.emu(), link.url).body == "served by the VM\n");
+
+      const auto invited = co_await c.share_add(name, "Reviewer@Example.com", "have a look");
+      CHECK(invited.shared_with == "reviewer@example.com");
+      const auto allowed = co_await c.share_access(name, true);
+      CHECK(allowed.team_access);
+      const auto shown = co_await c.share_show(name);
+      CHECK(shown.vm_name == name);
+      CHECK(shown.url == https_url);
+      CHECK(shown.port == server.port);
+      CHECK(shown.visibility == "private");
+      REQUIRE(shown.links.size() == 1);
+      CHECK(shown.links[0].token == link.token);
+      REQUIRE(shown.users.size() == 1);
+      CHECK(shown.users[0].email == "reviewer@example.com");
+      CHECK(shown.users[0].status == "pending");
+      CHECK(shown.team_ssh);
+
+      const auto unlinked = co_await c.share_remove_link(name, link.token);
+      CHECK(unlinked.message == "Share link removed");
+      CHECK(curl(f.emu(), link.url).status == 401);
+      const auto uninvited = co_await c.share_remove(name, "reviewer@example.com");
+      CHECK(uninvited.vm_name == name);
+      auto removing_again = capture(c.share_remove(name, "reviewer@example.com"));
+      const auto again = expect_error<exedev::CommandFailedError>(co_await std::move(removing_again));
+      CHECK(std::string(again.what()).find("no share found") != std::string::npos);
+
+      // Another port in 3000-9999 is served at its own URL; others are not served at all.
+      const std::uint16_t other = server.port == 9999 ? 9998 : static_cast<std::uint16_t>(server.port + 1);
+      const auto other_url = co_await backend->served_url(other);
+      CHECK(other_url == https_url + ":" + std::to_string(other) + "/");
+      auto serving_ssh = capture(backend->served_url(22));
+      expect_error<std::invalid_argument>(co_await std::move(serving_ssh));
+      auto bad_port = capture(c.set_share_port(name, 80));
+      expect_error<std::invalid_argument>(co_await std::move(bad_port));
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    co_await stop_server(w, server);
+    co_await backend->close();
+    if (failure) std::rethrow_exception(failure);
+  }, limits(180s));
 }
