@@ -140,9 +140,9 @@ class Lobby {
   /// at `requested_port` (0: the bare https://<vm>.exe.xyz/, which serves the proxy port)
   /// carrying share link `share_token` (empty: none): status 200 and the VM port, or the
   /// refusal's status and reason (404: no such VM or a port the proxy does not forward; 401:
-  /// private and no valid share link; 502: the VM is not running). Alternate ports (3000-9999)
-  /// are private, as on exe.dev; the emulator has no exe.dev login, so only a share link opens a
-  /// private route. Defined with the share commands (vm_commands_extra.cpp).
+  /// private and no valid share link; 502: the VM is not running). Only the bare host name follows
+  /// the share setting: a URL with a port (3000-9999, even the proxy port) is private, as on
+  /// exe.dev; the emulator has no exe.dev login, so only a share link opens a private route. Defined with the share commands (vm_commands_extra.cpp).
   struct ProxyDecision {
     unsigned status = 200;
     std::string reason;
