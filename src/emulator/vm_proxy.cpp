@@ -83,14 +83,20 @@ std::string plain_response(unsigned status, std::string_view reason, std::string
                      status, reason, body.size(), body);
 }
 
-asio::awaitable<void> client_to_vm(TlsSocket& client, tcp::socket& vm) {
+// Copies `from` to `to` until `from` ends or fails (true) or writing fails (false).
+template <typename From, typename To>
+asio::awaitable<bool> copy_stream(From& from, To& to) {
   std::string buffer(relay_chunk, '\0');
   for (;;) {
-    const auto [ec, n] = co_await client.async_read_some(asio::buffer(buffer), use_tuple);
-    if (ec) break;
-    const auto [write_ec, written] = co_await asio::async_write(vm, asio::buffer(buffer.data(), n), use_tuple);
-    if (write_ec) co_return;
+    const auto [ec, n] = co_await from.async_read_some(asio::buffer(buffer), use_tuple);
+    if (ec) co_return true;
+    const auto [write_ec, written] = co_await asio::async_write(to, asio::buffer(buffer.data(), n), use_tuple);
+    if (write_ec) co_return false;
   }
+}
+
+asio::awaitable<void> client_to_vm(TlsSocket& client, tcp::socket& vm) {
+  if (!co_await copy_stream(client, vm)) co_return;
   boost::system::error_code ignored;
   vm.shutdown(tcp::socket::shutdown_send, ignored);
   // The answer may still be coming: wait for the other direction to end this relay.
@@ -98,15 +104,7 @@ asio::awaitable<void> client_to_vm(TlsSocket& client, tcp::socket& vm) {
   co_await never.wait();
 }
 
-asio::awaitable<void> vm_to_client(tcp::socket& vm, TlsSocket& client) {
-  std::string buffer(relay_chunk, '\0');
-  for (;;) {
-    const auto [ec, n] = co_await vm.async_read_some(asio::buffer(buffer), use_tuple);
-    if (ec) co_return;
-    const auto [write_ec, written] = co_await asio::async_write(client, asio::buffer(buffer.data(), n), use_tuple);
-    if (write_ec) co_return;
-  }
-}
+asio::awaitable<void> vm_to_client(tcp::socket& vm, TlsSocket& client) { co_await copy_stream(vm, client); }
 
 }  // namespace
 

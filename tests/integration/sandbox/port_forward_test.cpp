@@ -5,10 +5,6 @@
 // the `share` calls and SandboxBackend::served_url against the emulator's proxy, fetched by curl.
 #include "ssh_fixture.hpp"
 
-#include "common/subprocess.hpp"
-
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <exedev/workspace/workspace.hpp>
 
@@ -119,27 +115,13 @@ struct CurlAnswer {
 // TLS verified against the emulator's CA). Blocking: the emulator and the VM's server run on
 // threads and processes of their own.
 CurlAnswer curl(exedev::emulator::Emulator& emu, const std::string& url) {
-  int pipe_fds[2];
-  REQUIRE(::pipe(pipe_fds) == 0);
-  exedev::detail::SpawnRequest request;
-  request.program = "/usr/bin/curl";
-  request.argv = {"curl", "-sS", "--max-time", "30", "--cacert", emu.ca_file().string(), "--connect-to",
-                  "::127.0.0.1:" + std::to_string(emu.vm_proxy_port()), "-w", "\n%{http_code}", url};
-  request.environment = {"PATH=/usr/bin:/bin"};
-  request.directory = "/";
-  request.stdout_fd = pipe_fds[1];
-  request.stderr_fd = pipe_fds[1];
-  const auto started = exedev::detail::spawn_process(request);
-  ::close(pipe_fds[1]);
-  REQUIRE(started.error == 0);
   std::string output;
-  char chunk[4096];
-  for (ssize_t n; (n = ::read(pipe_fds[0], chunk, sizeof chunk)) > 0;) output.append(chunk, static_cast<std::size_t>(n));
-  ::close(pipe_fds[0]);
-  int status = 0;
-  ::waitpid(started.pid, &status, 0);
+  const int exit_code = support::run_program({"/usr/bin/curl", "-sS", "--max-time", "30", "--cacert", emu.ca_file().string(),
+                                              "--connect-to", "::127.0.0.1:" + std::to_string(emu.vm_proxy_port()), "-w",
+                                              "\n%{http_code}", url},
+                                             &output);
   INFO("curl " << url << ": " << output);
-  REQUIRE(exedev::detail::exit_code_of(status) == 0);
+  REQUIRE(exit_code == 0);
   const auto newline = output.rfind('\n');
   REQUIRE(newline != std::string::npos);
   return CurlAnswer{std::stoi(output.substr(newline + 1)), output.substr(0, newline)};
