@@ -22,6 +22,7 @@
 #include <exedev/client/client_options.hpp>
 #include <exedev/client/command_results.hpp>
 #include <exedev/client/run_options.hpp>
+#include <exedev/client/share.hpp>
 #include <exedev/client/vm_info.hpp>
 #include <exedev/client/vm_options.hpp>
 #include <exedev/errors.hpp>
@@ -94,6 +95,33 @@ class Client {
   /// `rename <vm> <new_name>`: the VM must be running. Renaming to the same name sends nothing.
   /// Cancellation: the VM may or may not have been renamed (`ls` either name to know).
   Task<void> rename_vm(std::string name, std::string new_name);
+
+  // `share`: who reaches the VM's HTTPS proxy (https://<vm>.exe.xyz/) and which port it serves
+  // (docs/client.md, "Sharing"). Each is one request; none is retried after sending (exe.dev
+  // treats `share` as a write). Cancellation: a reading call changes nothing; a changing one may
+  // or may not have taken effect.
+  /// `share show <vm>`.
+  Task<ShareInfo> share_show(std::string name);
+  /// `share port <vm>`: the proxy route as it is (vm_name, port, visibility).
+  Task<ShareRoute> share_port(std::string name);
+  /// `share port <vm> <port>`: the bare URL serves `port` (exe.dev accepts 3000-9999 only:
+  /// std::invalid_argument otherwise, nothing sent). Visibility stays.
+  Task<ShareRoute> set_share_port(std::string name, std::uint16_t port);
+  /// `share set-public <vm>`: anyone may reach the proxy port's URL.
+  Task<ShareRoute> share_set_public(std::string name);
+  /// `share set-private <vm>`: only users with access (and share links).
+  Task<ShareRoute> share_set_private(std::string name);
+  /// `share add-link <vm>`: a new share link.
+  Task<ShareLinkCreated> share_add_link(std::string name);
+  /// `share remove-link <vm> <token>`.
+  Task<ShareChange> share_remove_link(std::string name, std::string token);
+  /// `share add <vm> <email|team> [--message=…]`: invites a person by email (exe.dev sends
+  /// the email) or shares with the caller's team ("team"). An empty message sends none.
+  Task<ShareChange> share_add(std::string name, std::string email_or_team, std::string message);
+  /// `share remove <vm> <email|team>`.
+  Task<ShareChange> share_remove(std::string name, std::string email_or_team);
+  /// `share access allow|disallow <vm>`: team members' SSH and Shelley access.
+  Task<ShareRoute> share_access(std::string name, bool allow);
 
   /// Runs a shell line on a VM and returns its exit code and its stdout and stderr, separate
   /// and exact. The line runs in the VM user's login shell (`$SHELL -l`, as the ssh session sets

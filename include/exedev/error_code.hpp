@@ -29,6 +29,7 @@ enum class errc {
   host_key_rejected,      ///< HostKeyError: an SSH host key refused (changed, unknown under strict, revoked)
   ssh_authentication_failed,  ///< SshAuthenticationError: the SSH server accepted none of the keys tried
   ssh_key_unusable,       ///< SshKeyUnusableError: a private key that cannot be used (unreadable, encrypted, unknown type)
+  transport_unsupported,  ///< TransportUnsupportedError: the operation needs a channel the backend's transport lacks
 };
 
 /// The category of exedev::errc; its name is "exedev".

@@ -100,6 +100,32 @@ std::vector<std::string> strings(const json& o, const char* key) {
   return out;
 }
 
+// A TCP port (1-65535), or nullopt when absent or out of range.
+std::optional<std::uint16_t> port_of(const json& o, const char* key) {
+  const auto port = number<std::uint64_t>(o, key);
+  if (port && *port > 0 && *port <= 65535) return static_cast<std::uint16_t>(*port);
+  return std::nullopt;
+}
+
+bool flag(const json& o, const char* key) {
+  const auto it = o.find(key);
+  return it != o.end() && it->is_boolean() && it->get<bool>();
+}
+
+// Array `key` of objects, each read by `read`; absent or null is empty.
+template <typename T, typename Read>
+std::vector<T> objects(const json& o, const char* key, Read read) {
+  std::vector<T> out;
+  const auto it = o.find(key);
+  if (it == o.end() || it->is_null()) return out;
+  if (!it->is_array()) throw ProtocolError(fmt::format("exe.dev answer field \"{}\" is not a list", key));
+  for (const auto& v : *it) {
+    if (!v.is_object()) throw ProtocolError(fmt::format("exe.dev answer field \"{}\" holds a non-object", key));
+    out.push_back(read(v));
+  }
+  return out;
+}
+
 VMInfo vm_from(const json& o, const std::string& command) {
   if (!o.is_object()) throw ProtocolError(fmt::format("exe.dev answered \"{}\" with a VM that is not an object", command));
   VMInfo vm;
@@ -117,10 +143,9 @@ VMInfo vm_from(const json& o, const std::string& command) {
   vm.ssh_dest = str(o, {"ssh_dest", "ssh"});
   vm.ssh_host = str(o, {"ssh_host"});
   vm.ssh_user = str(o, {"ssh_user"});
-  if (const auto port = number<std::uint64_t>(o, "ssh_port"); port && *port > 0 && *port <= 65535) {
-    vm.ssh_port = static_cast<std::uint16_t>(*port);
-  }
+  vm.ssh_port = port_of(o, "ssh_port");
   vm.https_url = str(o, {"https_url"});
+  vm.proxy_port = port_of(o, "proxy_port");
   vm.disk_capacity_bytes = number<std::uint64_t>(o, "disk_capacity_bytes");
   vm.memory_capacity_bytes = number<std::uint64_t>(o, "memory_capacity_bytes");
   vm.allocated_cpus = number<unsigned>(o, "allocated_cpus");
@@ -244,6 +269,78 @@ ResizeResult parse_resize_answer(std::string_view body) {
     result.old_disk_bytes = number<std::uint64_t>(o, "disk_old_bytes");
     result.new_disk_bytes = number<std::uint64_t>(o, "disk_new_bytes");
     return result;
+  });
+}
+
+ShareInfo parse_share_show_answer(std::string_view body) {
+  const std::string command = "share show";
+  const auto o = last_object(body, command);
+  return guarded(command, [&] {
+    ShareInfo info;
+    info.vm_name = str(o, {"vm_name"});
+    if (info.vm_name.empty()) throw ProtocolError("exe.dev answered \"share show\" without a VM name");
+    info.visibility = str(o, {"status"});
+    info.port = port_of(o, "port").value_or(0);
+    info.url = str(o, {"url"});
+    info.users = objects<ShareUser>(o, "users", [](const json& u) {
+      return ShareUser{str(u, {"email"}), str(u, {"status"}), str(u, {"invited_at"})};
+    });
+    info.links = objects<ShareLinkInfo>(o, "links", [](const json& l) {
+      ShareLinkInfo link;
+      link.token = str(l, {"token"});
+      link.created_at = str(l, {"created_at"});
+      link.use_count = number<std::int64_t>(l, "use_count").value_or(0);
+      if (const auto it = l.find("last_used_at"); it != l.end() && it->is_string()) link.last_used_at = it->get<std::string>();
+      return link;
+    });
+    info.teams = objects<ShareTeam>(o, "teams", [](const json& t) {
+      return ShareTeam{str(t, {"team_id"}), str(t, {"team_name"})};
+    });
+    info.team_access = flag(o, "team_access");
+    info.team_ssh = flag(o, "team_ssh");
+    info.team_shelley = flag(o, "team_shelley");
+    info.support_has_root = flag(o, "support_has_root");
+    return info;
+  });
+}
+
+ShareRoute parse_share_route_answer(std::string_view body, const std::string& command) {
+  const auto o = last_object(body, command);
+  return guarded(command, [&] {
+    ShareRoute route;
+    route.vm_name = str(o, {"vm_name"});
+    const auto port = port_of(o, "port");
+    if (route.vm_name.empty() || !port) {
+      throw ProtocolError(fmt::format("exe.dev answered \"{}\" without the VM name and port", command));
+    }
+    route.port = *port;
+    route.visibility = str(o, {"share"});
+    route.team_access = flag(o, "team_access");
+    route.team_ssh = flag(o, "team_ssh");
+    route.team_shelley = flag(o, "team_shelley");
+    return route;
+  });
+}
+
+ShareLinkCreated parse_share_link_answer(std::string_view body) {
+  const std::string command = "share add-link";
+  const auto o = last_object(body, command);
+  return guarded(command, [&] {
+    ShareLinkCreated link{str(o, {"vm_name"}), str(o, {"token"}), str(o, {"url"})};
+    if (link.token.empty() || link.url.empty()) {
+      throw ProtocolError("exe.dev answered \"share add-link\" without the link's token and URL");
+    }
+    return link;
+  });
+}
+
+ShareChange parse_share_change_answer(std::string_view body, const std::string& command) {
+  const auto o = last_object(body, command);
+  return guarded(command, [&] {
+    if (str(o, {"status"}) != "success") {
+      throw ProtocolError(fmt::format("exe.dev answered \"{}\" without \"status\": \"success\"", command));
+    }
+    return ShareChange{str(o, {"vm_name"}), str(o, {"shared_with"}), str(o, {"team_name"}), str(o, {"message"})};
   });
 }
 

@@ -42,6 +42,11 @@ void check_lobby_answer(unsigned status, const std::string& command, std::string
 [[nodiscard]] WhoAmI parse_whoami_answer(std::string_view body);
 /// For answers whose shape is not pinned down (pause, resume, restart, comment): one JSON object.
 void parse_object_answer(std::string_view body, const std::string& command);
+/// The `share` answers (shapes: execore/ssh_share.go; docs/emulator.md, "share").
+[[nodiscard]] ShareInfo parse_share_show_answer(std::string_view body);
+[[nodiscard]] ShareRoute parse_share_route_answer(std::string_view body, const std::string& command);
+[[nodiscard]] ShareLinkCreated parse_share_link_answer(std::string_view body);
+[[nodiscard]] ShareChange parse_share_change_answer(std::string_view body, const std::string& command);
 /// `resize`'s answer: the old and new sizes of what changed.
 [[nodiscard]] ResizeResult parse_resize_answer(std::string_view body);
 

@@ -266,6 +266,68 @@ Task<void> Client::rename_vm(std::string name, std::string new_name) {
   detail::parse_object_answer(co_await impl->call(line, no_secrets), "rename");
 }
 
+Task<ShareInfo> Client::share_show(std::string name) {
+  auto impl = impl_;
+  const auto line = detail::share_line("show", name, {});
+  co_return detail::parse_share_show_answer(co_await impl->call(line, no_secrets));
+}
+
+Task<ShareRoute> Client::share_port(std::string name) {
+  auto impl = impl_;
+  const auto line = detail::share_line("port", name, {});
+  co_return detail::parse_share_route_answer(co_await impl->call(line, no_secrets), line.command());
+}
+
+Task<ShareRoute> Client::set_share_port(std::string name, std::uint16_t port) {
+  auto impl = impl_;
+  // exe.dev's own bounds (execore/ssh_share.go): refused here rather than sent.
+  if (port < 3000 || port > 9999) throw std::invalid_argument("share port: exe.dev accepts ports 3000-9999 only");
+  const auto line = detail::share_line("port", name, std::vector<std::string>{std::to_string(port)});
+  co_return detail::parse_share_route_answer(co_await impl->call(line, no_secrets), line.command());
+}
+
+Task<ShareRoute> Client::share_set_public(std::string name) {
+  auto impl = impl_;
+  const auto line = detail::share_line("set-public", name, {});
+  co_return detail::parse_share_route_answer(co_await impl->call(line, no_secrets), line.command());
+}
+
+Task<ShareRoute> Client::share_set_private(std::string name) {
+  auto impl = impl_;
+  const auto line = detail::share_line("set-private", name, {});
+  co_return detail::parse_share_route_answer(co_await impl->call(line, no_secrets), line.command());
+}
+
+Task<ShareLinkCreated> Client::share_add_link(std::string name) {
+  auto impl = impl_;
+  const auto line = detail::share_line("add-link", name, {});
+  co_return detail::parse_share_link_answer(co_await impl->call(line, no_secrets));
+}
+
+Task<ShareChange> Client::share_remove_link(std::string name, std::string token) {
+  auto impl = impl_;
+  const auto line = detail::share_line("remove-link", name, std::vector<std::string>{token});
+  co_return detail::parse_share_change_answer(co_await impl->call(line, no_secrets), line.command());
+}
+
+Task<ShareChange> Client::share_add(std::string name, std::string email_or_team, std::string message) {
+  auto impl = impl_;
+  auto line = detail::share_line("add", name, std::vector<std::string>{email_or_team});
+  if (!message.empty()) line.flag("message", message);
+  co_return detail::parse_share_change_answer(co_await impl->call(line, no_secrets), line.command());
+}
+
+Task<ShareChange> Client::share_remove(std::string name, std::string email_or_team) {
+  auto impl = impl_;
+  const auto line = detail::share_line("remove", name, std::vector<std::string>{email_or_team});
+  co_return detail::parse_share_change_answer(co_await impl->call(line, no_secrets), line.command());
+}
+
+Task<ShareRoute> Client::share_access(std::string name, bool allow) {
+  auto impl = impl_;
+  const auto line = detail::share_line(allow ? "access allow" : "access disallow", name, {});
+  co_return detail::parse_share_route_answer(co_await impl->call(line, no_secrets), line.command());
+}
 
 // ---- run_script() -----------------------------------------------------------------------------
 

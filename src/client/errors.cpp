@@ -56,6 +56,7 @@ class ClientCategory final : public std::error_category {
       case errc::host_key_rejected: return "the SSH server's host key was refused";
       case errc::ssh_authentication_failed: return "the SSH server accepted none of the keys tried";
       case errc::ssh_key_unusable: return "an SSH private key could not be used";
+      case errc::transport_unsupported: return "the transport in use has no channel for the operation";
     }
     return "unknown exedev error";
   }
@@ -84,6 +85,8 @@ bool Error::may_have_run() const noexcept {
       return false;  // refused before anything ran (§1.5)
     case errc::host_key_rejected: case errc::ssh_authentication_failed: case errc::ssh_key_unusable:
       return false;  // an SSH connection refused before any command was sent
+    case errc::transport_unsupported:
+      return false;  // refused before anything was sent
     default:
       return true;
   }

@@ -163,6 +163,13 @@ LobbyLine rename_vm_line(std::string_view vm, std::string_view new_name) {
   return line;
 }
 
+LobbyLine share_line(std::string_view subcommand, std::string_view vm, const std::vector<std::string>& words) {
+  LobbyLine line("share " + std::string(subcommand));
+  line.word(vm, "the VM name");
+  for (const auto& w : words) line.word(w, "a share argument");
+  return line;
+}
+
 LobbyLine tag_line(std::string_view vm, const std::vector<std::string>& tags, bool remove) {
   if (tags.empty()) throw std::invalid_argument("tag: at least one tag is needed");
   LobbyLine line("tag");

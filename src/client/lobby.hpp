@@ -55,6 +55,8 @@ void check_body_size(std::size_t size, std::string_view command);
 [[nodiscard]] LobbyLine resize_vm_line(std::string_view vm, const ResizeVMOptions& options);
 /// `rename <vm> <new name>`.
 [[nodiscard]] LobbyLine rename_vm_line(std::string_view vm, std::string_view new_name);
+/// `share <subcommand> <vm> [words...]` (subcommand "show", "port", "access allow", ...).
+[[nodiscard]] LobbyLine share_line(std::string_view subcommand, std::string_view vm, const std::vector<std::string>& words);
 /// `comment <vm> <text>`; an empty text clears the comment (sent as ' ', which the server trims).
 [[nodiscard]] LobbyLine comment_line(std::string_view vm, std::string_view text);
 

@@ -161,6 +161,21 @@ class Lobby {
   /// The session a new connection to the VM's SSH endpoint runs at `now`, or nullopt when the
   /// endpoint must refuse it: the VM is gone, paused, or still booting.
   std::optional<SshRoute> ssh_route(const std::string& vm_id, WallTime now) const;
+  /// Whether and where the emulator's HTTPS proxy (vm_proxy.hpp) sends a request for VM `vm`
+  /// at `requested_port` (0: the bare https://<vm>.exe.xyz/, which serves the proxy port)
+  /// carrying share link `share_token` (empty: none) at `now`: status 200 and the VM port, or the
+  /// refusal's status and reason (404: no such VM or a port the proxy does not forward; 401:
+  /// private and no valid share link; 502: the VM is not running). Only the bare host name follows
+  /// the share setting: a URL with a port (3000-9999, even the proxy port) is private, as on
+  /// exe.dev; the emulator has no exe.dev login, so only a share link opens a private route. Defined with the share commands (vm_commands_extra.cpp).
+  struct ProxyDecision {
+    unsigned status = 200;
+    std::string reason;
+    std::uint16_t port = 0;
+  };
+  ProxyDecision proxy_decision(const std::string& vm, std::uint16_t requested_port, const std::string& share_token,
+                               WallTime now) const;
+
   /// Every VM's id and the port its SSH endpoint had (0: none yet), to serve them again.
   std::vector<std::pair<std::string, std::uint16_t>> ssh_endpoints() const;
   /// Records the port the VM's SSH endpoint now listens on; answers the plan that saves it.
@@ -214,6 +229,13 @@ class Lobby {
   std::variant<Reply, SshPlan> cmd_share_set_public(const Key&, const Prepared&);
   std::variant<Reply, SshPlan> cmd_share_set_private(const Key&, const Prepared&);
   std::variant<Reply, SshPlan> cmd_share_add_link(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> cmd_share_port(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> cmd_share_remove_link(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> cmd_share_add(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> cmd_share_remove(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> cmd_share_access_allow(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> cmd_share_access_disallow(const Key&, const Prepared&);
+  std::variant<Reply, SshPlan> share_access(const Key&, const Prepared&, bool allow);
   // lobby_ssh_keys.cpp
   std::variant<Reply, SshPlan> cmd_ssh_key_list(const Key&, const Prepared&);
   std::variant<Reply, SshPlan> cmd_ssh_key_add(const Key&, const Prepared&);

@@ -27,6 +27,12 @@ struct ShareLink {
   WallTime created_at;
 };
 
+/// A person invited by `share add <vm> <email>`: pending, as nobody else has an account here.
+struct ShareInvite {
+  std::string email;
+  WallTime invited_at;
+};
+
 struct Lobby::Vm {
   VMRecord record;  // record.status holds the stored status: running or paused
   std::string id;
@@ -37,6 +43,8 @@ struct Lobby::Vm {
   std::string share = "private";
   unsigned proxy_port = 80;
   std::vector<ShareLink> share_links;
+  std::vector<ShareInvite> share_invites;
+  bool team_access = false;  // `share access allow`: the route's TeamSSH and TeamShelley
   // The port of the VM's SSH endpoint (0: none), kept across restarts of the emulator.
   std::uint16_t ssh_port = 0;
 };

@@ -112,10 +112,15 @@ std::string Lobby::state_text() const {
                             {"standalone", vm.record.standalone}, {"egress", vm.record.egress},
                             {"ready_at", to_ms(vm.ready_at)}, {"boot_status", vm.boot_status},
                             {"generation", vm.generation}, {"share", vm.share}, {"proxy_port", vm.proxy_port},
-                            {"ssh_port", vm.ssh_port}});
+                            {"team_access", vm.team_access}, {"ssh_port", vm.ssh_port}});
     Json links = Json::array();
     for (const ShareLink& link : vm.share_links) links.push_back({{"token", link.token}, {"created_at", to_ms(link.created_at)}});
     state["vms"].back()["share_links"] = std::move(links);
+    Json invites = Json::array();
+    for (const ShareInvite& invite : vm.share_invites) {
+      invites.push_back({{"email", invite.email}, {"invited_at", to_ms(invite.invited_at)}});
+    }
+    state["vms"].back()["share_invites"] = std::move(invites);
   }
   state["keys"] = Json::array();
   for (const auto& [token, key] : keys_) {
@@ -173,9 +178,13 @@ Lobby::StoredState Lobby::parse_state(const std::string& text) const {
       vm.generation = j.at("generation");
       vm.share = j.value("share", std::string("private"));
       vm.proxy_port = j.value("proxy_port", 80u);
+      vm.team_access = j.value("team_access", false);
       vm.ssh_port = j.value("ssh_port", std::uint16_t{0});
       for (const Json& link : j.value("share_links", Json::array())) {
         vm.share_links.push_back(ShareLink{link.at("token"), from_ms(link.at("created_at"))});
+      }
+      for (const Json& invite : j.value("share_invites", Json::array())) {
+        vm.share_invites.push_back(ShareInvite{invite.at("email"), from_ms(invite.at("invited_at"))});
       }
       stored.vms.emplace(vm.record.name, std::move(vm));
     }

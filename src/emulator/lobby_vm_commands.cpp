@@ -35,7 +35,7 @@ Json new_details(const VMRecord& vm, std::uint16_t ssh_port, const LobbyConfig& 
   json["tags"] = vm.tags;
   add_ssh_fields(json, vm.name, ssh_port, config);
   json["https_url"] = "https://" + host_of(vm.name);
-  json["proxy_port"] = 80;
+  json["proxy_port"] = 80;  // exedb.DefaultRoute's port: a new VM's proxy port
   if (vm.image == "exeuntu") {
     json["shelley_url"] = "https://" + vm.name + ".shelley.exe.xyz";
     json["vscode_url"] = "vscode://vscode-remote/ssh-remote+" + host_of(vm.name) + "/home/exedev";

@@ -84,6 +84,8 @@ void Emulator::Impl::start() {
   acceptor->listen();
   port = acceptor->local_endpoint().port();
   asio::co_spawn(*ioc, accept_loop(), asio::detached);
+  vm_proxy = std::make_unique<VmProxy>(*ioc, *lobby, *ssl_context, vm_proxy_port);
+  vm_proxy_port = vm_proxy->port();
   if (ssh_server) {
     ssh_endpoints = std::make_unique<SshEndpoints>(*ioc, *lobby, *ssh_server, known_hosts);
     host->attach_ssh(ssh_endpoints.get());
@@ -100,6 +102,7 @@ void Emulator::Impl::stop() {
   asio::post(*ioc, [this] {
     boost::system::error_code ignored;
     acceptor->close(ignored);
+    vm_proxy->stop();
     // On the thread sshd dies with: its connections' processes go first, while it lives.
     if (ssh_server) ssh_server->stop();
     ioc->stop();
@@ -115,6 +118,7 @@ void Emulator::Impl::stop() {
   host->attach_ssh(nullptr);
   run_host_plan(*host, lobby->kill_all_processes());
   ssh_endpoints.reset();
+  vm_proxy.reset();
   acceptor.reset();
   ioc.reset();  // destroys the suspended coroutines and with them every socket
   open = 0;
@@ -413,6 +417,7 @@ std::string Emulator::url() const {
   return fmt::format("{}://{}:{}", impl_->options.plain_http ? "http" : "https", host, impl_->port);
 }
 std::uint16_t Emulator::port() const { return impl_->port; }
+std::uint16_t Emulator::vm_proxy_port() const { return impl_->vm_proxy_port; }
 std::filesystem::path Emulator::ca_file() const { return impl_->ca_path; }
 std::filesystem::path Emulator::state_dir() const { return impl_->state_dir; }
 std::string Emulator::token() const {

@@ -12,6 +12,7 @@
 #include "emulator/ssh_server.hpp"
 #include "emulator/tls.hpp"
 #include "emulator/vm_host.hpp"
+#include "emulator/vm_proxy.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -65,6 +66,8 @@ struct Emulator::Impl {
   std::filesystem::path known_hosts;      // <state_dir>/ssh/known_hosts, empty without SSH
   std::unique_ptr<asio::io_context> ioc;
   std::unique_ptr<SshEndpoints> ssh_endpoints;  // while the server runs
+  std::unique_ptr<VmProxy> vm_proxy;            // while the server runs
+  std::uint16_t vm_proxy_port = 0;              // kept across restart()
   std::optional<tcp::acceptor> acceptor;
   std::thread thread;
   std::uint16_t port = 0;

@@ -7,7 +7,7 @@ namespace exedev::emulator {
 
 struct TlsMaterial {
   std::string ca_certificate_pem;      ///< what clients trust (written to ca_file())
-  std::string server_certificate_pem;  ///< for 127.0.0.1, ::1 and localhost, signed by the CA
+  std::string server_certificate_pem;  ///< for 127.0.0.1, ::1, localhost and *.exe.xyz (the VM proxy), signed by the CA
   std::string server_key_pem;
 };
 

@@ -1,5 +1,6 @@
 // The lobby commands beyond the ones the sandbox layer needs: resize, rename, stat, share
-// (show, set-public, set-private, add-link) and exe0-to-exe1. Shapes, errors and
+// (show, port, set-public, set-private, add, remove, add-link, remove-link, access) and
+// exe0-to-exe1. Shapes, errors and
 // tag-scope rules follow exe.dev's server code at the commit exedev-api.md §0 names
 // (docs/emulator.md lists each detail and its file). Each handler changes the state and plans
 // its host work as data (lobby.hpp).
@@ -44,6 +45,29 @@ Reply ok_sorted(const nlohmann::json& json) { return json_reply(200, json.dump(-
 
 std::string proxy_url(const std::string& vm) { return "https://" + host_of(vm); }
 
+// updateBoxRoute's answer (execore/ssh_share.go) after a route change.
+Reply route_updated(const std::string& vm, unsigned port, const std::string& share, bool team_access) {
+  return ok_sorted({{"vm_name", vm}, {"port", port}, {"share", share}, {"team_access", team_access},
+                    {"team_ssh", team_access}, {"team_shelley", team_access}, {"status", "updated"}});
+}
+
+// isValidEmail (execore): one @ with text on both sides and a dot in the domain.
+bool valid_email(const std::string& email) {
+  const auto at = email.find('@');
+  if (at == std::string::npos || at == 0 || email.find('@', at + 1) != std::string::npos) return false;
+  const auto dot = email.find('.', at + 1);
+  return dot != std::string::npos && dot > at + 1 && dot + 1 < email.size() &&
+         email.find_first_of(" \t\r\n") == std::string::npos;
+}
+
+std::string lowercase_trimmed(std::string text) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  const auto last = text.find_last_not_of(" \t\r\n");
+  text = first == std::string::npos ? std::string() : text.substr(first, last - first + 1);
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
 }  // namespace
 
 bool allowed_for_tag_scoped_keys(const std::string& command) {
@@ -74,6 +98,18 @@ std::vector<Lobby::Command> Lobby::extra_commands() {
        "Restrict the HTTP proxy to authenticated users"},
       {"share add-link", &Lobby::cmd_share_add_link, false, {json, {"qr", K::boolean, {}, "show a QR code"}},
        "share add-link <vm>", "Create a shareable link for a VM"},
+      {"share port", &Lobby::cmd_share_port, false, {json}, "share port <vm> [port]", "Set the HTTP proxy port for a VM"},
+      {"share remove-link", &Lobby::cmd_share_remove_link, false, {json}, "share remove-link <vm> <token>",
+       "Revoke a shareable link"},
+      {"share add", &Lobby::cmd_share_add, false,
+       {json, {"message", K::string, {}, "message to include in share invitation"}, {"qr", K::boolean, {}, "show a QR code"}},
+       "share add <vm> <email|team> [--message='...']", "Share VM with a user via email"},
+      {"share remove", &Lobby::cmd_share_remove, false, {json}, "share remove <vm> <email|team>",
+       "Revoke a user's access to a VM"},
+      {"share access allow", &Lobby::cmd_share_access_allow, false, {json}, "share access allow <vm>",
+       "Allow team SSH and Shelley access"},
+      {"share access disallow", &Lobby::cmd_share_access_disallow, false, {json}, "share access disallow <vm>",
+       "Disallow team SSH and Shelley access"},
       {"exe0-to-exe1", &Lobby::cmd_exe0_to_exe1, false, {{"vm", K::string, {}, "scope token to a specific VM"}, json},
        "exe0-to-exe1 [--vm=VMNAME] <exe0-token>", "trade an exe0 token for an exe1 token"},
   };
@@ -206,6 +242,10 @@ std::variant<Reply, SshPlan> Lobby::cmd_share_show(const Key& key, const Prepare
   if (flags->positional.empty()) return fail("usage: share show <vm>");
   Vm* vm = shared_vm(key, flags->positional[0], error);
   if (vm == nullptr) return *error;
+  Json users = Json::array();
+  for (const ShareInvite& invite : vm->share_invites) {
+    users.push_back(Json{{"email", invite.email}, {"status", "pending"}, {"invited_at", rfc3339(invite.invited_at)}});
+  }
   Json links = Json::array();
   for (const ShareLink& link : vm->share_links) {
     links.push_back(Json{{"token", link.token}, {"created_at", rfc3339(link.created_at)}, {"use_count", 0},
@@ -216,12 +256,12 @@ std::variant<Reply, SshPlan> Lobby::cmd_share_show(const Key& key, const Prepare
   json["links"] = std::move(links);
   json["port"] = vm->proxy_port;
   json["status"] = vm->share;
-  json["team_access"] = false;
-  json["team_shelley"] = false;
-  json["team_ssh"] = false;
+  json["team_access"] = vm->team_access;
+  json["team_shelley"] = vm->team_access;
+  json["team_ssh"] = vm->team_access;
   json["teams"] = Json::array();
   json["url"] = proxy_url(vm->record.name);
-  json["users"] = Json::array();
+  json["users"] = std::move(users);
   json["vm_name"] = vm->record.name;
   return ok(json);
 }
@@ -235,8 +275,7 @@ std::variant<Reply, SshPlan> Lobby::share_visibility(const Key& key, const Prepa
   if (vm == nullptr) return *error;
   vm->share = share;
   persist();
-  return ok_sorted({{"vm_name", vm->record.name}, {"port", vm->proxy_port}, {"share", share}, {"team_access", false},
-                    {"team_ssh", false}, {"team_shelley", false}, {"status", "updated"}});
+  return route_updated(vm->record.name, vm->proxy_port, vm->share, vm->team_access);
 }
 
 std::variant<Reply, SshPlan> Lobby::cmd_share_set_public(const Key& key, const Prepared& request) {
@@ -260,6 +299,118 @@ std::variant<Reply, SshPlan> Lobby::cmd_share_add_link(const Key& key, const Pre
   persist();
   return ok_sorted({{"status", "success"}, {"vm_name", vm->record.name}, {"token", token},
                     {"url", proxy_url(vm->record.name) + "/?share=" + token}});
+}
+
+std::variant<Reply, SshPlan> Lobby::cmd_share_port(const Key& key, const Prepared& request) {
+  std::optional<Reply> error;
+  const auto flags = parse_command_flags(request, error);
+  if (!flags) return *error;
+  if (flags->positional.empty()) return fail("usage: share port <vm> [port]");
+  Vm* vm = shared_vm(key, flags->positional[0], error);
+  if (vm == nullptr) return *error;
+  if (flags->positional.size() == 1) {
+    return ok_sorted({{"vm_name", vm->record.name}, {"port", vm->proxy_port}, {"share", vm->share}});
+  }
+  const std::string& text = flags->positional[1];
+  const bool digits = !text.empty() && text.size() <= 5 && text.find_first_not_of("0123456789") == std::string::npos;
+  const unsigned port = digits ? static_cast<unsigned>(std::stoul(text)) : 0;
+  if (port < 3000 || port > 9999) return fail(fmt::format("port must be between 3000 and 9999, got \"{}\"", text));
+  vm->proxy_port = port;
+  persist();
+  return route_updated(vm->record.name, vm->proxy_port, vm->share, vm->team_access);
+}
+
+std::variant<Reply, SshPlan> Lobby::cmd_share_remove_link(const Key& key, const Prepared& request) {
+  std::optional<Reply> error;
+  const auto flags = parse_command_flags(request, error);
+  if (!flags) return *error;
+  if (flags->positional.size() < 2) return fail("usage: share remove-link <vm> <token>");
+  const std::string& name = flags->positional[0];
+  const std::string& token = flags->positional[1];
+  const std::string not_found = fmt::format("VM \"{}\" not found or share link '{}' not found", name, token);
+  if (vms_.count(name) == 0) return fail(not_found);
+  Vm* vm = shared_vm(key, name, error);
+  if (vm == nullptr) return *error;
+  auto& links = vm->share_links;
+  const auto it = std::find_if(links.begin(), links.end(), [&](const ShareLink& link) { return link.token == token; });
+  if (it == links.end()) return fail(not_found);
+  links.erase(it);
+  persist();
+  return ok_sorted({{"status", "success"}, {"vm_name", vm->record.name}, {"message", "Share link removed"}});
+}
+
+std::variant<Reply, SshPlan> Lobby::cmd_share_add(const Key& key, const Prepared& request) {
+  std::optional<Reply> error;
+  const auto flags = parse_command_flags(request, error);
+  if (!flags) return *error;
+  if (flags->positional.size() < 2) return fail("usage: share add <vm> <email|team> [--message='...']");
+  Vm* vm = shared_vm(key, flags->positional[0], error);
+  if (vm == nullptr) return *error;
+  const std::string email = lowercase_trimmed(flags->positional[1]);
+  // The emulator's account belongs to no team.
+  if (email == "team") return fail("You're not in a team");
+  if (!valid_email(email)) return fail(fmt::format("invalid email address: \"{}\"", email));
+  auto& invites = vm->share_invites;
+  if (std::any_of(invites.begin(), invites.end(), [&](const ShareInvite& invite) { return invite.email == email; })) {
+    return fail(fmt::format("{} is already shared with {}", vm->record.name, email));
+  }
+  // Nobody else has an account here: the share is pending, and no email is sent.
+  invites.push_back(ShareInvite{email, now_.wall});
+  persist();
+  return ok_sorted({{"status", "success"}, {"vm_name", vm->record.name}, {"shared_with", email}, {"message", "Invitation sent"}});
+}
+
+std::variant<Reply, SshPlan> Lobby::cmd_share_remove(const Key& key, const Prepared& request) {
+  std::optional<Reply> error;
+  const auto flags = parse_command_flags(request, error);
+  if (!flags) return *error;
+  if (flags->positional.size() < 2) return fail("usage: share remove <vm> <email|team>");
+  Vm* vm = shared_vm(key, flags->positional[0], error);
+  if (vm == nullptr) return *error;
+  const std::string email = lowercase_trimmed(flags->positional[1]);
+  if (email == "team") return fail("You're not in a team");
+  auto& invites = vm->share_invites;
+  const auto it = std::find_if(invites.begin(), invites.end(), [&](const ShareInvite& invite) { return invite.email == email; });
+  if (it == invites.end()) return fail("no share found for " + email);
+  invites.erase(it);
+  persist();
+  return ok_sorted({{"status", "success"}, {"vm_name", vm->record.name}, {"message", fmt::format("Removed {}'s access", email)}});
+}
+
+std::variant<Reply, SshPlan> Lobby::share_access(const Key& key, const Prepared& request, bool allow) {
+  std::optional<Reply> error;
+  const auto flags = parse_command_flags(request, error);
+  if (!flags) return *error;
+  if (flags->positional.empty()) return fail(fmt::format("usage: share access {} <vm>", allow ? "allow" : "disallow"));
+  Vm* vm = shared_vm(key, flags->positional[0], error);
+  if (vm == nullptr) return *error;
+  vm->team_access = allow;
+  persist();
+  return route_updated(vm->record.name, vm->proxy_port, vm->share, vm->team_access);
+}
+
+std::variant<Reply, SshPlan> Lobby::cmd_share_access_allow(const Key& key, const Prepared& request) {
+  return share_access(key, request, true);
+}
+
+std::variant<Reply, SshPlan> Lobby::cmd_share_access_disallow(const Key& key, const Prepared& request) {
+  return share_access(key, request, false);
+}
+
+Lobby::ProxyDecision Lobby::proxy_decision(const std::string& vm, std::uint16_t requested_port,
+                                           const std::string& share_token, WallTime now) const {
+  const auto it = vms_.find(vm);
+  if (it == vms_.end()) return {404, "Not Found", 0};
+  const Vm& found = it->second;
+  const bool bare = requested_port == 0 || requested_port == found.proxy_port;
+  if (!bare && (requested_port < 3000 || requested_port > 9999)) return {404, "Not Found", 0};
+  const bool linked = !share_token.empty() &&
+                      std::any_of(found.share_links.begin(), found.share_links.end(),
+                                  [&](const ShareLink& link) { return link.token == share_token; });
+  const bool public_route = requested_port == 0 && found.share == "public";
+  if (!public_route && !linked) return {401, "Unauthorized", 0};
+  if (found.record.status != "running" || !vm_ready(found, now)) return {502, "Bad Gateway", 0};
+  return {200, "OK", static_cast<std::uint16_t>(bare ? found.proxy_port : requested_port)};
 }
 
 std::variant<Reply, SshPlan> Lobby::cmd_exe0_to_exe1(const Key& key, const Prepared& request) {

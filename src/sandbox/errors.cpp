@@ -47,4 +47,9 @@ VMInitializationError::VMInitializationError(workspace::WorkspaceRef ref, const 
                      "; it was kept: retry with VMs::initialize or destroy it"),
       ref_(std::move(ref)) {}
 
+TransportUnsupportedError::TransportUnsupportedError(const std::string& operation, const std::string& transport,
+                                                     const std::string& reason)
+    : Error(errc::transport_unsupported, operation + " is not possible over " + transport + ": " + reason),
+      transport_(transport) {}
+
 }  // namespace exedev

@@ -11,6 +11,7 @@
 #include "sandbox/run_errors.hpp"
 #include "sandbox/ssh_vm.hpp"
 #include "sandbox/vm_route.hpp"
+#include "ssh/port_forward.hpp"
 #include "workspace/shell_filesystem.hpp"
 
 namespace exedev {
@@ -365,6 +366,39 @@ Task<workspace::Bytes> SandboxBackend::download(std::string path) {
   if (!sftp) throw workspace::WorkspaceError("file transfer is not available on VM \"" + *impl_->target.name + "\"");
   auto reading = sftp->read_file(std::move(path));
   co_return co_await std::move(reading);
+}
+
+Task<PortForward> SandboxBackend::forward_port(std::uint16_t remote_port) {
+  std::exception_ptr error;
+  try {
+    co_await impl_->ensure_ready();
+    auto c = co_await impl_->client.get();
+    auto connecting = impl_->route.connection(c, impl_->target);
+    const auto connection = co_await std::move(connecting);
+    if (!connection) {
+      throw TransportUnsupportedError("forwarding port " + std::to_string(remote_port) + " of VM \"" + *impl_->target.name + "\"",
+                                      "exe.dev's /exec API", "it carries lobby commands only and has no channel for TCP; "
+                                      "port forwarding needs the SSH transport");
+    }
+    co_return PortForward(ssh::PortForwarder::start(connection, "localhost", remote_port));
+  } catch (...) {
+    error = std::current_exception();
+  }
+  detail::rethrow_access_mapped(error);
+}
+
+Task<std::string> SandboxBackend::served_url(std::uint16_t port) {
+  std::exception_ptr error;
+  try {
+    const std::string name = co_await impl_->ensure_ready();
+    auto c = co_await impl_->client.get();
+    auto showing = c.share_show(name);
+    const auto share = co_await std::move(showing);
+    co_return proxy_url_for_port(share.url, share.port, port);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  detail::rethrow_access_mapped(error);
 }
 
 void SandboxBackend::note_gzip_missing() { impl_->limits.compress = false; }

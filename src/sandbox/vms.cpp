@@ -193,6 +193,19 @@ Task<VMState> VMs::pause(VMTarget vm) {
 Task<VMState> VMs::resume(VMTarget vm) {
   return access_mapped(impl_->client, impl_->settings, &resume_in, std::move(vm));
 }
+std::string proxy_url_for_port(const std::string& https_url, std::uint16_t proxy_port, std::uint16_t port) {
+  const std::string scheme = "https://";
+  const bool bare = https_url.size() > scheme.size() && https_url.compare(0, scheme.size(), scheme) == 0 &&
+                    https_url.find_first_of("/:?#", scheme.size()) == std::string::npos;
+  if (!bare) throw std::invalid_argument("a VM's proxy URL must be https://<host>, without port or path");
+  if (port == proxy_port) return https_url + "/";
+  if (port < 3000 || port > 9999) {
+    throw std::invalid_argument("exe.dev's HTTPS proxy serves the proxy port (" + std::to_string(proxy_port) +
+                                ") and ports 3000-9999 only, not " + std::to_string(port));
+  }
+  return https_url + ":" + std::to_string(port) + "/";
+}
+
 Task<VMHandle> VMs::get_vm(VMTarget vm) {
   return access_mapped(impl_->client, impl_->settings, &get_vm_in, std::move(vm));
 }

@@ -37,12 +37,6 @@ asio::awaitable<void> throw_if_cancelled() {
   }
 }
 
-// Errors of a channel that say only that the channel (not the connection) is gone.
-bool is_channel_gone(long rc) {
-  return rc == LIBSSH2_ERROR_CHANNEL_CLOSED || rc == LIBSSH2_ERROR_CHANNEL_EOF_SENT ||
-         rc == LIBSSH2_ERROR_CHANNEL_FAILURE || rc == LIBSSH2_ERROR_CHANNEL_UNKNOWN;
-}
-
 }  // namespace
 
 Connection::Connection(std::shared_ptr<SessionDriver> driver, Endpoint endpoint, SshOptions options, std::string fingerprint)
@@ -51,6 +45,8 @@ Connection::Connection(std::shared_ptr<SessionDriver> driver, Endpoint endpoint,
 Connection::~Connection() { driver_->stop("was closed"); }
 
 bool Connection::is_open() const noexcept { return !closed_ && !driver_->dropped(); }
+
+asio::any_io_executor Connection::executor() const { return driver_->executor(); }
 
 NegotiatedMethods Connection::negotiated_methods() const {
   const auto method = [&](int type) {
@@ -143,7 +139,7 @@ asio::awaitable<LIBSSH2_CHANNEL*> Connection::try_open_channel(const char* what,
   co_return channel;
 }
 
-asio::awaitable<void> Connection::close_channel(LIBSSH2_CHANNEL* channel) {
+asio::awaitable<void> Connection::close_channel(LIBSSH2_CHANNEL* channel, bool holds_session_slot) {
   // Nothing may touch a channel of a dropped session: freeing the session frees it.
   if (!driver_->dropped()) {
     try {
@@ -154,20 +150,20 @@ asio::awaitable<void> Connection::close_channel(LIBSSH2_CHANNEL* channel) {
       // Dropped meanwhile: the session frees the channel.
     }
   }
-  release_session_slot();
+  if (holds_session_slot) release_session_slot();
 }
 
-void Connection::close_channel_in_background(LIBSSH2_CHANNEL* channel) {
+void Connection::close_channel_in_background(LIBSSH2_CHANNEL* channel, bool holds_session_slot) {
   ++background_closes_;
   auto self = shared_from_this();
   // Closing waits for the server's close, which may come only when the remote process ends;
   // the caller does not wait for it. `self` keeps the connection alive until then.
-  auto closing = [](std::shared_ptr<Connection> connection, LIBSSH2_CHANNEL* ch) -> asio::awaitable<void> {
-    co_await connection->close_channel(ch);
+  auto closing = [](std::shared_ptr<Connection> connection, LIBSSH2_CHANNEL* ch, bool slot) -> asio::awaitable<void> {
+    co_await connection->close_channel(ch, slot);
     --connection->background_closes_;
     connection->state_.notify();
   };
-  asio::co_spawn(driver_->executor(), closing(std::move(self), channel), asio::detached);
+  asio::co_spawn(driver_->executor(), closing(std::move(self), channel, holds_session_slot), asio::detached);
 }
 
 asio::awaitable<ExecResult> Connection::exec(ExecRequest request) {
@@ -190,7 +186,7 @@ asio::awaitable<ExecResult> Connection::exec(ExecRequest request) {
     failure = std::current_exception();
   }
   if (failure) {
-    close_channel_in_background(channel);
+    close_channel_in_background(channel, true);
     std::rethrow_exception(failure);
   }
   co_return result;
@@ -294,7 +290,7 @@ asio::awaitable<ExecResult> Connection::run_on_channel(LIBSSH2_CHANNEL* channel,
   } else {
     result.exit_code = ::libssh2_channel_get_exit_status(channel);
   }
-  auto closing = close_channel(channel);
+  auto closing = close_channel(channel, true);
   co_await std::move(closing);
   co_return result;
 }

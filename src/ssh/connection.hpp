@@ -11,6 +11,8 @@
 #include <exedev/ssh/options.hpp>
 #include <exedev/task.hpp>
 
+#include <boost/asio/ip/tcp.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -88,6 +90,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
   /// that was under way completes for the next caller.
   Task<std::shared_ptr<Sftp>> sftp();
 
+  /// Carries one local TCP connection to `host`:`port` as the VM's sshd sees them, over a
+  /// direct-tcpip channel, both ways, until both directions have ended (each side's end of
+  /// stream is passed on as EOF) or either side is gone. These channels take no max_sessions
+  /// slot: OpenSSH's MaxSessions counts session channels only (shells, commands, subsystems).
+  /// Channels open one at a time (libssh2 keeps the opening's state in the session). Throws
+  /// ConnectionError when the connection drops or the server refuses the channel (nothing
+  /// listens there, forwarding disabled); a local socket's failure just ends the relay.
+  /// Cancellation (terminal): the relay stops, `local` is closed, the channel closes in the
+  /// background and operation_aborted is thrown.
+  Task<void> forward(boost::asio::ip::tcp::socket local, std::string host, std::uint16_t port);
+
+  /// The executor the connection runs on (its socket's).
+  [[nodiscard]] boost::asio::any_io_executor executor() const;
+
   /// False once dropped or closed.
   [[nodiscard]] bool is_open() const noexcept;
   /// The server's host key, "SHA256:<base64>".
@@ -106,8 +122,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void unlock_channel_opening();
   Task<void> acquire_session_slot();
   void release_session_slot();
-  void close_channel_in_background(_LIBSSH2_CHANNEL* channel);
-  Task<void> close_channel(_LIBSSH2_CHANNEL* channel);
+  // `holds_session_slot`: a session channel (exec, SFTP), whose close frees a max_sessions slot.
+  void close_channel_in_background(_LIBSSH2_CHANNEL* channel, bool holds_session_slot);
+  Task<void> close_channel(_LIBSSH2_CHANNEL* channel, bool holds_session_slot);
+  Task<_LIBSSH2_CHANNEL*> open_direct_tcpip(const std::string& host, std::uint16_t port, const boost::asio::ip::tcp::endpoint& origin);
+  Task<void> relay_local_to_channel(boost::asio::ip::tcp::socket& local, _LIBSSH2_CHANNEL* channel);
+  Task<void> relay_channel_to_local(_LIBSSH2_CHANNEL* channel, boost::asio::ip::tcp::socket& local);
   Task<_LIBSSH2_CHANNEL*> open_channel(const char* what);
   Task<_LIBSSH2_CHANNEL*> try_open_channel(const char* what, long& rc);
   Task<ExecResult> run_on_channel(_LIBSSH2_CHANNEL* channel, ExecRequest& request);

@@ -61,6 +61,11 @@ const std::error_category& libssh2_category() noexcept {
   return category;
 }
 
+bool is_channel_gone(long rc) noexcept {
+  return rc == LIBSSH2_ERROR_CHANNEL_CLOSED || rc == LIBSSH2_ERROR_CHANNEL_EOF_SENT ||
+         rc == LIBSSH2_ERROR_CHANNEL_FAILURE || rc == LIBSSH2_ERROR_CHANNEL_UNKNOWN;
+}
+
 int exit_code_for_signal(std::string_view name) noexcept {
   if (name.starts_with("SIG")) name.remove_prefix(3);
   // Linux's numbers: the VMs run Linux, and sshd sends the name, not the number.

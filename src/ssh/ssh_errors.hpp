@@ -13,6 +13,10 @@ namespace exedev::ssh {
 
 [[nodiscard]] inline std::error_code libssh2_error(int code) noexcept { return {code, libssh2_category()}; }
 
+/// Whether a channel call's result (LIBSSH2_ERROR_*) says only that the channel, not the
+/// connection, is gone (closed, EOF sent, refused, unknown).
+[[nodiscard]] bool is_channel_gone(long rc) noexcept;
+
 /// The exit code a shell reports for a process killed by the signal named `name` as SSH sends
 /// it ("KILL", "TERM"; a "SIG" prefix is accepted): 128 + its Linux number, or 255 for a name
 /// this table does not know (ssh's own code for a lost exit status).

@@ -38,7 +38,12 @@ struct VMInfo {
   /// The port of the VM's SSH endpoint; nullopt when the answer names none (exe.dev's `ls`;
   /// an emulator that cannot serve SSH).
   std::optional<std::uint16_t> ssh_port;
+  /// https://<vm>.exe.xyz: where exe.dev's HTTPS proxy serves the VM (its proxy port at the
+  /// bare URL, ports 3000-9999 at https://<vm>.exe.xyz:<port>/).
   std::string https_url;
+  /// The VM port the bare https_url serves: `new` sends it, `ls` does not (nullopt; ask
+  /// Client::share_port).
+  std::optional<std::uint16_t> proxy_port;
   std::optional<std::uint64_t> disk_capacity_bytes;
   std::optional<std::uint64_t> memory_capacity_bytes;
   std::optional<unsigned> allocated_cpus;

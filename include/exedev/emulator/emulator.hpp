@@ -37,6 +37,12 @@ class Emulator {
 
   std::string url() const;                  ///< e.g. https://127.0.0.1:PORT
   std::uint16_t port() const;
+  /// The loopback port where the emulator serves every VM's https_url (exe.dev's HTTPS proxy:
+  /// https://<vm>.exe.xyz/ reaches the VM's proxy port, https://<vm>.exe.xyz:<3000-9999>/ that
+  /// port). Connect there with the URL's host name (SNI and Host; the certificate, signed by
+  /// ca_file(), covers *.exe.xyz), e.g. `curl --connect-to ::127.0.0.1:<this port>`. Public
+  /// routes and share links (?share=<token>) get through; other requests get 401 (docs/emulator.md).
+  std::uint16_t vm_proxy_port() const;
   std::filesystem::path ca_file() const;    ///< PEM of the CA that signed the server cert
   std::filesystem::path state_dir() const;
   std::string token() const;                ///< all commands allowed, no tag scope

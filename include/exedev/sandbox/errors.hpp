@@ -4,6 +4,7 @@
 // bodies. Other exe.dev client errors (a network failure before anything ran, a rate limit, a
 // server error on a safe operation) propagate unchanged so that they can be retried.
 
+#include <exedev/errors.hpp>
 #include <exedev/workspace/errors.hpp>
 #include <exedev/workspace/types.hpp>
 
@@ -95,6 +96,19 @@ class VMInitializationError : public workspace::WorkspaceError {
 
  private:
   workspace::WorkspaceRef ref_;
+};
+
+/// The operation needs a channel the backend's transport does not have: forwarding a port
+/// needs SSH (direct-tcpip channels); exe.dev's /exec API carries lobby commands only. Nothing
+/// was sent. Code errc::transport_unsupported.
+class TransportUnsupportedError : public Error {
+ public:
+  /// `operation` names what was asked ("forwarding port 8000"), `transport` the one in use.
+  TransportUnsupportedError(const std::string& operation, const std::string& transport, const std::string& reason);
+  [[nodiscard]] const std::string& transport() const noexcept { return transport_; }
+
+ private:
+  std::string transport_;
 };
 
 }  // namespace exedev

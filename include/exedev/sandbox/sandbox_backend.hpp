@@ -34,6 +34,7 @@
 #include <exedev/coawait_guard.hpp>
 #include <exedev/client.hpp>
 #include <exedev/sandbox/errors.hpp>
+#include <exedev/sandbox/port_forward.hpp>
 #include <exedev/sandbox/vm_spec.hpp>
 #include <exedev/sandbox/vms.hpp>
 #include <exedev/ssh/errors.hpp>
@@ -151,6 +152,26 @@ class SandboxBackend final : public workspace::WorkspaceBackend,
   workspace::Task<bool> file_transfer_available() override;
   workspace::Task<void> upload(std::string path, workspace::Bytes data) override;
   workspace::Task<workspace::Bytes> download(std::string path) override;
+
+  /// A listener on 127.0.0.1 (a port the system picks) whose connections reach `remote_port` on
+  /// the VM ("localhost" as the VM's sshd resolves it), each over a direct-tcpip channel of the
+  /// backend's one SSH connection; it serves while the returned handle lives (PortForward).
+  /// Those channels take no max_sessions slot (OpenSSH's MaxSessions counts session channels
+  /// only). Provisions or attaches first, like any operation, and connects over SSH if not yet
+  /// connected. Nothing reaches remote_port before a connection arrives, so the service may
+  /// start later; a connection the VM refuses (nothing listening) is closed at once. Throws
+  /// TransportUnsupportedError when the route is /exec (Transport::exec, or `automatic` having
+  /// fallen back: exe.dev's /exec API carries lobby commands only, it has no channel for TCP);
+  /// connection and access errors as run(). Cancellation: provisioning or connecting under way
+  /// is abandoned as for run(), operation_aborted is thrown and no listener is left.
+  workspace::Task<PortForward> forward_port(std::uint16_t remote_port);
+
+  /// The URL where exe.dev's HTTPS proxy serves `port` of the VM (proxy_url_for_port): provisions
+  /// or attaches first, then asks `share show` (one request, either transport). Reaching it
+  /// needs access unless the VM is public and `port` its proxy port (Client::share_set_public,
+  /// set_share_port). Throws std::invalid_argument for a port exe.dev's proxy does not forward;
+  /// errors as run(). Cancellation: nothing changes; operation_aborted is thrown.
+  workspace::Task<std::string> served_url(std::uint16_t port);
 
   /// The transport in use: nullopt until the first operation has chosen one (Transport::ssh or
   /// Transport::exec afterwards; `automatic` may later switch from SSH to /exec when SSH stops

@@ -70,6 +70,14 @@ struct VMsOptions {
 /// not run (403: not in its `cmds`, or refused by its tag scope, e.g. `pause` and `resume` for a
 /// tag-scoped token on exe.dev) or no token, naming the command; provision() lets any other 4xx
 /// of a create through as the client's APIError (see there).
+/// Where exe.dev's HTTPS proxy serves `port` of a VM whose proxy URL is `https_url`
+/// (VMInfo::https_url, ShareInfo::url: https://<vm>.exe.xyz) and whose proxy port is
+/// `proxy_port`: "<https_url>/" for the proxy port (the one URL that `share set-public` opens
+/// to anyone), "<https_url>:<port>/" for another port in 3000-9999 (people with access only;
+/// exe.dev's proxy forwards that range). Throws std::invalid_argument for any other port (move
+/// the proxy port there with Client::set_share_port) or an https_url that is not https://<host>.
+[[nodiscard]] std::string proxy_url_for_port(const std::string& https_url, std::uint16_t proxy_port, std::uint16_t port);
+
 class VMs {
  public:
   explicit VMs(std::optional<std::string> scope_tag = std::nullopt, std::optional<Client> client = std::nullopt);

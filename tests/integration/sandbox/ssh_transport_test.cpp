@@ -1,8 +1,7 @@
 // SandboxBackend over SSH against the emulator's real sshd: the same command contract as /exec,
 // no /exec request after provisioning, the route's choices (fallbacks, refusals), and the fault
 // cells of the SSH transport (dropped connection, paused and removed VMs, changed host key).
-#include "fixture.hpp"
-#include "support/sshd_server.hpp"
+#include "ssh_fixture.hpp"
 
 #include <exedev/workspace/workspace.hpp>
 
@@ -14,36 +13,8 @@
 using namespace sbx;
 using exedev::workspace::Command;
 using exedev::workspace::RunOptions;
-namespace support = exedev::test_support;
 
 namespace {
-
-Command sh_c(std::string line) {
-  std::vector<std::string> argv{"sh", "-c"};
-  argv.push_back(std::move(line));
-  return Command::argv(std::move(argv));
-}
-
-// An emulator that knows one client key, and a second key it does not know.
-struct SshSetup {
-  SshSetup() : dir(std::filesystem::temp_directory_path() / ("exedev-ssh-transport-" + random_suffix())) {
-    std::filesystem::create_directories(dir);
-    registered = support::make_key(dir, "registered");
-    stranger = support::make_key(dir, "stranger");
-  }
-  ~SshSetup() {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir, ignored);
-  }
-  exedev::emulator::Options emulator_options() const {
-    exedev::emulator::Options o;
-    o.ssh_authorized_keys.push_back(registered.public_line());
-    return o;
-  }
-  std::filesystem::path dir;
-  support::KeyPair registered;
-  support::KeyPair stranger;
-};
 
 struct LogLines {
   std::vector<std::string> lines;
@@ -56,22 +27,6 @@ struct LogLines {
     return text;
   }
 };
-
-exedev::SandboxBackendOptions ssh_options(Fixture& f, exedev::Transport transport, const support::KeyPair& key,
-                                          std::optional<exedev::workspace::WorkspaceRef> ref) {
-  exedev::SandboxBackendOptions o;
-  o.ref = std::move(ref);
-  o.spec = f.spec({.working_dir = "work"});
-  o.scope_tag = f.scope();
-  o.client_options = f.client_options();
-  o.readiness = f.readiness();
-  o.transport = transport;
-  o.ssh.private_key_file = key.private_key;
-  o.ssh.use_agent = false;
-  o.ssh.known_hosts_file = f.emu().ssh_known_hosts();
-  o.ssh.host_key_policy = exedev::HostKeyPolicy::strict;
-  return o;
-}
 
 std::string random_bytes(std::size_t n) {
   std::mt19937_64 engine{42};

@@ -3,6 +3,7 @@
 #include "client/api_response.hpp"
 
 #include <exedev/errors.hpp>
+#include <exedev/sandbox/errors.hpp>
 #include <exedev/ssh/errors.hpp>
 
 #include <catch2/catch.hpp>
@@ -106,10 +107,14 @@ TEST_CASE("errors: the SSH transport's refusals are neither retryable nor may ha
   const HostKeyError host_key("h", "[vm]:2222", "SHA256:new", std::string("SHA256:old"));
   const SshAuthenticationError auth("a", {"agent key SHA256:x", "/home/u/.ssh/id_ed25519"});
   const SshKeyUnusableError unusable("k", "/keys/id");
+  const TransportUnsupportedError no_tcp("forwarding port 8000 of VM \"v\"", "exe.dev's /exec API", "no channel for TCP");
+  CHECK(no_tcp.code() == errc::transport_unsupported);
+  CHECK(no_tcp.transport() == "exe.dev's /exec API");
+  CHECK(std::string(no_tcp.what()) == "forwarding port 8000 of VM \"v\" is not possible over exe.dev's /exec API: no channel for TCP");
   CHECK(host_key.code() == errc::host_key_rejected);
   CHECK(auth.code() == errc::ssh_authentication_failed);
   CHECK(unusable.code() == errc::ssh_key_unusable);
-  for (const Error* e : std::vector<const Error*>{&host_key, &auth, &unusable}) {
+  for (const Error* e : std::vector<const Error*>{&host_key, &auth, &unusable, &no_tcp}) {
     CHECK(e->code().category() == client_category());
     CHECK_FALSE(e->is_retryable());
     CHECK_FALSE(e->may_have_run());

@@ -120,6 +120,13 @@ TEST_CASE("command lines use --flag=value and quoted words") {
   CHECK(lex(tag_line("vm-one", {"x", "y"}, true).str()) == std::vector<std::string>{"tag", "--d=true", "vm-one", "x", "y"});
   CHECK(lex(remove_vms_line({"a1", "b2"}).str()) == std::vector<std::string>{"rm", "a1", "b2"});
   CHECK(lex(list_vms_line({}).str()) == std::vector<std::string>{"ls"});
+
+  CHECK(lex(share_line("show", "web", {}).str()) == std::vector<std::string>{"share", "show", "web"});
+  CHECK(lex(share_line("access allow", "web", {}).str()) == std::vector<std::string>{"share", "access", "allow", "web"});
+  auto add = share_line("add", "web", {"a@example.com"});
+  add.flag("message", "it's ready");
+  CHECK(lex(add.str()) == std::vector<std::string>{"share", "add", "--message=it's ready", "web", "a@example.com"});
+  CHECK_THROWS_AS(share_line("remove-link", "web", {""}), std::invalid_argument);
 }
 
 TEST_CASE("comment: empty text clears with a quoted space; dash-leading words go after --") {

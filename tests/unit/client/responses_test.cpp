@@ -19,6 +19,7 @@ TEST_CASE("new answer") {
   CHECK(vm.ssh_user == "vm+x-one");
   CHECK(vm.ssh_port == std::optional<std::uint16_t>(22));
   CHECK(vm.https_url == "https://x-one.exe.xyz");
+  CHECK(vm.proxy_port == std::optional<std::uint16_t>(80));
   CHECK(vm.status.kind == VMStatus::Kind::unknown);
 }
 
@@ -158,4 +159,79 @@ TEST_CASE("a 200 with {\"error\":\"unknown command\"} is a 404") {
   CHECK_NOTHROW(check_lobby_answer(200, "ls", "{\"vms\":[]}\n", {}));
   // The key spelt with an escape is the same key.
   CHECK_THROWS_AS(check_lobby_answer(200, "x", R"({"\u0065rror":"other"})", {}), CommandFailedError);
+}
+
+// The share answers, as exe.dev's execore/ssh_share.go writes them (Go maps: keys sorted).
+TEST_CASE("share show answer: users, links with and without a last use, teams, team access") {
+  const auto info = parse_share_show_answer(
+      R"({"links":[{"token":"ABCDEFGHIJKLMNOPQRSTUVWXYZ","created_at":"2026-05-01T10:00:00Z","use_count":3,)"
+      R"("last_used_at":"2026-05-02T11:00:00Z"},{"token":"BCD","created_at":"2026-05-03T10:00:00Z","use_count":0,)"
+      R"("last_used_at":null}],"port":8080,"status":"public","support_has_root":true,"team_access":true,)"
+      R"("team_shelley":true,"team_ssh":true,"teams":[{"team_id":"tm1","team_name":"Builders"}],)"
+      R"("url":"https://web.exe.xyz","users":[{"email":"a@example.com","status":"pending",)"
+      R"("invited_at":"2026-05-01T09:00:00Z"},{"email":"b@example.com","status":"active","invited_at":"2026-05-01T09:30:00Z"}],)"
+      R"("vm_name":"web"})");
+  CHECK(info.vm_name == "web");
+  CHECK(info.visibility == "public");
+  CHECK(info.port == 8080);
+  CHECK(info.url == "https://web.exe.xyz");
+  REQUIRE(info.users.size() == 2);
+  CHECK(info.users[0].email == "a@example.com");
+  CHECK(info.users[0].status == "pending");
+  CHECK(info.users[1].status == "active");
+  CHECK(info.users[1].invited_at == "2026-05-01T09:30:00Z");
+  REQUIRE(info.links.size() == 2);
+  CHECK(info.links[0].use_count == 3);
+  CHECK(info.links[0].last_used_at == std::optional<std::string>("2026-05-02T11:00:00Z"));
+  CHECK_FALSE(info.links[1].last_used_at);
+  REQUIRE(info.teams.size() == 1);
+  CHECK(info.teams[0].team_name == "Builders");
+  CHECK(info.team_access);
+  CHECK(info.team_ssh);
+  CHECK(info.team_shelley);
+  CHECK(info.support_has_root);
+
+  const auto bare = parse_share_show_answer(
+      R"({"links":[],"port":80,"status":"private","team_access":false,"team_shelley":false,"team_ssh":false,)"
+      R"("teams":[],"url":"https://x.exe.xyz","users":[],"vm_name":"x"})");
+  CHECK(bare.visibility == "private");
+  CHECK(bare.links.empty());
+  CHECK_FALSE(bare.support_has_root);
+  CHECK_THROWS_AS(parse_share_show_answer(R"({"port":80})"), ProtocolError);
+  CHECK_THROWS_AS(parse_share_show_answer(R"({"vm_name":"x","links":{}})"), ProtocolError);
+}
+
+TEST_CASE("share route answers: updated, and share port's reading form") {
+  const auto updated = parse_share_route_answer(
+      R"({"port":8080,"share":"public","status":"updated","team_access":false,"team_shelley":false,"team_ssh":false,"vm_name":"web"})",
+      "share set-public");
+  CHECK(updated.vm_name == "web");
+  CHECK(updated.port == 8080);
+  CHECK(updated.visibility == "public");
+  CHECK_FALSE(updated.team_ssh);
+  const auto read = parse_share_route_answer(R"({"port":80,"share":"private","vm_name":"web"})", "share port");
+  CHECK(read.port == 80);
+  CHECK(read.visibility == "private");
+  CHECK_THROWS_AS(parse_share_route_answer(R"({"vm_name":"web"})", "share port"), ProtocolError);
+  CHECK_THROWS_AS(parse_share_route_answer("not json", "share port"), ProtocolError);
+}
+
+TEST_CASE("share add-link, add, remove and remove-link answers") {
+  const auto link = parse_share_link_answer(
+      R"({"status":"success","token":"QWERTYUIOPASDFGHJKLZXCVBNM","url":"https://web.exe.xyz/?share=QWERTYUIOPASDFGHJKLZXCVBNM","vm_name":"web"})");
+  CHECK(link.vm_name == "web");
+  CHECK(link.token == "QWERTYUIOPASDFGHJKLZXCVBNM");
+  CHECK(link.url == "https://web.exe.xyz/?share=QWERTYUIOPASDFGHJKLZXCVBNM");
+  CHECK_THROWS_AS(parse_share_link_answer(R"({"status":"success","vm_name":"web"})"), ProtocolError);
+
+  const auto invited = parse_share_change_answer(
+      R"({"message":"Invitation sent","shared_with":"a@example.com","status":"success","vm_name":"web"})", "share add");
+  CHECK(invited.shared_with == "a@example.com");
+  CHECK(invited.message == "Invitation sent");
+  const auto team = parse_share_change_answer(R"({"status":"success","team_name":"Builders","vm_name":"web"})", "share add");
+  CHECK(team.team_name == "Builders");
+  const auto removed = parse_share_change_answer(R"({"message":"Share link removed","status":"success","vm_name":"web"})",
+                                                 "share remove-link");
+  CHECK(removed.message == "Share link removed");
+  CHECK_THROWS_AS(parse_share_change_answer(R"({"vm_name":"web"})", "share remove"), ProtocolError);
 }

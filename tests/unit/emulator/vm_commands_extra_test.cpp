@@ -145,3 +145,66 @@ TEST_CASE("lobby: the new shares survive a restart", "[lobby]") {
   CHECK(shown.at("status") == "public");
   CHECK(shown.at("links").at(0).at("token") == token);
 }
+
+TEST_CASE("lobby: share port, add, remove, remove-link and access answer as exe.dev's ssh_share.go", "[lobby]") {
+  Fixture f;
+  f.ok("new --name=route-vm");
+  CHECK(f.ok("share port route-vm") == Json{{"vm_name", "route-vm"}, {"port", 80}, {"share", "private"}});
+  CHECK(f.exec("share port route-vm 8080").body ==
+        "{\"port\":8080,\"share\":\"private\",\"status\":\"updated\",\"team_access\":false,\"team_shelley\":false,"
+        "\"team_ssh\":false,\"vm_name\":\"route-vm\"}\n");
+  CHECK(f.ok("share show route-vm").at("port") == 8080);
+  CHECK(f.error("share port route-vm 80") == "port must be between 3000 and 9999, got \"80\"");
+  CHECK(f.error("share port route-vm http") == "port must be between 3000 and 9999, got \"http\"");
+  CHECK(f.error("share port") == "usage: share port <vm> [port]");
+
+  CHECK(f.ok("share add route-vm ' Reviewer@Example.COM ' --message=hello") ==
+        Json{{"status", "success"}, {"vm_name", "route-vm"}, {"shared_with", "reviewer@example.com"}, {"message", "Invitation sent"}});
+  CHECK(f.error("share add route-vm reviewer@example.com") == "route-vm is already shared with reviewer@example.com");
+  CHECK(f.error("share add route-vm not-an-address") == "invalid email address: \"not-an-address\"");
+  CHECK(f.error("share add route-vm team") == "You're not in a team");
+  const Json users = f.ok("share show route-vm").at("users");
+  REQUIRE(users.size() == 1);
+  CHECK(users.at(0).at("email") == "reviewer@example.com");
+  CHECK(users.at(0).at("status") == "pending");
+  CHECK(f.ok("share remove route-vm reviewer@example.com").at("message") == "Removed reviewer@example.com's access");
+  CHECK(f.error("share remove route-vm reviewer@example.com") == "no share found for reviewer@example.com");
+
+  const std::string token = f.ok("share add-link route-vm").at("token");
+  CHECK(f.error("share remove-link route-vm WRONG") == "VM \"route-vm\" not found or share link 'WRONG' not found");
+  CHECK(f.ok("share remove-link route-vm " + token) ==
+        Json{{"status", "success"}, {"vm_name", "route-vm"}, {"message", "Share link removed"}});
+  CHECK(f.ok("share show route-vm").at("links").empty());
+
+  const Json allowed = f.ok("share access allow route-vm");
+  CHECK(allowed.at("team_access") == true);
+  CHECK(allowed.at("team_ssh") == true);
+  CHECK(f.ok("share show route-vm").at("team_shelley") == true);
+  CHECK(f.ok("share access disallow route-vm").at("team_access") == false);
+}
+
+TEST_CASE("lobby: the HTTPS proxy lets in a public proxy port and share links, nothing else", "[lobby]") {
+  Fixture f;
+  f.ok("new --name=proxy-vm");
+  f.ok("share port proxy-vm 8080");
+  CHECK(f.lobby->proxy_decision("nosuch-vm", 0, "", f.now.wall).status == 404);
+  CHECK(f.lobby->proxy_decision("proxy-vm", 0, "", f.now.wall).status == 401);  // private
+  f.ok("share set-public proxy-vm");
+  const auto bare = f.lobby->proxy_decision("proxy-vm", 0, "", f.now.wall);
+  CHECK(bare.status == 200);
+  CHECK(bare.port == 8080);
+  // Only the bare host name follows the share setting ("share port" in ssh_share.go): a URL
+  // with a port, even the proxy port's, stays private.
+  CHECK(f.lobby->proxy_decision("proxy-vm", 8080, "", f.now.wall).status == 401);
+  CHECK(f.lobby->proxy_decision("proxy-vm", 3456, "", f.now.wall).status == 401);
+  CHECK(f.lobby->proxy_decision("proxy-vm", 22, "", f.now.wall).status == 404);    // not forwarded at all
+  const std::string token = f.ok("share add-link proxy-vm").at("token");
+  const auto linked = f.lobby->proxy_decision("proxy-vm", 3456, token, f.now.wall);
+  CHECK(linked.status == 200);
+  CHECK(linked.port == 3456);
+  f.ok("share set-private proxy-vm");
+  CHECK(f.lobby->proxy_decision("proxy-vm", 0, token, f.now.wall).status == 200);
+  CHECK(f.lobby->proxy_decision("proxy-vm", 0, "WRONG", f.now.wall).status == 401);
+  f.ok("pause proxy-vm");
+  CHECK(f.lobby->proxy_decision("proxy-vm", 0, token, f.now.wall).status == 502);
+}
