@@ -25,8 +25,26 @@ namespace {
 bool mentions(const std::string& text, std::string_view needle) { return text.find(needle) != std::string::npos; }
 
 // exe.dev answers this way while a VM's sshd is not up yet.
-bool is_not_ready(const CommandFailedError& error) {
+bool is_not_ready(const APIError& error) {
   return mentions(error.server_message(), "failed to connect to VM") || mentions(error.server_message(), "SSH handshake failed");
+}
+
+// Whether a readiness probe that failed this way may succeed later: a connection, a timeout,
+// an unreadable or lost result (echo is safe to repeat) while the VM comes up, or exe.dev's
+// not-ready answer. A deleted VM never becomes ready.
+bool worth_probing_again(const Error& error) {
+  switch (static_cast<errc>(error.code().value())) {
+    case errc::connection_failed: case errc::run_timeout: case errc::protocol_error: return true;
+    case errc::command_failed: {
+      const auto* refusal = dynamic_cast<const APIError*>(&error);
+      return refusal != nullptr && is_not_ready(*refusal);
+    }
+    case errc::outcome_unknown: {
+      const auto* unknown = dynamic_cast<const OutcomeUnknownError*>(&error);
+      return unknown == nullptr || !unknown->vm_gone();
+    }
+    default: return false;
+  }
 }
 
 }  // namespace
@@ -79,28 +97,26 @@ bool is_scope_refusal(const APIError& error) {
 void rethrow_access_mapped(std::exception_ptr error, const std::string& context) {
   try {
     std::rethrow_exception(error);
-  } catch (const AuthenticationError& e) {
-    throw_nested(error,
-                 ExeDevAccessError(e.status() == 0 ? std::nullopt : std::optional<unsigned>(401), e.command(), context));
-  } catch (const PermissionError& e) {
-    throw_nested(error, ExeDevAccessError(403, e.command(), context));
-  } catch (const CommandFailedError& e) {
-    if (!is_scope_refusal(e)) throw;
-    throw_nested(error, ExeDevAccessError(403, e.command(), context));
+  } catch (const APIError& e) {
+    const auto code = e.code();
+    if (code == errc::authentication_failed) {
+      throw_nested(error,
+                   ExeDevAccessError(e.status() == 0 ? std::nullopt : std::optional<unsigned>(401), e.command(), context));
+    }
+    if (code == errc::permission_denied || (code == errc::command_failed && is_scope_refusal(e))) {
+      throw_nested(error, ExeDevAccessError(403, e.command(), context));
+    }
+    throw;
   }
 }
 
 bool is_unknown_create_outcome(const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);
-  } catch (const ConnectionError& e) {
-    return e.sent();
-  } catch (const ProtocolError&) {
-    return true;
-  } catch (const APIError& e) {
-    return e.status() >= 500;
+  } catch (const Error& e) {
+    return e.may_have_run();
   } catch (...) {
-    return false;
+    return false;  // a cancellation before anything was sent, or a failure of the caller's own
   }
 }
 
@@ -131,18 +147,9 @@ Task<void> wait_ready(Client client, std::string name, ReadinessOptions readines
       // Anything else answered, but not the VM's own shell (exe.dev's lobby can answer first).
       if (result.exit_code == 0 && result.stdout_bytes == token + "\n") co_return;
       last_error = nullptr;
-    } catch (const ConnectionError&) {
+    } catch (const Error& e) {
+      if (!worth_probing_again(e)) throw;
       last_error = std::current_exception();
-    } catch (const RunTimeoutError&) {
-      last_error = std::current_exception();
-    } catch (const CommandFailedError& e) {
-      if (!is_not_ready(e)) throw;
-      last_error = std::current_exception();
-    } catch (const OutcomeUnknownError& e) {
-      if (e.vm_gone()) throw;  // a deleted VM never becomes ready
-      last_error = std::current_exception();  // the probe's result was lost; echo is safe to repeat
-    } catch (const ProtocolError&) {
-      last_error = std::current_exception();  // an unreadable answer while the VM comes up
     }
     if (clock::now() + readiness.poll_interval > deadline) {
       workspace::WorkspaceError timed_out("VM \"" + name + "\" did not run commands within " +

@@ -129,8 +129,8 @@ constexpr int kSshAttempts = 3;
 bool retry_on_fresh_connection(const std::exception_ptr& error, bool idempotent) {
   try {
     std::rethrow_exception(error);
-  } catch (const ConnectionError& e) {
-    return !e.sent() || idempotent;
+  } catch (const Error& e) {
+    return e.code() == errc::connection_failed && (!e.may_have_run() || idempotent);
   } catch (...) {
     return false;
   }

@@ -207,9 +207,9 @@ Task<RunResult> ssh_run(std::shared_ptr<ssh::Connection> connection, std::string
     if (exec_error) {
       try {
         std::rethrow_exception(exec_error);
-      } catch (const ConnectionError& e) {
-        // The channel was open: the command may have run.
-        if (e.sent()) throw OutcomeUnknownError("the SSH connection dropped while a command ran", snapshot(run));
+      } catch (const Error& e) {
+        // The channel was open: a connection that dropped after sending may have run it.
+        if (e.code() == errc::connection_failed && e.may_have_run()) throw OutcomeUnknownError("the SSH connection dropped while a command ran", snapshot(run));
         throw;
       }
     }
