@@ -4,7 +4,6 @@
 #include "common/random_ids.hpp"
 
 #include <boost/asio/steady_timer.hpp>
-#include <boost/system/system_error.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -12,10 +11,6 @@
 
 #include <exedev/errors.hpp>
 #include <exedev/sandbox/lookup.hpp>
-
-// GCC 12 destroys the temporaries of a co_await full-expression twice when the awaited
-// coroutine throws. So no call below is awaited with temporaries: each coroutine is created
-// as a named task first (its arguments are copied into its frame then), and the task awaited.
 
 namespace exedev::detail {
 namespace asio = boost::asio;
@@ -48,16 +43,6 @@ bool worth_probing_again(const Error& error) {
 }
 
 }  // namespace
-
-bool was_cancelled(const asio::cancellation_state& state) {
-  return state.cancelled() != asio::cancellation_type::none;
-}
-
-void throw_cancelled(std::exception_ptr cause) {
-  boost::system::system_error cancelled(asio::error::operation_aborted);
-  if (cause) throw_nested(std::move(cause), cancelled);
-  throw cancelled;
-}
 
 void raise_after_close(std::exception_ptr error, std::exception_ptr close_error) {
   if (error && close_error && is_cancellation(error)) {
@@ -121,8 +106,7 @@ bool is_unknown_create_outcome(const std::exception_ptr& error) {
 }
 
 Task<VMInfo> find_in_scope(Client client, std::string name, std::optional<std::string> scope_tag) {
-  auto listing = client.list_vms(one(name));
-  const auto listed = co_await std::move(listing);
+  const auto listed = co_await client.list_vms(one(name));
   const auto it = std::find_if(listed.begin(), listed.end(), [&](const VMInfo& vm) { return vm.name == name; });
   if (it == listed.end()) throw VMNotFoundError(name);
   if (scope_tag && std::find(it->tags.begin(), it->tags.end(), *scope_tag) == it->tags.end()) {
@@ -142,8 +126,7 @@ Task<void> wait_ready(Client client, std::string name, ReadinessOptions readines
       ClientRunOptions options;
       options.timeout = std::chrono::duration<double>(30);
       options.max_output_bytes = 64 * 1024;
-      auto probe = client.run(name, "echo " + token, options);
-      const auto result = co_await std::move(probe);
+      const auto result = co_await client.run(name, "echo " + token, options);
       // Anything else answered, but not the VM's own shell (exe.dev's lobby can answer first).
       if (result.exit_code == 0 && result.stdout_bytes == token + "\n") co_return;
       last_error = nullptr;

@@ -31,10 +31,7 @@ constexpr std::size_t write_chunk = 1024 * 1024;
 constexpr auto channel_refusal_patience = std::chrono::seconds(30);
 
 asio::awaitable<void> throw_if_cancelled() {
-  const auto state = co_await asio::this_coro::cancellation_state;
-  if (state.cancelled() != asio::cancellation_type::none) {
-    throw boost::system::system_error(asio::error::operation_aborted);
-  }
+  if (exedev::detail::was_cancelled(co_await asio::this_coro::cancellation_state)) exedev::detail::throw_cancelled();
 }
 
 // Errors of a channel that say only that the channel (not the connection) is gone.

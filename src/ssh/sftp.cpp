@@ -54,8 +54,7 @@ asio::awaitable<long> Sftp::call(const char* what, bool mutating, std::function<
   const Call call{what, false, mutating};
   while (busy_) {
     co_await idle_.wait();
-    const auto state = co_await asio::this_coro::cancellation_state;
-    if (state.cancelled() != asio::cancellation_type::none) throw boost::system::system_error(asio::error::operation_aborted);
+    if (exedev::detail::was_cancelled(co_await asio::this_coro::cancellation_state)) exedev::detail::throw_cancelled();
   }
   driver_->throw_if_dropped(call);
   busy_ = true;
