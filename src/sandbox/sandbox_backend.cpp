@@ -307,7 +307,6 @@ struct SandboxBackend::Impl {
     auto c = co_await client.get();
     ClientRunOptions run_options;
     run_options.env = std::map<std::string, std::string>(env.begin(), env.end());
-    // (No structured bindings here: GCC 12 destroys them twice inside coroutines.)
     for (const auto& entry : options.env) run_options.env[entry.first] = entry.second;
     run_options.working_dir = target.spec.working_dir();
     if (options.timeout) run_options.timeout = *options.timeout;

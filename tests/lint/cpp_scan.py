@@ -1,5 +1,6 @@
 """C++ source reading for the lints in this folder: comments and literals blanked out (lines
 kept), so that braces and keywords found afterwards are code."""
+import os
 import re
 
 _RAW = re.compile(r'R"([^()\\ ]{0,16})\(')
@@ -58,3 +59,23 @@ def closing(code, open_index, pair='{}'):
 
 def line_of(code, index):
     return code.count('\n', 0, index) + 1
+
+
+def sources(paths):
+    """The .cpp and .hpp files of `paths` (files, or folders walked in order)."""
+    for path in paths:
+        if os.path.isdir(path):
+            for root, _, files in os.walk(path):
+                for name in sorted(files):
+                    if name.endswith(('.cpp', '.hpp')):
+                        yield os.path.join(root, name)
+        else:
+            yield path
+
+
+def report(problems):
+    """Prints the findings; the lint's exit status (1 when there is one)."""
+    for p in problems:
+        print(p)
+    print(f'{len(problems)} finding(s)')
+    return 1 if problems else 0

@@ -15,7 +15,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cpp_scan import blank, closing, line_of  # noqa: E402
+from cpp_scan import blank, closing, line_of, report, sources  # noqa: E402
 
 ALLOWED_IN_RETHROW = {'Error', 'APIError'}
 
@@ -70,24 +70,10 @@ def findings(path, types):
             yield f'{where}: switches on the error type ({", ".join(exedev_caught)}); catch exedev::Error and read code()'
 
 
-def sources(paths):
-    for path in paths:
-        if os.path.isdir(path):
-            for root, _, files in os.walk(path):
-                for name in sorted(files):
-                    if name.endswith(('.cpp', '.hpp')):
-                        yield os.path.join(root, name)
-        else:
-            yield path
-
-
 def main():
     types = error_types(sys.argv[1])
     problems = [p for path in sources(sys.argv[2:]) for p in findings(path, types)]
-    for p in problems:
-        print(p)
-    print(f'{len(problems)} finding(s)')
-    return 1 if problems else 0
+    return report(problems)
 
 
 if __name__ == '__main__':
