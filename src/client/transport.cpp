@@ -256,7 +256,9 @@ asio::awaitable<Lease> acquire(std::shared_ptr<Transport::Impl> impl) {
       co_return Lease(impl);
     }
     co_await impl->slot_freed.wait();
-    if (detail::was_cancelled(co_await asio::this_coro::cancellation_state)) {
+    // The state named first: GCC 12 mishandles a throw's temporaries in a statement that awaits.
+    const auto cancellation = co_await asio::this_coro::cancellation_state;
+    if (detail::was_cancelled(cancellation)) {
       impl->slot_freed.notify_one();  // a slot freed for this waiter goes to the next
       detail::throw_cancelled();
     }

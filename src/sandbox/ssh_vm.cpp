@@ -129,7 +129,9 @@ Task<bool> wait_for(CommandRun* run, Done done, Event::Clock::time_point deadlin
   while (!done()) {
     if (Event::Clock::now() >= deadline) co_return false;
     co_await run->changed.wait_until(deadline);
-    if (was_cancelled(co_await asio::this_coro::cancellation_state)) throw_cancelled();
+    // The state named first: GCC 12 mishandles a throw's temporaries in a statement that awaits.
+    const auto cancellation = co_await asio::this_coro::cancellation_state;
+    if (was_cancelled(cancellation)) throw_cancelled();
   }
   co_return true;
 }
@@ -188,7 +190,9 @@ Task<RunResult> ssh_run(std::shared_ptr<ssh::Connection> connection, std::string
   auto racing = std::move(executing) || std::move(stopping);
   auto outcome = co_await std::move(racing);
 
-  if (was_cancelled(co_await asio::this_coro::cancellation_state)) {
+  // The state named first: GCC 12 mishandles a throw's temporaries in a statement that awaits.
+  const auto cancellation = co_await asio::this_coro::cancellation_state;
+  if (was_cancelled(cancellation)) {
     // The caller cancelled: both sides were cancelled; stop the group whatever happens next.
     bool stopped = false;
     EXEDEV_AWAIT_DESPITE_CANCELLATION(stop_error, shielded(stop_group(connection, run.marker.pgid(), &stopped)));

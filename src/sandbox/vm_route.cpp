@@ -55,7 +55,9 @@ Task<std::shared_ptr<ssh::Connection>> VmRoute::connection(Client client, Provis
     if (connection_ && connection_->is_open()) co_return connection_;
     if (!opening_) break;
     co_await opened_.wait();
-    if (was_cancelled(co_await asio::this_coro::cancellation_state)) throw_cancelled();
+    // The state named first: GCC 12 mishandles a throw's temporaries in a statement that awaits.
+    const auto cancellation = co_await asio::this_coro::cancellation_state;
+    if (was_cancelled(cancellation)) throw_cancelled();
   }
   opening_ = true;
   std::exception_ptr error;

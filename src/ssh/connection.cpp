@@ -31,7 +31,9 @@ constexpr std::size_t write_chunk = 1024 * 1024;
 constexpr auto channel_refusal_patience = std::chrono::seconds(30);
 
 asio::awaitable<void> throw_if_cancelled() {
-  if (exedev::detail::was_cancelled(co_await asio::this_coro::cancellation_state)) exedev::detail::throw_cancelled();
+  // The state named first: GCC 12 mishandles a throw's temporaries in a statement that awaits.
+  const auto cancellation = co_await asio::this_coro::cancellation_state;
+  if (exedev::detail::was_cancelled(cancellation)) exedev::detail::throw_cancelled();
 }
 
 // Errors of a channel that say only that the channel (not the connection) is gone.

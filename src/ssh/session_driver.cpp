@@ -162,7 +162,9 @@ asio::awaitable<void> SessionDriver::wait(std::uint64_t ticket, const Call& call
   --waiters_;
   throw_if_dropped(call);
   const bool owner = outbound_owner_ == ticket && ticket != 0;
-  if (call.interruptible && !owner && was_cancelled(co_await asio::this_coro::cancellation_state)) {
+  // The state named first: GCC 12 mishandles a throw's temporaries in a statement that awaits.
+  const auto cancellation = co_await asio::this_coro::cancellation_state;
+  if (call.interruptible && !owner && was_cancelled(cancellation)) {
     exedev::detail::throw_cancelled();
   }
   if (Clock::now() >= call.deadline) {

@@ -14,7 +14,9 @@ workspace::Task<PathLocks::Guard> PathLocks::acquire(std::string key) {
   while (entry.held) {
     co_await entry.released.wait();
     // The caller's own cancellation shows in the cancellation state.
-    if (exedev::detail::was_cancelled(co_await asio::this_coro::cancellation_state)) {
+    // The state named first: GCC 12 mishandles a throw's temporaries in a statement that awaits.
+    const auto cancellation = co_await asio::this_coro::cancellation_state;
+    if (exedev::detail::was_cancelled(cancellation)) {
       if (--entry.users == 0 && !entry.held) {
         entries_.erase(key);
       } else if (!entry.held) {
