@@ -2,11 +2,22 @@
 # Reproduces ADR 7's table: what GCC 12 and Clang do with temporaries inside a co_await
 # expression. Each case is a tiny program (a minimal task type, no Asio) built with
 # -fsanitize=address,undefined and run; the verdict is "refused" (does not compile), "corrupts"
-# (a sanitizer report at run time) or "correct".
-#   scripts/gcc12-coawait-probe.sh [compiler...]   (default: g++ clang++)
+# (a sanitizer report at run time) or "correct". The cases build in parallel (one per core).
+#   scripts/gcc12-coawait-probe.sh [compiler...]      (default: g++ clang++) prints the table
+#   scripts/gcc12-coawait-probe.sh --check [g++-12]   CTest gcc12_coawait_probe: fails when GCC 12
+#       does not do what ADR 7's table says (the expected column below), so the rule README
+#       "Compilers" states stays measured; skipped (77) when the compiler is not GCC 12.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-compilers=("$@")
+check=false
+if [[ ${1:-} == --check ]]; then
+  check=true
+  shift
+  compilers=("${1:-g++}")
+  [[ $("${compilers[0]}" -dumpversion 2>/dev/null) == 12* ]] || { echo "not GCC 12: skipped"; exit 77; }
+else
+  compilers=("$@")
+fi
 [[ ${#compilers[@]} -gt 0 ]] || compilers=(g++ clang++)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -17,6 +28,9 @@ cat > "$work/probe.cpp" <<'EOF'
 #include <exception>
 #include <functional>
 #include <initializer_list>
+#include <map>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -29,6 +43,7 @@ cat > "$work/probe.cpp" <<'EOF'
 template <class T> struct Task {
   struct promise_type {
     T value{};
+    std::exception_ptr error;
     std::coroutine_handle<> continuation;
     Task get_return_object() { return Task{std::coroutine_handle<promise_type>::from_promise(*this)}; }
     std::suspend_always initial_suspend() noexcept { return {}; }
@@ -42,7 +57,7 @@ template <class T> struct Task {
     };
     Final final_suspend() noexcept { return {}; }
     void return_value(T v) { value = std::move(v); }
-    void unhandled_exception() { std::terminate(); }
+    void unhandled_exception() { error = std::current_exception(); }  // rethrown to the awaiter
   };
   std::coroutine_handle<promise_type> handle;
   explicit Task(std::coroutine_handle<promise_type> h) : handle(h) {}
@@ -50,7 +65,10 @@ template <class T> struct Task {
   ~Task() { if (handle) handle.destroy(); }
   bool await_ready() { return false; }
   std::coroutine_handle<> await_suspend(std::coroutine_handle<> c) { handle.promise().continuation = c; return handle; }
-  T await_resume() { return std::move(handle.promise().value); }
+  T await_resume() {
+    if (handle.promise().error) std::rethrow_exception(handle.promise().error);
+    return std::move(handle.promise().value);
+  }
 };
 
 const std::string kLong(48, 'x');  // past the small-string buffer: a double destruction frees twice
@@ -74,6 +92,39 @@ Task<int> string_list(exedev::StringList l) { co_return static_cast<int>(l.size(
 Task<int> guarded(Guarded g) { co_return static_cast<int>(g.name.size()); }
 Task<int> callback(std::function<std::size_t()> f) { co_return static_cast<int>(f()); }
 Owning make_owning() { return Owning{.name = kLong}; }
+std::string make_string() { return kLong; }
+
+// Callees that throw (the caller catches): GCC 12 is said to destroy the temporaries of the
+// co_await full-expression twice when the awaited coroutine throws.
+Task<int> throws_string(std::string s) { if (!s.empty()) throw std::runtime_error(s); co_return 0; }
+Task<int> throws_cref(const std::string& s) { if (!s.empty()) throw std::runtime_error(s); co_return 0; }
+Task<int> throws_owning(Owning o) { if (!o.name.empty()) throw std::runtime_error(o.name); co_return 0; }
+Task<int> throws_with_ctor(WithCtor w) { if (!w.name.empty()) throw std::runtime_error(w.name); co_return 0; }
+Task<int> throws_callback(std::function<std::size_t()> f) { if (f() > 0) throw std::runtime_error("f"); co_return 0; }
+Task<int> throws_two(std::string a, std::string b) { if (!a.empty()) throw std::runtime_error(a + b); co_return 0; }
+Task<int> throws_later(std::string s) {
+  co_await number(s.size());  // suspends first: the throw comes after a resumption
+  throw std::runtime_error(s);
+}
+int caught(const std::exception& e) { return static_cast<int>(std::string(e.what()).size()); }
+
+// A class with an implicit constructor, reached by a braced argument.
+struct Implicit { std::string name; Implicit(std::string n) : name(std::move(n)) {} };  // NOLINT
+Task<int> implicit(Implicit i) { co_return static_cast<int>(i.name.size()); }
+
+// An options struct like the library's: optional, list, callback members, and one default that
+// owns memory (empty members would hide a double destruction: it frees nothing).
+struct Options {
+  std::string label = std::string(48, 'y');
+  std::optional<std::string> dir{};
+  std::vector<std::string> env{};
+  std::function<void(std::string_view)> on_output{};
+  int timeout = 0;
+};
+Task<int> with_options(std::string line, Options o) { co_return static_cast<int>(line.size() + o.env.size()); }
+
+struct Pair { std::string first; std::string second; };
+Task<Pair> pair_of(std::string s) { co_return Pair{s, s}; }
 
 Task<int> caller() {
   int n = 0;
@@ -114,6 +165,80 @@ Task<int> caller() {
   n = co_await guarded(named);
 #elif CASE == 18
   n = co_await string_list({"make", std::string(kLong), "test"});
+#elif CASE == 19
+  try { n = co_await throws_string(std::string(kLong)); } catch (const std::exception& e) { n = caught(e); }
+#elif CASE == 20
+  try { n = co_await throws_string("echo " + kLong); } catch (const std::exception& e) { n = caught(e); }
+#elif CASE == 21
+  try { n = co_await throws_string(make_string()); } catch (const std::exception& e) { n = caught(e); }
+#elif CASE == 22
+  const std::string named = kLong;
+  try { n = co_await throws_string(named); } catch (const std::exception& e) { n = caught(e); }
+#elif CASE == 23
+  try { n = co_await throws_cref(std::string(kLong)); } catch (const std::exception& e) { n = caught(e); }
+#elif CASE == 24
+  try { n = co_await throws_two(kLong, std::string(kLong) + "b"); } catch (const std::exception& e) { n = caught(e); }
+#elif CASE == 25
+  try { n = co_await throws_later(std::string(kLong)); } catch (const std::exception& e) { n = caught(e); }
+#elif CASE == 26
+  try { n = co_await throws_with_ctor(WithCtor{kLong}); } catch (const std::exception& e) { n = caught(e); }
+#elif CASE == 27
+  n = co_await throws_string(std::string(kLong));  // not caught: the caller's task carries it
+#elif CASE == 28
+  try {
+    auto task = throws_string(std::string(kLong));
+    n = co_await std::move(task);
+  } catch (const std::exception& e) { n = caught(e); }
+#elif CASE == 29
+  try { n = co_await throws_owning(Owning{.name = kLong}); } catch (const std::exception& e) { n = caught(e); }
+#elif CASE == 30
+  try {
+    auto task = throws_owning(Owning{.name = kLong});
+    n = co_await std::move(task);
+  } catch (const std::exception& e) { n = caught(e); }
+#elif CASE == 31
+  try { n = co_await throws_callback([copy = kLong] { return copy.size(); }); } catch (const std::exception& e) { n = caught(e); }
+#elif CASE == 32
+  auto task = by_value(Owning{.name = kLong});
+  n = co_await std::move(task);
+#elif CASE == 33
+  auto [first, second] = co_await pair_of(kLong);
+  n = static_cast<int>(first.size() + second.size());
+#elif CASE == 34
+  auto [first, second] = Pair{kLong, kLong};
+  n = co_await string(first);
+  n += static_cast<int>(second.size());
+#elif CASE == 35
+  const std::map<std::string, std::string> env{{"A", kLong}, {"B", kLong}};
+  for (const auto& [key, value] : env) n += co_await string(key + value);
+#elif CASE == 36
+  n = co_await implicit({kLong});
+#elif CASE == 37
+  n = co_await string({});
+#elif CASE == 38
+  n = co_await with_options(kLong, Options{});
+#elif CASE == 39
+  n = co_await with_options(kLong, {});
+#elif CASE == 40
+  Options options;
+  options.env.push_back(kLong);
+  n = co_await with_options(kLong, options);
+#elif CASE == 41
+  n = co_await callback([size = kLong.size()] { return size; });
+#elif CASE == 42
+  auto call = [copy = kLong] { return copy.size(); };
+  n = co_await callback(call);
+#elif CASE == 43
+  for (int round = 0; round < 3; ++round) {
+    auto [first, second] = co_await pair_of(kLong + std::to_string(round));
+    n += static_cast<int>(first.size() + second.size());
+  }
+#elif CASE == 44
+  Owning named{.name = kLong};
+  try { n = co_await throws_owning(std::move(named)); } catch (const std::exception& e) { n = caught(e); }
+#elif CASE == 45
+  Owning named{.name = kLong};
+  n = co_await by_value(std::move(named));
 #endif
   co_return n;
 }
@@ -121,47 +246,99 @@ Task<int> caller() {
 int main() {
   auto task = caller();
   task.handle.resume();
+  if (task.handle.promise().error) {
+    try { std::rethrow_exception(task.handle.promise().error); } catch (const std::exception& e) { std::printf("%zu\n", std::string(e.what()).size()); }
+    return 0;
+  }
   std::printf("%d\n", task.handle.promise().value);
 }
 EOF
 
+# Each case: GCC 12's verdict as ADR 7's table records it (what --check expects), then its text.
 cases=(
-  "aggregate with an owning member, by value: f(Owning{.name = s})"
-  "aggregate with an owning member, by const&: f(Owning{.name = s})"
-  "aggregate, braced argument: f({.name = s})"
-  "aggregate through a non-coroutine wrapper"
-  "aggregate's member read: f(Owning{.name = s}.name.size())"
-  "aggregate, only a trivial member given: f(Owning{.x = 3})"
-  "defaulted aggregate argument: f() with Owning o = {}"
-  "aggregate of trivially destructible members"
-  "class with a constructor: f(WithCtor{s})"
-  "std::string temporary: f(std::string(s))"
-  "aggregate returned by a function: f(make())"
-  "initializer_list argument: f({\"a\", \"b\"})"
-  "vector argument from a braced list: f({\"a\", \"b\"})"
-  "lambda capturing a string by value"
-  "lambda capturing by reference"
-  "guarded aggregate (EXEDEV_COAWAIT_GUARD), braced: f({.name = s})"
-  "guarded aggregate, named first"
-  "exedev::StringList from a braced list"
+  "corrupts:aggregate with an owning member, by value: f(Owning{.name = s})"
+  "corrupts:aggregate with an owning member, by const&: f(Owning{.name = s})"
+  "corrupts:aggregate, braced argument: f({.name = s})"
+  "corrupts:aggregate through a non-coroutine wrapper"
+  "corrupts:aggregate's member read: f(Owning{.name = s}.name.size())"
+  "corrupts:aggregate, only a trivial member given: f(Owning{.x = 3})"
+  "corrupts:defaulted aggregate argument: f() with Owning o = {}"
+  "correct:aggregate of trivially destructible members"
+  "correct:class with a constructor: f(WithCtor{s})"
+  "correct:std::string temporary: f(std::string(s))"
+  "correct:aggregate returned by a function: f(make())"
+  "refused:initializer_list argument: f({\"a\", \"b\"})"
+  "refused:vector argument from a braced list: f({\"a\", \"b\"})"
+  "corrupts:lambda capturing a string by value"
+  "correct:lambda capturing by reference"
+  "refused:guarded aggregate (EXEDEV_COAWAIT_GUARD), braced: f({.name = s})"
+  "correct:guarded aggregate, named first"
+  "correct:exedev::StringList from a braced list"
+  "correct:callee throws: f(std::string(s)), caught"
+  "correct:callee throws: f(\"echo \" + s), caught"
+  "correct:callee throws: f(make_string()), caught"
+  "correct:callee throws: f(named) by value, caught"
+  "correct:callee throws: f(std::string(s)) by const&, caught"
+  "correct:callee throws: two string temporaries, caught"
+  "correct:callee throws after a suspension: f(std::string(s)), caught"
+  "correct:callee throws: f(WithCtor{s}), caught"
+  "correct:callee throws: f(std::string(s)), not caught by the caller"
+  "correct:callee throws: named task, auto t = f(std::string(s)); co_await std::move(t)"
+  "corrupts:callee throws: aggregate f(Owning{.name = s}), caught"
+  "correct:callee throws: named task of an aggregate, auto t = f(Owning{...})"
+  "corrupts:callee throws: lambda capturing a string by value, caught"
+  "correct:named task of an aggregate, auto t = f(Owning{...}), returns"
+  "correct:structured binding of a co_await result: auto [a, b] = co_await f()"
+  "correct:structured binding alive across a co_await"
+  "correct:structured bindings in a range-for with co_await in the body"
+  "correct:braced argument to a class with a constructor: f({s})"
+  "correct:empty braced argument to std::string: f({})"
+  "corrupts:options struct temporary, empty: f(line, Options{})"
+  "corrupts:options struct temporary, braced: f(line, {})"
+  "correct:options struct named first: Options o; f(line, o)"
+  "correct:lambda capturing a size_t by value"
+  "correct:lambda capturing a string by value, named first"
+  "correct:structured binding of a co_await result in a loop"
+  "correct:callee throws: named aggregate moved in, f(std::move(o)), caught"
+  "correct:named aggregate moved in, f(std::move(o))"
 )
-printf '%-70s' "case"
+# verdict N CXX: builds and runs case N with CXX, writes the verdict to $work/verdict-N-CXX.
+verdict() {
+  local n=$1 cxx=$2 exe="$work/case$1-${2//+/p}" result
+  if ! "$cxx" -std=c++20 -Iinclude -DCASE="$n" -fsanitize=address,undefined -fno-sanitize-recover=all -g \
+       "$work/probe.cpp" -o "$exe" 2>/dev/null; then
+    result=refused
+  elif ASAN_OPTIONS=detect_leaks=0 "$exe" >/dev/null 2>&1; then
+    result=correct
+  else
+    result=corrupts
+  fi
+  echo "$result" > "$work/verdict-$n-${cxx//+/p}"
+}
+export -f verdict
+export work
+for i in "${!cases[@]}"; do
+  for cxx in "${compilers[@]}"; do printf '%s %s\n' "$((i + 1))" "$cxx"; done
+done | xargs -P "$(nproc)" -n 2 bash -c 'verdict "$0" "$1"'
+
+failures=0
+printf '%-84s' "case"
 for cxx in "${compilers[@]}"; do printf ' %-10s' "$cxx"; done
+$check && printf ' %-10s' "expected"
 printf '\n'
 for i in "${!cases[@]}"; do
   n=$((i + 1))
-  printf '%-70s' "$n. ${cases[$i]}"
-  for cxx in "${compilers[@]}"; do
-    exe="$work/case$n-${cxx//+/p}"
-    if ! "$cxx" -std=c++20 -Iinclude -DCASE=$n -fsanitize=address,undefined -fno-sanitize-recover=all -g \
-         "$work/probe.cpp" -o "$exe" 2>/dev/null; then
-      verdict=refused
-    elif ASAN_OPTIONS=detect_leaks=0 "$exe" >/dev/null 2>&1; then
-      verdict=correct
-    else
-      verdict=corrupts
-    fi
-    printf ' %-10s' "$verdict"
-  done
+  expected=${cases[$i]%%:*}
+  printf '%-84s' "$n. ${cases[$i]#*:}"
+  for cxx in "${compilers[@]}"; do printf ' %-10s' "$(cat "$work/verdict-$n-${cxx//+/p}")"; done
+  if $check; then
+    got=$(cat "$work/verdict-$n-${compilers[0]//+/p}")
+    printf ' %-10s' "$expected"
+    [[ $got == "$expected" ]] || { printf ' MISMATCH'; failures=$((failures + 1)); }
+  fi
   printf '\n'
 done
+if $check && ((failures > 0)); then
+  echo "$failures case(s) differ from ADR 7's table: measure again and update the rule (README \"Compilers\", ADR 7)"
+  exit 1
+fi

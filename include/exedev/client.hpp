@@ -214,7 +214,8 @@ class Client {
 [[nodiscard]] std::size_t script_request_bytes(const std::string& vm, const std::string& script,
                                                const std::vector<std::string>& args);
 
-/// Quotes a word for the lobby lexer (`'…'`, each `'` as `'\''`) so that it arrives exactly.
+/// Quotes a word for the lobby lexer (`'…'`, each `'` as `'"'"'`, shlex.quote's escape) so that
+/// it arrives exactly: `it's` becomes `'it'"'"'s'`.
 /// Throws std::invalid_argument for a word that cannot arrive: empty (the lexer drops empty
 /// words), containing NUL, or not valid UTF-8.
 [[nodiscard]] std::string lobby_quote(std::string_view word);

@@ -369,13 +369,16 @@ Task<RunResult> Client::run_script(std::string vm, std::string script, ScriptOpt
     std::exception_ptr lost;
     try {
       response = co_await impl_->lobby(line, "ssh", sink);
-    } catch (const ConnectionError& e) {
-      // Nothing sent: nothing ran, so any script may be sent again. Past the output limit the
-      // request was abandoned on purpose (reported below).
-      if (!over_limit && ((e.sent() && !options.idempotent) || attempt >= max_retries)) throw;
-      lost = std::current_exception();
-    } catch (const ProtocolError&) {
-      if (!options.idempotent || attempt >= max_retries) throw;  // unreadable: it may have run
+    } catch (const Error& e) {
+      if (e.code() == errc::connection_failed) {
+        // Nothing sent: nothing ran, so any script may be sent again. Past the output limit the
+        // request was abandoned on purpose (reported below).
+        if (!over_limit && ((e.may_have_run() && !options.idempotent) || attempt >= max_retries)) throw;
+      } else if (e.code() == errc::protocol_error) {
+        if (!options.idempotent || attempt >= max_retries) throw;  // unreadable: it may have run
+      } else {
+        throw;
+      }
       lost = std::current_exception();
     }
     if (over_limit) {

@@ -5,6 +5,7 @@
 #include "client/api_response.hpp"
 #include "client/lobby.hpp"
 #include "client/run_protocol.hpp"
+#include "client/run_outcome.hpp"
 #include "client/run_recovery.hpp"
 #include "common/coroutines.hpp"
 #include "common/random_ids.hpp"
@@ -17,6 +18,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <variant>
 
 namespace exedev {
 
@@ -355,9 +357,21 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, ClientRunOpt
 
   std::vector<std::string> secrets;
   for (const auto& [k, v] : options.env) secrets.push_back(v);
-  const auto unknown = [&](const std::string& why, bool vm_gone = false) {
-    return OutcomeUnknownError(fmt::format("run on VM \"{}\": {}; the command may have run", st.vm, why),
-                               PartialOutput{st.out, st.err}, vm_gone);
+  // Everything the run's result or error quotes (run_outcome.hpp decides which it is).
+  const auto end_context = [&](StopResult stop, std::exception_ptr abort, Outcome answer) {
+    detail::RunEndContext context;
+    context.vm = st.vm;
+    context.output = PartialOutput{std::move(st.out), std::move(st.err)};
+    context.max_output_bytes = options.max_output_bytes;
+    context.answer = std::move(answer);
+    context.secrets = impl->secrets(secrets);
+    context.stop = stop;
+    context.abort = std::move(abort);
+    return context;
+  };
+  const auto finish = [](std::variant<RunResult, std::exception_ptr> outcome) {
+    if (outcome.index() == 1) std::rethrow_exception(std::get<1>(outcome));
+    return std::get<0>(std::move(outcome));
   };
 
   std::chrono::milliseconds delay{0};
@@ -368,30 +382,26 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, ClientRunOpt
     auto request = mode == detail::ScriptMode::launch ? launch : script_request(*impl, st, mode, wait_seconds());
     std::optional<Outcome> result;
     const Clock::time_point sent_at = Clock::now() + delay;
-    bool rate_limited = false;
+    std::exception_ptr error;
     try {
       result = co_await request_until(*impl, st, request, deadline, delay);
-    } catch (const RateLimitedError&) {
-      // Waiting for the rate limit would pass the deadline. A launch was never sent again after
-      // a 429, so nothing was started: the error as it is.
-      if (mode == detail::ScriptMode::launch && !st.started) throw;
-      rate_limited = true;
     } catch (...) {
-      abort = std::current_exception();
+      error = std::current_exception();
     }
-    if (rate_limited) {
-      step = recovery.on_deadline();
-    } else if (abort) {
-      bool unreadable = false;
-      if (!is_cancellation(abort)) {
-        try {
-          std::rethrow_exception(abort);
-        } catch (const ProtocolError&) {
-          unreadable = true;
-        } catch (...) {
-        }
+    if (error) {
+      using F = detail::RequestFailure;
+      switch (detail::classify_request_failure(error, mode == detail::ScriptMode::launch && !st.started)) {
+        case F::final: std::rethrow_exception(error);
+        case F::deadline: step = recovery.on_deadline(); break;
+        case F::unreadable:
+          abort = error;
+          step = recovery.on_error(detail::StopReason::unreadable);
+          break;
+        case F::interrupted:
+          abort = error;
+          step = recovery.on_error(detail::StopReason::interrupted);
+          break;
       }
-      step = recovery.on_error(unreadable ? detail::StopReason::unreadable : detail::StopReason::interrupted);
     } else if (!result) {
       step = recovery.on_deadline();
     } else {
@@ -400,33 +410,9 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, ClientRunOpt
     }
     if (step.forget_record) impl->acks[st.vm].push_back(st.id);
     if (step.kind == detail::RunStep::Kind::stop) break;
-    if (step.kind == detail::RunStep::Kind::finish) co_return RunResult{step.exit_code, std::move(st.out), std::move(st.err)};
-    const Outcome& outcome = *result;
-    if (step.kind == detail::RunStep::Kind::fail) {
-      using F = detail::RunFailure;
-      switch (step.failure) {
-        case F::timed_out_on_vm:
-          throw RunTimeoutError(fmt::format("run on VM \"{}\" passed its timeout; the command was stopped", st.vm),
-                                PartialOutput{std::move(st.out), std::move(st.err)});
-        case F::refused:
-          detail::throw_api_error(outcome.status, "ssh", outcome.body, impl->secrets(secrets), outcome.retry_after);  // not started
-          break;
-        case F::not_started:
-          throw ConnectionError(
-              fmt::format("run on VM \"{}\": the launch request failed and the command was not started", st.vm), false);
-        case F::not_sent:
-          throw ConnectionError(fmt::format("run on VM \"{}\": could not send the command; it was not started", st.vm), false);
-        case F::record_lost: throw unknown("its record on the VM is lost");
-        case F::record_not_created:
-          throw ProtocolError(
-              fmt::format("run on VM \"{}\": could not create the command's record; nothing was started", st.vm));
-        case F::poll_refused: {
-          const auto message = detail::server_message(outcome.body, impl->secrets(secrets));
-          throw unknown(fmt::format("exe.dev answered: {}", message), message.find("not found") != std::string::npos);
-        }
-        case F::poll_status: throw unknown(fmt::format("polling failed with HTTP {}", outcome.status));
-        case F::unreachable: throw unknown("the VM could not be reached to collect the result");
-      }
+    if (step.kind != detail::RunStep::Kind::send) {
+      // (fail only follows an answer: `result` holds it.)
+      co_return finish(detail::run_outcome(step, end_context(StopResult::unconfirmed, nullptr, result ? *result : Outcome{})));
     }
     delay = step.delay;
     if (delay.count() > 0) {
@@ -445,35 +431,7 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, ClientRunOpt
     stop = co_await detail::shielded(stop_remote(impl, st));
   }(*impl, st, stop));
   if (stop_error) std::rethrow_exception(stop_error);
-  const std::string fate = detail::stop_fate(stop);
-  using C = detail::RunConclusion;
-  switch (detail::conclude(step.reason, stop)) {
-    case C::timeout:
-      throw RunTimeoutError(fmt::format("run on VM \"{}\" passed its timeout; {}", st.vm, fate),
-                            PartialOutput{std::move(st.out), std::move(st.err)});
-    case C::timeout_unknown: throw unknown("it passed its timeout and " + fate);
-    case C::output_limit:
-      throw OutputLimitError(fmt::format("run on VM \"{}\" wrote more than {} bytes of output; {}", st.vm,
-                                         options.max_output_bytes, fate),
-                             options.max_output_bytes, PartialOutput{std::move(st.out), std::move(st.err)});
-    case C::unreadable_unknown:
-      try {
-        std::rethrow_exception(abort);
-      } catch (const ProtocolError& e) {
-        std::throw_with_nested(unknown(fmt::format("exe.dev's answer could not be read ({})", e.what())));
-      }
-      break;
-    case C::unreadable:
-      try {
-        std::rethrow_exception(abort);
-      } catch (const ProtocolError&) {
-        std::throw_with_nested(
-            ProtocolError(fmt::format("run on VM \"{}\": exe.dev's answer could not be read; {}", st.vm, fate)));
-      }
-      break;
-    case C::rethrow: break;
-  }
-  std::rethrow_exception(abort);  // a cancellation, or an output callback's exception, as it is
+  co_return finish(detail::run_outcome(step, end_context(stop, abort, Outcome{})));
 }
 
 std::size_t run_request_bytes(const std::string& vm, const std::string& shell_line, const ClientRunOptions& options) {

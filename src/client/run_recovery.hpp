@@ -1,7 +1,7 @@
 #pragma once
 // Client::run's recovery, sans-IO: what a run does after each of its requests ends. The
-// coroutine in client.cpp sends the requests, streams the frames and turns the decisions into
-// exceptions; every rule about which request goes next, when a command is known not to have
+// coroutine in client_run.cpp sends the requests and streams the frames; run_outcome.hpp turns
+// the run's end into its result or error; every rule about which request goes next, when a command is known not to have
 // started, and what an error may claim about the command lives here, and is tested without
 // sockets (tests/unit/client/run_recovery_test.cpp).
 //

@@ -3,6 +3,8 @@
 
 #include "client/resend.hpp"
 #include "client/retry.hpp"
+#include "common/coroutines.hpp"
+#include "common/event.hpp"
 
 #include <exedev/errors.hpp>
 
@@ -172,11 +174,6 @@ class Deadline {
   std::shared_ptr<State> state_;
 };
 
-struct Waiter {
-  asio::steady_timer timer;
-  bool ready = false;
-};
-
 // What exchange() learned beyond the response: a failure the resend rule decides on (with
 // the message its ConnectionError would carry), and whether the connection may be reused.
 struct Exchange {
@@ -201,7 +198,7 @@ struct Transport::Impl {
   std::optional<ssl::context> tls_context;
   std::deque<std::unique_ptr<Connection>> idle;
   std::size_t open = 0;  ///< Slots in use: idle + busy + connecting.
-  std::deque<Waiter*> waiters;
+  detail::Event slot_freed;  ///< Wakes the longest waiter for a slot (acquire()).
   std::size_t opened = 0;
   std::string request_head;  ///< Every request's header up to the token (see request_head()).
 
@@ -218,12 +215,7 @@ struct Transport::Impl {
       if (connection) connection->close();
       --open;
     }
-    if (!waiters.empty()) {
-      Waiter* w = waiters.front();
-      waiters.pop_front();
-      w->ready = true;
-      w->timer.cancel();
-    }
+    slot_freed.notify_one();
   }
 };
 
@@ -263,18 +255,14 @@ asio::awaitable<Lease> acquire(std::shared_ptr<Transport::Impl> impl) {
       ++impl->open;
       co_return Lease(impl);
     }
-    Waiter w{asio::steady_timer(impl->executor, asio::steady_timer::time_point::max())};
-    impl->waiters.push_back(&w);
-    auto [ec] = co_await w.timer.async_wait(use_tuple);
-    if (!w.ready) {
-      std::erase(impl->waiters, &w);
-      throw boost::system::system_error(ec ? ec : asio::error::operation_aborted);
+    co_await impl->slot_freed.wait();
+    // The state named first: GCC 12 mishandles a throw's temporaries in a statement that awaits.
+    const auto cancellation = co_await asio::this_coro::cancellation_state;
+    if (detail::was_cancelled(cancellation)) {
+      impl->slot_freed.notify_one();  // a slot freed for this waiter goes to the next
+      detail::throw_cancelled();
     }
   }
-}
-
-[[noreturn]] void throw_cancelled(const error_code& ec) {
-  throw boost::system::system_error(ec);
 }
 
 asio::awaitable<void> connect(Transport::Impl& impl, Connection& c) {
@@ -292,7 +280,7 @@ asio::awaitable<void> connect(Transport::Impl& impl, Connection& c) {
   });
   auto [rec, results] = co_await resolver.async_resolve(ep.host, ep.port, use_tuple);
   resolve_timer.cancel();
-  if (rec == asio::error::operation_aborted && !resolve_timed_out) throw_cancelled(rec);
+  if (rec == asio::error::operation_aborted && !resolve_timed_out) detail::throw_cancelled();
   if (rec) {
     throw ConnectionError(fmt::format("exe.dev: cannot resolve {}: {}", ep.host,
                                       resolve_timed_out ? std::string("timed out") : rec.message()),
@@ -303,7 +291,7 @@ asio::awaitable<void> connect(Transport::Impl& impl, Connection& c) {
   beast::tcp_stream connecting(impl.executor);
   connecting.expires_after(impl.config.connect_timeout);
   auto [cec, endpoint] = co_await connecting.async_connect(results, use_tuple);
-  if (cec == asio::error::operation_aborted) throw_cancelled(cec);
+  if (cec == asio::error::operation_aborted) detail::throw_cancelled();
   if (cec) {
     throw ConnectionError(fmt::format("exe.dev: cannot connect to {}: {}", impl.where(),
                                       cec == beast::error::timeout ? std::string("timed out") : cec.message()),
@@ -329,7 +317,7 @@ asio::awaitable<void> connect(Transport::Impl& impl, Connection& c) {
     const Deadline deadline(c, impl.config.handshake_timeout);
     auto [hec] = co_await c.tls->async_handshake(ssl::stream_base::client, use_tuple);
     if (hec && deadline.expired()) hec = beast::error::timeout;
-    if (hec == asio::error::operation_aborted) throw_cancelled(hec);
+    if (hec == asio::error::operation_aborted) detail::throw_cancelled();
     if (hec) {
       throw ConnectionError(fmt::format("exe.dev: TLS handshake with {} failed: {}", impl.where(),
                                         hec == beast::error::timeout ? std::string("timed out") : hec.message()),
@@ -362,7 +350,7 @@ asio::awaitable<HttpResponse> exchange(Transport::Impl& impl, Stream& stream, Co
   const auto bytes = asio::buffer(request);  // named: no temporary inside co_await (GCC 12)
   auto [wec, written] = co_await asio::async_write(stream, bytes, use_tuple);
   if (wec && deadline.expired()) wec = beast::error::timeout;
-  if (wec == asio::error::operation_aborted) throw_cancelled(wec);
+  if (wec == asio::error::operation_aborted) detail::throw_cancelled();
   if (wec) {
     FailedExchange failure;
     failure.kind = FailedExchange::Kind::write_failed;
@@ -376,7 +364,7 @@ asio::awaitable<HttpResponse> exchange(Transport::Impl& impl, Stream& stream, Co
   Collector collector(options.sink, impl.config.max_body_bytes);
   auto [hec, hn] = co_await http::async_read_header(stream, c.buffer, parser, use_tuple);
   if (hec && deadline.expired()) hec = beast::error::timeout;
-  if (hec == asio::error::operation_aborted) throw_cancelled(hec);
+  if (hec == asio::error::operation_aborted) detail::throw_cancelled();
   if (hec) {
     if (is_eof(hec) && !parser.got_some() && c.buffer.size() == 0) {
       FailedExchange failure;  // perhaps a keep-alive connection closed as the request went out
@@ -412,7 +400,7 @@ asio::awaitable<HttpResponse> exchange(Transport::Impl& impl, Stream& stream, Co
       result.reusable = false;
       co_return collector.stopped();
     }
-    if (bec == asio::error::operation_aborted) throw_cancelled(bec);
+    if (bec == asio::error::operation_aborted) detail::throw_cancelled();
     if (bec) {
       if (is_parse_error(bec)) {
         throw ProtocolError(fmt::format("exe.dev sent an unreadable HTTP response: {}", bec.message()));

@@ -5,6 +5,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/cancellation_state.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -27,6 +28,29 @@ inline bool is_cancellation(const std::exception_ptr& error) {
   } catch (...) {
     return false;
   }
+}
+
+/// Whether a coroutine's cancellation state records a cancellation
+/// (`was_cancelled(co_await boost::asio::this_coro::cancellation_state)`).
+[[nodiscard]] inline bool was_cancelled(const boost::asio::cancellation_state& state) {
+  return state.cancelled() != boost::asio::cancellation_type::none;
+}
+
+/// Throws `error` with `cause` nested.
+[[noreturn]] void throw_nested(std::exception_ptr cause, auto&& error) {
+  try {
+    std::rethrow_exception(std::move(cause));
+  } catch (...) {
+    std::throw_with_nested(std::forward<decltype(error)>(error));
+  }
+}
+
+/// Throws a cancellation (a system_error with operation_aborted), with `cause` nested when
+/// there is one.
+[[noreturn]] inline void throw_cancelled(std::exception_ptr cause = nullptr) {
+  boost::system::system_error cancelled(boost::asio::error::operation_aborted);
+  if (cause) throw_nested(std::move(cause), cancelled);
+  throw cancelled;
 }
 
 /// Waits `delay` on the current executor; cancellable like any timer wait.

@@ -15,6 +15,12 @@ void Event::notify() {
   waiters_.clear();
 }
 
+void Event::notify_one() {
+  if (waiters_.empty()) return;
+  waiters_.front()->cancel();
+  waiters_.erase(waiters_.begin());
+}
+
 asio::awaitable<void> Event::wait_until(Clock::time_point deadline) {
   // The executor is named first: GCC 12 destroys a temporary inside a co_await expression's
   // arguments twice (README, "Compilers").

@@ -17,6 +17,9 @@ class Event {
 
   /// Wakes every coroutine waiting now. A notify with no waiter is not remembered.
   void notify();
+  /// Wakes the coroutine that has waited longest (a hand-off: a freed slot, a released lock).
+  /// A waiter that finds itself cancelled on waking passes the wake-up on with notify_one().
+  void notify_one();
 
   /// Returns at the next notify(), at `deadline`, or when the waiter is cancelled (a
   /// cancellation shows in the caller's cancellation state, never as an exception here).

@@ -75,8 +75,6 @@ int open_pidfd(pid_t pid) {
 asio::awaitable<std::optional<int>> reap_when_exited(asio::posix::stream_descriptor& pidfd, pid_t pid) {
   using namespace std::chrono_literals;
   asio::steady_timer pause(co_await asio::this_coro::executor);
-  // Error codes through redirect_error, not structured bindings: GCC 12 miscompiles the latter
-  // in coroutine loops.
   boost::system::error_code ec;
   while (true) {
     co_await pidfd.async_wait(asio::posix::stream_descriptor::wait_read, asio::redirect_error(asio::use_awaitable, ec));

@@ -291,12 +291,10 @@ Task<int> run(Config config, const emulator::Emulator* emulator) {
   } catch (...) {
     failure = std::current_exception();
   }
-  try {
-    // After SIGINT or SIGTERM (a cancellation of this coroutine) the workspace still closes.
-    co_await asio::this_coro::throw_if_cancelled(false);
-    co_await exedev::detail::shielded(environment.close());
-  } catch (...) {
-    std::cerr << "exedev-mcp: closing the workspace failed: " << mcp::describe(std::current_exception()) << "\n";
+  // After SIGINT or SIGTERM (a cancellation of this coroutine) the workspace still closes.
+  EXEDEV_AWAIT_DESPITE_CANCELLATION(close_error, exedev::detail::shielded(environment.close()));
+  if (close_error) {
+    std::cerr << "exedev-mcp: closing the workspace failed: " << mcp::describe(close_error) << "\n";
     status = status == 0 ? 1 : status;
   }
   if (failure) std::rethrow_exception(failure);

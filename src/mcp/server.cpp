@@ -52,8 +52,8 @@ class Server {
   asio::awaitable<int> run() {
     start_writer();
     co_await read_input();  // a cancellation of serve() ends the read as the end of input does
-    co_await asio::this_coro::throw_if_cancelled(false);
-    co_await detail::shielded(wind_down());
+    EXEDEV_AWAIT_DESPITE_CANCELLATION(wind_down_error, detail::shielded(wind_down()));
+    if (wind_down_error) std::rethrow_exception(wind_down_error);
     co_return shutdown_ ? shutdown_->exit_code : 0;
   }
 

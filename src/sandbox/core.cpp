@@ -4,7 +4,6 @@
 #include "common/random_ids.hpp"
 
 #include <boost/asio/steady_timer.hpp>
-#include <boost/system/system_error.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -12,10 +11,6 @@
 
 #include <exedev/errors.hpp>
 #include <exedev/sandbox/lookup.hpp>
-
-// GCC 12 destroys the temporaries of a co_await full-expression twice when the awaited
-// coroutine throws. So no call below is awaited with temporaries: each coroutine is created
-// as a named task first (its arguments are copied into its frame then), and the task awaited.
 
 namespace exedev::detail {
 namespace asio = boost::asio;
@@ -25,21 +20,29 @@ namespace {
 bool mentions(const std::string& text, std::string_view needle) { return text.find(needle) != std::string::npos; }
 
 // exe.dev answers this way while a VM's sshd is not up yet.
-bool is_not_ready(const CommandFailedError& error) {
+bool is_not_ready(const APIError& error) {
   return mentions(error.server_message(), "failed to connect to VM") || mentions(error.server_message(), "SSH handshake failed");
 }
 
+// Whether a readiness probe that failed this way may succeed later: a connection, a timeout,
+// an unreadable or lost result (echo is safe to repeat) while the VM comes up, or exe.dev's
+// not-ready answer. A deleted VM never becomes ready.
+bool worth_probing_again(const Error& error) {
+  switch (static_cast<errc>(error.code().value())) {
+    case errc::connection_failed: case errc::run_timeout: case errc::protocol_error: return true;
+    case errc::command_failed: {
+      const auto* refusal = dynamic_cast<const APIError*>(&error);
+      return refusal != nullptr && is_not_ready(*refusal);
+    }
+    case errc::outcome_unknown: {
+      const auto* unknown = dynamic_cast<const OutcomeUnknownError*>(&error);
+      return unknown == nullptr || !unknown->vm_gone();
+    }
+    default: return false;
+  }
+}
+
 }  // namespace
-
-bool was_cancelled(const asio::cancellation_state& state) {
-  return state.cancelled() != asio::cancellation_type::none;
-}
-
-void throw_cancelled(std::exception_ptr cause) {
-  boost::system::system_error cancelled(asio::error::operation_aborted);
-  if (cause) throw_nested(std::move(cause), cancelled);
-  throw cancelled;
-}
 
 void raise_after_close(std::exception_ptr error, std::exception_ptr close_error) {
   if (error && close_error && is_cancellation(error)) {
@@ -79,34 +82,31 @@ bool is_scope_refusal(const APIError& error) {
 void rethrow_access_mapped(std::exception_ptr error, const std::string& context) {
   try {
     std::rethrow_exception(error);
-  } catch (const AuthenticationError& e) {
-    throw_nested(error,
-                 ExeDevAccessError(e.status() == 0 ? std::nullopt : std::optional<unsigned>(401), e.command(), context));
-  } catch (const PermissionError& e) {
-    throw_nested(error, ExeDevAccessError(403, e.command(), context));
-  } catch (const CommandFailedError& e) {
-    if (!is_scope_refusal(e)) throw;
-    throw_nested(error, ExeDevAccessError(403, e.command(), context));
+  } catch (const APIError& e) {
+    const auto code = e.code();
+    if (code == errc::authentication_failed) {
+      throw_nested(error,
+                   ExeDevAccessError(e.status() == 0 ? std::nullopt : std::optional<unsigned>(401), e.command(), context));
+    }
+    if (code == errc::permission_denied || (code == errc::command_failed && is_scope_refusal(e))) {
+      throw_nested(error, ExeDevAccessError(403, e.command(), context));
+    }
+    throw;
   }
 }
 
 bool is_unknown_create_outcome(const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);
-  } catch (const ConnectionError& e) {
-    return e.sent();
-  } catch (const ProtocolError&) {
-    return true;
-  } catch (const APIError& e) {
-    return e.status() >= 500;
+  } catch (const Error& e) {
+    return e.may_have_run();
   } catch (...) {
-    return false;
+    return false;  // a cancellation before anything was sent, or a failure of the caller's own
   }
 }
 
 Task<VMInfo> find_in_scope(Client client, std::string name, std::optional<std::string> scope_tag) {
-  auto listing = client.list_vms(one(name));
-  const auto listed = co_await std::move(listing);
+  const auto listed = co_await client.list_vms(one(name));
   const auto it = std::find_if(listed.begin(), listed.end(), [&](const VMInfo& vm) { return vm.name == name; });
   if (it == listed.end()) throw VMNotFoundError(name);
   if (scope_tag && std::find(it->tags.begin(), it->tags.end(), *scope_tag) == it->tags.end()) {
@@ -126,23 +126,13 @@ Task<void> wait_ready(Client client, std::string name, ReadinessOptions readines
       ClientRunOptions options;
       options.timeout = std::chrono::duration<double>(30);
       options.max_output_bytes = 64 * 1024;
-      auto probe = client.run(name, "echo " + token, options);
-      const auto result = co_await std::move(probe);
+      const auto result = co_await client.run(name, "echo " + token, options);
       // Anything else answered, but not the VM's own shell (exe.dev's lobby can answer first).
       if (result.exit_code == 0 && result.stdout_bytes == token + "\n") co_return;
       last_error = nullptr;
-    } catch (const ConnectionError&) {
+    } catch (const Error& e) {
+      if (!worth_probing_again(e)) throw;
       last_error = std::current_exception();
-    } catch (const RunTimeoutError&) {
-      last_error = std::current_exception();
-    } catch (const CommandFailedError& e) {
-      if (!is_not_ready(e)) throw;
-      last_error = std::current_exception();
-    } catch (const OutcomeUnknownError& e) {
-      if (e.vm_gone()) throw;  // a deleted VM never becomes ready
-      last_error = std::current_exception();  // the probe's result was lost; echo is safe to repeat
-    } catch (const ProtocolError&) {
-      last_error = std::current_exception();  // an unreadable answer while the VM comes up
     }
     if (clock::now() + readiness.poll_interval > deadline) {
       workspace::WorkspaceError timed_out("VM \"" + name + "\" did not run commands within " +

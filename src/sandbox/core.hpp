@@ -2,8 +2,6 @@
 // What VMs, SandboxBackend and Sandbox share: the client a component owns, cancellation,
 // access errors, scope checks and readiness waits. Provisioning: sandbox/provision.hpp.
 
-#include <boost/asio/cancellation_state.hpp>
-
 #include <exception>
 #include <optional>
 #include <string>
@@ -27,21 +25,7 @@ namespace exedev::detail {
   return words;
 }
 
-/// Whether a coroutine's cancellation state records a cancellation.
-[[nodiscard]] bool was_cancelled(const boost::asio::cancellation_state& state);
-
-/// Throws `error` with `cause` nested.
-[[noreturn]] void throw_nested(std::exception_ptr cause, auto&& error) {
-  try {
-    std::rethrow_exception(std::move(cause));
-  } catch (...) {
-    std::throw_with_nested(std::forward<decltype(error)>(error));
-  }
-}
-
-/// Throws operation_aborted, with `cause` nested when there is one.
-[[noreturn]] void throw_cancelled(std::exception_ptr cause);
-
+// (was_cancelled, throw_nested and throw_cancelled: common/coroutines.hpp.)
 
 /// Raises what an operation followed by a close ends with: the operation's error, else the
 /// close's. When the operation was cancelled and the close failed, the cancellation is raised

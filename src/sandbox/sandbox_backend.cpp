@@ -130,8 +130,8 @@ constexpr int kSshAttempts = 3;
 bool retry_on_fresh_connection(const std::exception_ptr& error, bool idempotent) {
   try {
     std::rethrow_exception(error);
-  } catch (const ConnectionError& e) {
-    return !e.sent() || idempotent;
+  } catch (const Error& e) {
+    return e.code() == errc::connection_failed && (!e.may_have_run() || idempotent);
   } catch (...) {
     return false;
   }
@@ -308,7 +308,6 @@ struct SandboxBackend::Impl {
     auto c = co_await client.get();
     ClientRunOptions run_options;
     run_options.env = std::map<std::string, std::string>(env.begin(), env.end());
-    // (No structured bindings here: GCC 12 destroys them twice inside coroutines.)
     for (const auto& entry : options.env) run_options.env[entry.first] = entry.second;
     run_options.working_dir = target.spec.working_dir();
     if (options.timeout) run_options.timeout = *options.timeout;

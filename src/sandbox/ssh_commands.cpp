@@ -51,7 +51,8 @@ std::string ssh_command_program(const std::string& boundary, const std::string& 
 
 std::string ssh_stop_program(std::int64_t pgid) {
   if (pgid <= 1) throw std::invalid_argument("ssh: invalid process group");
-  const std::string group = "-" + std::to_string(pgid);
+  std::string group(1, '-');  // appended, not "-" + …: GCC 12 -O3 warns falsely on that (-Wrestrict)
+  group += std::to_string(pgid);
   std::string s = "kill -s TERM -- " + group + " 2>/dev/null || exit 0\n";
   s += "i=0\n";
   s += "while kill -s 0 -- " + group + " 2>/dev/null; do\n";

@@ -103,8 +103,7 @@ struct CommandRun {
 };
 
 Task<void> exec_into(std::shared_ptr<ssh::Connection> connection, ssh::ExecRequest request, ssh::ExecResult* result) {
-  auto executing = connection->exec(std::move(request));
-  *result = co_await std::move(executing);
+  *result = co_await connection->exec(std::move(request));
 }
 
 // Stops the command's process group from a channel of its own, within kStopBound; `*stopped`
@@ -130,8 +129,9 @@ Task<bool> wait_for(CommandRun* run, Done done, Event::Clock::time_point deadlin
   while (!done()) {
     if (Event::Clock::now() >= deadline) co_return false;
     co_await run->changed.wait_until(deadline);
-    const auto state = co_await asio::this_coro::cancellation_state;
-    if (state.cancelled() != asio::cancellation_type::none) throw boost::system::system_error(asio::error::operation_aborted);
+    // The state named first: GCC 12 mishandles a throw's temporaries in a statement that awaits.
+    const auto cancellation = co_await asio::this_coro::cancellation_state;
+    if (was_cancelled(cancellation)) throw_cancelled();
   }
   co_return true;
 }
@@ -147,11 +147,9 @@ Task<void> stopper(std::shared_ptr<ssh::Connection> connection, CommandRun* run,
   auto waiting = wait_for(run, stop_asked_or_ended, deadline);
   if (!co_await std::move(waiting)) run->request_stop(StopReason::timeout);
   if (run->stop == StopReason::none) co_return;  // it exited: close the channel a child holds
-  auto awaiting_marker = wait_for(run, marker_seen, Event::Clock::now() + kStopBound);
-  co_await std::move(awaiting_marker);
+  co_await wait_for(run, marker_seen, Event::Clock::now() + kStopBound);
   // Shielded: the channel may end (the group's TERM ends it) while the stop still confirms.
-  auto stopping = shielded(stop_group(connection, run->marker.pgid(), &run->stopped));
-  co_await std::move(stopping);
+  co_await shielded(stop_group(connection, run->marker.pgid(), &run->stopped));
   // Stopped: the channel ends by itself; a process that left the group may keep it open.
   auto draining = wait_for(run, never, Event::Clock::now() + kStopBound);
   if (run->stopped) co_await std::move(draining);
@@ -192,13 +190,14 @@ Task<RunResult> ssh_run(std::shared_ptr<ssh::Connection> connection, std::string
   auto racing = std::move(executing) || std::move(stopping);
   auto outcome = co_await std::move(racing);
 
-  const auto state = co_await asio::this_coro::cancellation_state;
-  if (state.cancelled() != asio::cancellation_type::none) {
+  // The state named first: GCC 12 mishandles a throw's temporaries in a statement that awaits.
+  const auto cancellation = co_await asio::this_coro::cancellation_state;
+  if (was_cancelled(cancellation)) {
     // The caller cancelled: both sides were cancelled; stop the group whatever happens next.
     bool stopped = false;
     EXEDEV_AWAIT_DESPITE_CANCELLATION(stop_error, shielded(stop_group(connection, run.marker.pgid(), &stopped)));
     (void)stop_error;  // best effort: the cancellation is what the caller asked about
-    throw boost::system::system_error(asio::error::operation_aborted);
+    throw_cancelled();
   }
   const std::exception_ptr exec_error = outcome.index() == 0 ? std::get<0>(outcome) : nullptr;
   // Without its end marks, every byte that arrived is the command's (held back ones too).
@@ -207,9 +206,9 @@ Task<RunResult> ssh_run(std::shared_ptr<ssh::Connection> connection, std::string
     if (exec_error) {
       try {
         std::rethrow_exception(exec_error);
-      } catch (const ConnectionError& e) {
-        // The channel was open: the command may have run.
-        if (e.sent()) throw OutcomeUnknownError("the SSH connection dropped while a command ran", snapshot(run));
+      } catch (const Error& e) {
+        // The channel was open: a connection that dropped after sending may have run it.
+        if (e.code() == errc::connection_failed && e.may_have_run()) throw OutcomeUnknownError("the SSH connection dropped while a command ran", snapshot(run));
         throw;
       }
     }
@@ -256,8 +255,7 @@ Task<RunResult> ssh_run_script(std::shared_ptr<ssh::Connection> connection, std:
   };
   request.on_stderr = nullptr;  // collected by the exec
   ssh::ExecResult result;
-  auto executing = exec_into(connection, std::move(request), &result);
-  co_await std::move(executing);
+  co_await exec_into(connection, std::move(request), &result);
   if (sink_error) std::rethrow_exception(sink_error);
   if (over_limit) {
     throw OutputLimitError("a script wrote more than " + std::to_string(options.max_output_bytes) + " bytes of output",

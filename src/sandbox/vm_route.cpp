@@ -55,17 +55,15 @@ Task<std::shared_ptr<ssh::Connection>> VmRoute::connection(Client client, Provis
     if (connection_ && connection_->is_open()) co_return connection_;
     if (!opening_) break;
     co_await opened_.wait();
-    const auto state = co_await asio::this_coro::cancellation_state;
-    if (state.cancelled() != asio::cancellation_type::none) {
-      throw boost::system::system_error(asio::error::operation_aborted);
-    }
+    // The state named first: GCC 12 mishandles a throw's temporaries in a statement that awaits.
+    const auto cancellation = co_await asio::this_coro::cancellation_state;
+    if (was_cancelled(cancellation)) throw_cancelled();
   }
   opening_ = true;
   std::exception_ptr error;
   std::shared_ptr<ssh::Connection> opened;
   try {
-    auto opening = open(client, target);
-    opened = co_await std::move(opening);
+    opened = co_await open(client, target);
   } catch (...) {
     error = std::current_exception();
   }
@@ -89,8 +87,7 @@ Task<std::shared_ptr<ssh::Connection>> VmRoute::open(Client client, ProvisionSub
   std::optional<ssh::Endpoint> endpoint;
   if (target.state) endpoint = ssh_endpoint(*target.state);
   if (!endpoint) {
-    auto finding = find_in_scope(client, name, std::nullopt);
-    target.state = co_await std::move(finding);
+    target.state = co_await find_in_scope(client, name, std::nullopt);
     endpoint = ssh_endpoint(*target.state);
   }
   if (!endpoint) {
@@ -104,8 +101,7 @@ Task<std::shared_ptr<ssh::Connection>> VmRoute::open(Client client, ProvisionSub
     std::exception_ptr failure;
     std::string failure_text;
     try {
-      auto opening = ssh::Connection::open(*endpoint, ssh_);
-      connection_ = co_await std::move(opening);
+      connection_ = co_await ssh::Connection::open(*endpoint, ssh_);
       sftp_.reset();
       sftp_refused_ = false;
       if (!reconnecting) {
@@ -126,8 +122,7 @@ Task<std::shared_ptr<ssh::Connection>> VmRoute::open(Client client, ProvisionSub
       failure_text = e.what();
     }
     // The endpoint did not answer: a paused VM is resumed once, a removed one is gone.
-    auto finding = client.list_vms(one(name));
-    const auto listed = co_await std::move(finding);
+    const auto listed = co_await client.list_vms(one(name));
     const auto it = std::find_if(listed.begin(), listed.end(), [&](const VMInfo& vm) { return vm.name == name; });
     if (it == listed.end()) throw VMNotFoundError(name);
     target.state = *it;
@@ -136,20 +131,17 @@ Task<std::shared_ptr<ssh::Connection>> VmRoute::open(Client client, ProvisionSub
       resumed = true;
       std::exception_ptr resume_error;
       try {
-        auto resuming = client.resume_vm(name);
-        co_await std::move(resuming);
+        co_await client.resume_vm(name);
       } catch (...) {
         resume_error = std::current_exception();
       }
       if (resume_error) rethrow_access_mapped(resume_error, "VM \"" + name + "\" is paused and can't be resumed for SSH");
-      auto ready = wait_ready(client, name, target.readiness);
-      co_await std::move(ready);
+      co_await wait_ready(client, name, target.readiness);
       continue;
     }
     if (reconnecting && attempt + 1 < kReconnectAttempts) {
-      auto waiting = sleep_for(doubled_delay(std::chrono::steady_clock::duration(kReconnectBackoff), attempt,
+      co_await sleep_for(doubled_delay(std::chrono::steady_clock::duration(kReconnectBackoff), attempt,
                                              std::chrono::steady_clock::duration(std::chrono::seconds(4))));
-      co_await std::move(waiting);
       continue;
     }
     if (transport_ == Transport::ssh) std::rethrow_exception(failure);
@@ -159,14 +151,12 @@ Task<std::shared_ptr<ssh::Connection>> VmRoute::open(Client client, ProvisionSub
 }
 
 Task<std::shared_ptr<ssh::Sftp>> VmRoute::sftp(Client client, ProvisionSubject& target) {
-  auto connecting = connection(client, target);
-  auto connected = co_await std::move(connecting);
+  auto connected = co_await connection(client, target);
   if (!connected || sftp_refused_) co_return nullptr;
   if (sftp_ && connected == connection_) co_return sftp_;
   std::exception_ptr error;
   try {
-    auto opening = connected->sftp();
-    sftp_ = co_await std::move(opening);
+    sftp_ = co_await connected->sftp();
     co_return sftp_;
   } catch (...) {
     error = std::current_exception();
@@ -189,8 +179,7 @@ Task<void> VmRoute::close() {
   auto connection = std::move(connection_);
   sftp_.reset();
   if (!connection) co_return;
-  auto closing = connection->close();
-  co_await std::move(closing);
+  co_await connection->close();
 }
 
 }  // namespace exedev::detail

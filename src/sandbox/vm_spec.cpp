@@ -136,6 +136,8 @@ void validate_size(std::string_view size, std::string_view what) {
   if (!units.count(unit)) invalid(what, shown + " has an unknown unit (use B, K, KB, KiB, M, MB, MiB, G, GB, GiB, T, TB or TiB)");
 }
 
+VMSpec::VMSpec() : VMSpec(VMSpecFields()) {}
+
 VMSpec::VMSpec(VMSpecFields fields) : fields_(std::move(fields)) {
   const VMSpecFields& f = fields_;
   if (f.name) validate_vm_name(*f.name, "name");

@@ -31,10 +31,9 @@ constexpr std::size_t write_chunk = 1024 * 1024;
 constexpr auto channel_refusal_patience = std::chrono::seconds(30);
 
 asio::awaitable<void> throw_if_cancelled() {
-  const auto state = co_await asio::this_coro::cancellation_state;
-  if (state.cancelled() != asio::cancellation_type::none) {
-    throw boost::system::system_error(asio::error::operation_aborted);
-  }
+  // The state named first: GCC 12 mishandles a throw's temporaries in a statement that awaits.
+  const auto cancellation = co_await asio::this_coro::cancellation_state;
+  if (exedev::detail::was_cancelled(cancellation)) exedev::detail::throw_cancelled();
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "ssh/private_key.hpp"
 #include "ssh/session_driver.hpp"
 #include "ssh/ssh_errors.hpp"
+#include "common/coroutines.hpp"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -50,7 +51,7 @@ FileText read_text_file(const fs::path& path) {
   return {content.str(), 0};
 }
 
-[[noreturn]] void throw_cancelled() { throw boost::system::system_error(asio::error::operation_aborted); }
+using exedev::detail::throw_cancelled;
 
 // ---- resolve and connect ----
 

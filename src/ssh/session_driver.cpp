@@ -1,6 +1,7 @@
 #include "ssh/session_driver.hpp"
 
 #include "ssh/ssh_errors.hpp"
+#include "common/coroutines.hpp"
 
 #include <exedev/errors.hpp>
 
@@ -35,7 +36,7 @@ void init_libssh2_once() {
 
 SessionDriver& driver_of(void** abstract) { return *static_cast<SessionDriver*>(*abstract); }
 
-bool is_cancelled(asio::cancellation_state state) { return state.cancelled() != asio::cancellation_type::none; }
+using exedev::detail::was_cancelled;
 
 }  // namespace
 
@@ -161,8 +162,10 @@ asio::awaitable<void> SessionDriver::wait(std::uint64_t ticket, const Call& call
   --waiters_;
   throw_if_dropped(call);
   const bool owner = outbound_owner_ == ticket && ticket != 0;
-  if (call.interruptible && !owner && is_cancelled(co_await asio::this_coro::cancellation_state)) {
-    throw boost::system::system_error(asio::error::operation_aborted);
+  // The state named first: GCC 12 mishandles a throw's temporaries in a statement that awaits.
+  const auto cancellation = co_await asio::this_coro::cancellation_state;
+  if (call.interruptible && !owner && was_cancelled(cancellation)) {
+    exedev::detail::throw_cancelled();
   }
   if (Clock::now() >= call.deadline) {
     // A half-sent packet can never be finished now: the session is unusable.

@@ -54,8 +54,9 @@ asio::awaitable<long> Sftp::call(const char* what, bool mutating, std::function<
   const Call call{what, false, mutating};
   while (busy_) {
     co_await idle_.wait();
-    const auto state = co_await asio::this_coro::cancellation_state;
-    if (state.cancelled() != asio::cancellation_type::none) throw boost::system::system_error(asio::error::operation_aborted);
+    // The state named first: GCC 12 mishandles a throw's temporaries in a statement that awaits.
+    const auto cancellation = co_await asio::this_coro::cancellation_state;
+    if (exedev::detail::was_cancelled(cancellation)) exedev::detail::throw_cancelled();
   }
   driver_->throw_if_dropped(call);
   busy_ = true;

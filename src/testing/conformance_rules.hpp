@@ -96,9 +96,10 @@ Task<void> expect_throw(Task<T> op, std::string what, std::function<bool(const E
 
 template <typename T>
 Task<void> expect_errc(Task<T> op, std::errc code, std::string what) {
+  // Named first: GCC 12 destroys a lambda's by-value captures in a co_await expression twice.
+  const auto has_code = [code](const std::filesystem::filesystem_error& e) { return e.code() == code; };
   co_await expect_throw<std::filesystem::filesystem_error>(
-      std::move(op), what + " (expected " + std::make_error_code(code).message() + ")",
-      [code](const std::filesystem::filesystem_error& e) { return e.code() == code; });
+      std::move(op), what + " (expected " + std::make_error_code(code).message() + ")", has_code);
 }
 
 /// The reference suite's scratch directory: <working_dir>/.exedev-conformance-<hex>, removed after.

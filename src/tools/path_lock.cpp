@@ -1,8 +1,8 @@
 #include "tools/path_lock.hpp"
 
-#include <boost/asio/redirect_error.hpp>
+#include "common/coroutines.hpp"
+
 #include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 namespace exedev::tools::detail {
 
@@ -12,17 +12,17 @@ workspace::Task<PathLocks::Guard> PathLocks::acquire(std::string key) {
   auto& entry = entries_[key];
   ++entry.users;
   while (entry.held) {
-    auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor,
-                                                      asio::steady_timer::time_point::max());
-    entry.waiters.push_back(timer);
-    boost::system::error_code ec;
-    co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    // A release wakes a waiter by cancelling its timer; the caller's own cancellation shows in
-    // the cancellation state.
-    if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none) {
-      std::erase(entry.waiters, timer);
-      if (--entry.users == 0 && !entry.held) entries_.erase(key);
-      throw boost::system::system_error(asio::error::operation_aborted);
+    co_await entry.released.wait();
+    // The caller's own cancellation shows in the cancellation state.
+    // The state named first: GCC 12 mishandles a throw's temporaries in a statement that awaits.
+    const auto cancellation = co_await asio::this_coro::cancellation_state;
+    if (exedev::detail::was_cancelled(cancellation)) {
+      if (--entry.users == 0 && !entry.held) {
+        entries_.erase(key);
+      } else if (!entry.held) {
+        entry.released.notify_one();  // a release meant for this waiter goes to the next
+      }
+      exedev::detail::throw_cancelled();
     }
   }
   entry.held = true;
@@ -38,11 +38,7 @@ void PathLocks::release(const std::string& key) {
     entries_.erase(found);
     return;
   }
-  if (!entry.waiters.empty()) {
-    auto next = entry.waiters.front();
-    entry.waiters.pop_front();
-    next->cancel();
-  }
+  entry.released.notify_one();
 }
 
 }  // namespace exedev::tools::detail

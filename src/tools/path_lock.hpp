@@ -5,12 +5,11 @@
 
 #include <exedev/workspace/backend.hpp>
 
-#include <boost/asio/steady_timer.hpp>
+#include "common/event.hpp"
 
-#include <deque>
 #include <map>
-#include <memory>
 #include <string>
+#include <utility>
 
 namespace exedev::tools::detail {
 
@@ -39,7 +38,7 @@ class PathLocks {
  private:
   struct Entry {
     bool held = false;
-    std::deque<std::shared_ptr<boost::asio::steady_timer>> waiters{};
+    exedev::detail::Event released{};  ///< Wakes the longest waiter at each release.
     int users = 0;
   };
   void release(const std::string& key);

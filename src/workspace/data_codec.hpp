@@ -7,6 +7,8 @@
 // so the library needs nothing beyond Boost and OpenSSL; the environment's own `gzip` reads and
 // writes the other end.
 
+#include "common/sha256.hpp"
+
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -35,7 +37,6 @@ inline constexpr std::size_t kCompressionSampleBytes = 64 * 1024;
 /// in all) deflate to at most 90 % of their size (compression_pays). Random bytes never do.
 [[nodiscard]] bool compresses_well(std::string_view data);
 
-/// The SHA-256 digest of `data`, 64 lowercase hex digits (as `sha256sum` prints it).
-[[nodiscard]] std::string sha256_hex(std::string_view data);
+using exedev::detail::sha256_hex;  // common/sha256.hpp: the transfer checks' digest
 
 }  // namespace exedev::workspace::detail

@@ -236,7 +236,7 @@ Task<CommandResult> LocalBackend::run(Command command, RunOptions options) {
   CommandResult result;
   EXEDEV_AWAIT_DESPITE_CANCELLATION(
       error, [](LocalBackend& backend, Command command, RunOptions options, CommandResult& result) -> Task<void> {
-        if (co_await detail::cancellation_requested()) {
+        if (exedev::detail::was_cancelled(co_await asio::this_coro::cancellation_state)) {
           throw boost::system::system_error(asio::error::operation_aborted, "command cancelled before it started");
         }
         result = co_await backend.run_command(std::move(command), std::move(options));
@@ -306,7 +306,7 @@ Task<CommandResult> LocalBackend::run_command(Command command, RunOptions option
   // overflow, a helper failure, the deadline, or the caller's cancellation.
   bool cancelled = false;
   while (!capture->failure && !capture->overflow && !(capture->exited && capture->pipes_done())) {
-    if (co_await detail::cancellation_requested()) {  // also a cancellation that came before the wait
+    if (exedev::detail::was_cancelled(co_await asio::this_coro::cancellation_state)) {  // also a cancellation that came before the wait
       cancelled = true;
       break;
     }
@@ -314,7 +314,7 @@ Task<CommandResult> LocalBackend::run_command(Command command, RunOptions option
     if (capture->exited) until = std::min(until, capture->exit_time + kOutputDrainGrace);
     if (Clock::now() >= until) break;
     co_await capture->changed.wait_until(until);
-    if (co_await detail::cancellation_requested()) {
+    if (exedev::detail::was_cancelled(co_await asio::this_coro::cancellation_state)) {
       cancelled = true;
       break;
     }

@@ -34,9 +34,4 @@ Task<void> run_shielded(Task<void> op, std::chrono::steady_clock::duration limit
   co_await exedev::detail::shielded(bounded(std::move(op), limit));
 }
 
-Task<bool> cancellation_requested() {
-  const auto state = co_await asio::this_coro::cancellation_state;
-  co_return state.cancelled() != asio::cancellation_type::none;
-}
-
 }  // namespace exedev::workspace::detail

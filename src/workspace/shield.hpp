@@ -14,7 +14,4 @@ namespace exedev::workspace::detail {
 /// (see exedev::detail::shielded). Rethrows what `op` threw.
 Task<void> run_shielded(Task<void> op, std::chrono::steady_clock::duration limit);
 
-/// Whether the calling coroutine has received a cancellation.
-Task<bool> cancellation_requested();
-
 }  // namespace exedev::workspace::detail

@@ -74,7 +74,9 @@ struct VMSpecFields {
 class VMSpec {
  public:
   /// Validates; throws std::invalid_argument saying which field or combination is wrong.
-  explicit VMSpec(VMSpecFields fields = {});
+  explicit VMSpec(VMSpecFields fields);
+  /// A VM of exe.dev's defaults. (An overload, not a defaulted argument: ADR 7.)
+  explicit VMSpec();
 
   [[nodiscard]] const VMSpecFields& fields() const noexcept { return fields_; }
   [[nodiscard]] const std::optional<std::string>& name() const noexcept { return fields_.name; }

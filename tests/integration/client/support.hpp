@@ -3,6 +3,7 @@
 // a check that no log line and no exception message ever carries the token.
 
 #include "common/coroutines.hpp"
+#include "support/expect_throw.hpp"
 
 #include <exedev/client.hpp>
 #include <exedev/emulator/client_options.hpp>
@@ -47,22 +48,10 @@ struct Fixture {
   /// Runs `task`, expecting it to throw E; returns a copy and records its message.
   template <typename E, typename T>
   boost::asio::awaitable<E> expect(boost::asio::awaitable<T> task) {
-    std::exception_ptr failure;
-    try {
-      co_await std::move(task);
-    } catch (...) {
-      failure = std::current_exception();
-    }
-    REQUIRE(failure);
-    try {
-      std::rethrow_exception(failure);
-    } catch (const E& e) {
-      messages.emplace_back(e.what());
-      co_return e;
-    } catch (const std::exception& e) {
-      FAIL("unexpected exception: " << e.what());
-    }
-    throw std::logic_error("unreachable");
+    auto expecting = testing_support::expect_throw<E>(std::move(task));
+    E error = co_await std::move(expecting);
+    messages.emplace_back(error.what());
+    co_return error;
   }
 
   std::size_t count(const std::string& command) {

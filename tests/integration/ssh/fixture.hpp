@@ -4,6 +4,7 @@
 // only the keys a test names (no agent, no ~/.ssh keys).
 
 #include "ssh/connection.hpp"
+#include "support/expect_throw.hpp"
 #include "support/sshd_server.hpp"
 
 #include <exedev/testing/co_check.hpp>
@@ -50,26 +51,7 @@ struct Fixture {
   std::filesystem::path known_hosts;
 };
 
-/// Runs `task`, expecting it to throw E; returns a copy.
-template <typename E, typename T>
-boost::asio::awaitable<E> expect_throw(boost::asio::awaitable<T> task) {
-  std::exception_ptr failure;
-  try {
-    co_await std::move(task);
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  REQUIRE(failure);
-  try {
-    std::rethrow_exception(failure);
-  } catch (const E& e) {
-    UNSCOPED_INFO(e.what());
-    co_return e;
-  } catch (const std::exception& e) {
-    FAIL("unexpected exception: " << e.what());
-  }
-  throw std::logic_error("unreachable");
-}
+using exedev::testing_support::expect_throw;
 
 inline std::string random_bytes(std::size_t size, unsigned seed) {
   std::string out(size, '\0');

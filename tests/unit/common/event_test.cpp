@@ -9,6 +9,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <vector>
+
 namespace asio = boost::asio;
 using exedev::detail::Event;
 
@@ -18,6 +20,12 @@ namespace {
 asio::awaitable<void> wait_once(Event& event, int& woken) {
   co_await event.wait();
   ++woken;
+}
+
+// Waits on `event` once, then records which waiter it was.
+asio::awaitable<void> wait_in_line(Event& event, std::vector<int>& order, int me) {
+  co_await event.wait();
+  order.push_back(me);
 }
 
 }  // namespace
@@ -40,6 +48,23 @@ TEST_CASE("Event::notify wakes every waiter at once, and only waiters", "[unit][
   event.notify();
   ioc.run();
   CHECK(woken == 4);
+}
+
+TEST_CASE("Event::notify_one wakes the longest waiter only, and is not remembered", "[unit][common]") {
+  asio::io_context ioc;
+  Event event;
+  std::vector<int> order;
+  event.notify_one();  // nobody waits: not remembered
+  for (int i = 0; i < 3; ++i) asio::co_spawn(ioc, wait_in_line(event, order, i), asio::detached);
+  ioc.poll();
+  CHECK(order.empty());
+  event.notify_one();
+  ioc.poll();
+  CHECK(order == std::vector<int>{0});
+  event.notify_one();
+  event.notify_one();
+  ioc.poll();
+  CHECK(order == std::vector<int>{0, 1, 2});
 }
 
 TEST_CASE("Event::wait_until returns at its deadline without a notify", "[unit][common]") {
