@@ -31,7 +31,8 @@ namespace exedev::workspace {
 class Workspace : public WorkspaceBackend,
                   public SupportsCommands,
                   public SupportsFilesystem,
-                  public SupportsRealpath {
+                  public SupportsRealpath,
+                  public SupportsTreeTransfer {
  public:
   /// Precondition: backend is not null (std::invalid_argument otherwise).
   explicit Workspace(std::shared_ptr<WorkspaceBackend> backend);
@@ -65,6 +66,11 @@ class Workspace : public WorkspaceBackend,
   Task<bool> exists(std::string path) override;
   /// Follows every symlink in the environment (native, else the shell, else text only).
   Task<std::string> realpath(std::string path) override;
+
+  /// Moves a whole tree (SupportsTreeTransfer); `remote_dir` is resolved like any path. Throws
+  /// WorkspaceUsageError when the backend has no tree transfer.
+  Task<TreeTransferResult> upload_tree(std::string local_dir, std::string remote_dir, TreeTransferOptions options) override;
+  Task<TreeTransferResult> download_tree(std::string remote_dir, std::string local_dir, TreeTransferOptions options) override;
 
   /// Strict UTF-8: invalid bytes throw std::range_error naming the path.
   Task<std::string> read_text(std::string path);
@@ -110,6 +116,7 @@ class ReadOnlyWorkspace : public WrapperWorkspace {
   Task<void> write_bytes(std::string path, Bytes data) override;
   Task<void> make_dir(std::string path) override;
   Task<void> remove(std::string path) override;
+  Task<TreeTransferResult> upload_tree(std::string local_dir, std::string remote_dir, TreeTransferOptions options) override;
 };
 
 }  // namespace exedev::workspace
