@@ -193,7 +193,7 @@ class TreeJob {
     co_return std::move(*listed);
   }
 
-  /// Writes `data` to `<job>/<name>` in chunks, `on_chunk(bytes so far)` after each.
+  /// Writes `data` to `<job>/<name>` in chunks, `on_chunk(bytes written so far)` after each.
   Task<void> send(std::string name, std::string data, std::function<void(std::uint64_t)> on_chunk) {
     const std::string file = job_ + "/" + name;
     const std::size_t chars = co_await chunk_chars(file, data.size());
@@ -201,12 +201,17 @@ class TreeJob {
     const std::size_t chunks = std::max<std::size_t>(1, (data.size() + block - 1) / block);
     const auto executor = co_await asio::this_coro::executor;
     std::uint64_t sent = 0;
+    const std::function<void(std::uint64_t)> on_written = [&](std::uint64_t bytes) {
+      sent += bytes;
+      if (on_chunk) on_chunk(sent);
+    };
     for (std::size_t first = 0; first < chunks; first += kChunkWindow) {
       const std::size_t last = std::min(chunks, first + kChunkWindow);
-      using Op = decltype(asio::co_spawn(executor, write_chunk({}, {}, 0, 0), asio::deferred));
+      using Op = decltype(asio::co_spawn(executor, write_chunk({}, {}, 0, 0, 0, on_written), asio::deferred));
       std::vector<Op> ops;
       for (std::size_t index = first; index < last; ++index) {
-        auto writing = write_chunk(file, arg(std::string_view(data).substr(index * block, block)), block, index);
+        const auto piece = std::string_view(data).substr(index * block, block);
+        auto writing = write_chunk(file, arg(piece), block, index, piece.size(), on_written);
         ops.push_back(asio::co_spawn(executor, std::move(writing), asio::deferred));
       }
       auto group = asio::experimental::make_parallel_group(std::move(ops));
@@ -214,8 +219,6 @@ class TreeJob {
       for (const auto index : std::get<0>(outcome)) {
         if (const auto& error = std::get<1>(outcome)[index]) std::rethrow_exception(error);
       }
-      sent = std::min<std::uint64_t>(data.size(), last * block);
-      if (on_chunk) on_chunk(sent);
     }
   }
 
@@ -251,10 +254,14 @@ class TreeJob {
   [[nodiscard]] const std::string& path() const noexcept { return job_; }
 
  private:
-  Task<void> write_chunk(std::string file, std::string encoded, std::size_t block, std::size_t index) {
-    auto running = script(chunk_script(file, block, index), {std::move(encoded)}, true, {});
+  Task<void> write_chunk(std::string file, std::string encoded, std::size_t block, std::size_t index, std::size_t bytes,
+                         const std::function<void(std::uint64_t)>& on_written) {
+    std::vector<std::string> args;
+    args.push_back(std::move(encoded));
+    auto running = script(chunk_script(file, block, index), std::move(args), true, {});
     const auto result = co_await std::move(running);
     if (result.exit_code != 0) throw_step("writing the tree archive", file, result.exit_code);
+    on_written(bytes);
   }
 
   // Base64 characters per chunk: over /exec as many as fill a request body with the largest
