@@ -48,8 +48,8 @@ using namespace workspace::detail;
 
 namespace {
 
-// Chunks of file data in flight at once.
-constexpr std::size_t kChunkWindow = 4;
+// Chunks of file data in flight at once (B3 found 8 faster than 4 at 20 ms of latency).
+constexpr std::size_t kChunkWindow = 8;
 // Over SSH a chunk is a channel's stdin, not a request: larger chunks, fewer scripts.
 constexpr std::size_t kSshChunkChars = 4 * 1024 * 1024;
 // Bytes of the archive read back per script (its base64 stays under the 8 MiB output cap).
@@ -205,20 +205,21 @@ class TreeJob {
       sent += bytes;
       if (on_chunk) on_chunk(sent);
     };
-    for (std::size_t first = 0; first < chunks; first += kChunkWindow) {
-      const std::size_t last = std::min(chunks, first + kChunkWindow);
-      using Op = decltype(asio::co_spawn(executor, write_chunk({}, {}, 0, 0, 0, on_written), asio::deferred));
-      std::vector<Op> ops;
-      for (std::size_t index = first; index < last; ++index) {
-        const auto piece = std::string_view(data).substr(index * block, block);
-        auto writing = write_chunk(file, arg(piece), block, index, piece.size(), on_written);
-        ops.push_back(asio::co_spawn(executor, std::move(writing), asio::deferred));
-      }
-      auto group = asio::experimental::make_parallel_group(std::move(ops));
-      auto outcome = co_await group.async_wait(asio::experimental::wait_for_one_error(), asio::use_awaitable);
-      for (const auto index : std::get<0>(outcome)) {
-        if (const auto& error = std::get<1>(outcome)[index]) std::rethrow_exception(error);
-      }
+    // A sliding window: kChunkWindow writers, each taking the next chunk as soon as its last
+    // one is written (no wait for the slowest of a batch).
+    std::size_t next = 0;
+    const std::size_t writers = std::min(chunks, kChunkWindow);
+    using Op = decltype(asio::co_spawn(executor, write_chunks(file, data, block, chunks, next, on_written), asio::deferred));
+    std::vector<Op> ops;
+    for (std::size_t i = 0; i < writers; ++i) {
+      auto writing = write_chunks(file, data, block, chunks, next, on_written);
+      ops.push_back(asio::co_spawn(executor, std::move(writing), asio::deferred));
+    }
+    auto group = asio::experimental::make_parallel_group(std::move(ops));
+    auto outcome = co_await group.async_wait(asio::experimental::wait_for_one_error(), asio::use_awaitable);
+    // The first failure in completion order: the others were cancelled because of it.
+    for (const auto index : std::get<0>(outcome)) {
+      if (const auto& error = std::get<1>(outcome)[index]) std::rethrow_exception(error);
     }
   }
 
@@ -254,6 +255,17 @@ class TreeJob {
   [[nodiscard]] const std::string& path() const noexcept { return job_; }
 
  private:
+  // Writes chunks `next`, `next + 1`... (shared with the other writers) until none is left.
+  Task<void> write_chunks(const std::string& file, const std::string& data, std::size_t block, std::size_t chunks,
+                          std::size_t& next, const std::function<void(std::uint64_t)>& on_written) {
+    while (next < chunks) {
+      const std::size_t index = next++;
+      const auto piece = std::string_view(data).substr(index * block, block);
+      auto writing = write_chunk(file, arg(piece), block, index, piece.size(), on_written);
+      co_await std::move(writing);
+    }
+  }
+
   Task<void> write_chunk(std::string file, std::string encoded, std::size_t block, std::size_t index, std::size_t bytes,
                          const std::function<void(std::uint64_t)>& on_written) {
     std::vector<std::string> args;

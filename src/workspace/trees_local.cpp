@@ -181,7 +181,8 @@ void apply_local_tree(const fs::path& destination, const std::vector<std::string
   const auto members = read_tar(archive);
   for (const auto& member : members) {
     const auto it = expected.find(member.path);
-    if (!is_tree_path(member.path) || it == expected.end() || it->second.type != member.type) {
+    if (!is_tree_path(member.path) || it == expected.end() || it->second.type != member.type ||
+        (member.type == TreeEntryType::symlink && member.target != it->second.target)) {
       throw std::runtime_error("the tree archive holds a member that was not asked for");
     }
   }
