@@ -398,7 +398,7 @@ void TarWriter::add_header(const std::string& path, char type, std::uint32_t mod
   put_octal(header, 108, 8, 0);
   put_octal(header, 116, 8, 0);
   put_octal(header, 124, 12, size > kLargestOctalSize ? 0 : size);
-  put_octal(header, 136, 12, 0);
+  put_octal(header, 136, 12, mtime_);
   header[156] = type;
   header.replace(157, std::min<std::size_t>(link.size(), 100), link.substr(0, 100));
   header.replace(257, 6, std::string("ustar\0", 6));

@@ -92,6 +92,8 @@ struct ListedTree {
 /// not fit ustar's fields). Names are written as given, bytes and all (spaces, newlines).
 class TarWriter {
  public:
+  /// `mtime`: every entry's modification time (seconds since the epoch).
+  explicit TarWriter(std::uint64_t mtime = 0) : mtime_(mtime) {}
   void add_directory(const std::string& path, std::uint32_t mode);
   void add_symlink(const std::string& path, const std::string& target);
   void add_file(const std::string& path, std::uint32_t mode, std::string_view data);
@@ -102,6 +104,7 @@ class TarWriter {
  private:
   void add_header(const std::string& path, char type, std::uint32_t mode, std::uint64_t size, const std::string& link);
   std::string out_;
+  std::uint64_t mtime_;
 };
 
 struct TarMember {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <ctime>
 #include <set>
 #include <stdexcept>
 #include <system_error>
@@ -160,7 +161,8 @@ TreeManifest list_local_tree(const fs::path& root, const TreeFilter& filter, std
 }
 
 std::string pack_local_tree(const fs::path& root, const TreeManifest& manifest, const std::vector<std::string>& paths) {
-  TarWriter writer;
+  // The files arrive as of now (GNU tar sets what the archive says), so builds see them as new.
+  TarWriter writer(static_cast<std::uint64_t>(std::time(nullptr)));
   for (const auto& path : paths) {
     const TreeEntry& entry = manifest.at(path);
     switch (entry.type) {

@@ -151,7 +151,7 @@ TEST_CASE("parse_tree_listing reads find's records and sha256sum -z's", "[unit]"
 }
 
 TEST_CASE("the tar codec round-trips long names, odd bytes, modes and links", "[unit]") {
-  detail::TarWriter writer;
+  detail::TarWriter writer(1700000000);
   const std::string long_name = "d/" + std::string(150, 'n');
   const std::string long_target = std::string(120, 't');
   const std::string data(1000, 'x');
@@ -163,6 +163,7 @@ TEST_CASE("the tar codec round-trips long names, odd bytes, modes and links", "[
   writer.add_symlink("d/long-link", long_target);
   const auto archive = writer.finish();
   CHECK(archive.size() % 512 == 0);
+  CHECK(archive.substr(136, 12) == std::string("14524770400") + '\0');  // 1700000000 in octal
   const auto members = detail::read_tar(archive);
   REQUIRE(members.size() == 6);
   CHECK(members[0].path == "d");
