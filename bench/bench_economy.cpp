@@ -22,6 +22,7 @@
 #include <exedev/tools/shell.hpp>
 #include <exedev/workspace/workspace.hpp>
 
+#include "bench_data.hpp"
 #include "common/base64.hpp"
 #include "workspace/data_codec.hpp"
 #include "workspace/shell_filesystem.hpp"
@@ -57,24 +58,6 @@ ws::Bytes random_bytes(std::size_t size) {
   ws::Bytes data(size, '\0');
   for (auto& c : data) c = static_cast<char>(engine() & 0xFF);
   return data;
-}
-
-// C++-like lines with varying identifiers and numbers: compresses about as well as real code.
-ws::Bytes source_text(std::size_t size) {
-  std::mt19937_64 engine{11};
-  const char* words[] = {"const", "auto", "return", "std::string", "value", "co_await", "if", "for", "options",
-                         "result", "static_cast<int>", "namespace", "client", "request", "// why:"};
-  ws::Bytes text;
-  while (text.size() < size) {
-    text += std::string(2 * (engine() % 4), ' ');
-    for (int i = 0, n = 3 + static_cast<int>(engine() % 6); i < n; ++i) {
-      text += words[engine() % std::size(words)];
-      text += (engine() % 3 == 0) ? "_" + std::to_string(engine() % 1000) + " " : " ";
-    }
-    text += ";\n";
-  }
-  text.resize(size);
-  return text;
 }
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }

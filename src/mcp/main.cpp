@@ -67,6 +67,12 @@ Transport (every exe.dev VM; lifecycle always uses exe.dev's HTTPS API):
   --known-hosts=PATH        the known_hosts file that verifies VM host keys (default
                             ~/.ssh/known_hosts; with --emulator, the emulator's)
 
+Trees (any workspace; REMOTE relative to the working directory, LOCAL without ':'):
+  --upload=LOCAL:REMOTE     seed the workspace at start: make REMOTE equal to this machine's
+                            LOCAL directory before serving (repeatable)
+  --download=REMOTE:LOCAL   at exit, make this machine's LOCAL equal to REMOTE (repeatable)
+  --exclude=PATTERN         .gitignore-style pattern left out of both (repeatable), e.g. .git/
+
 Tools:
   --env=NAME=VALUE          environment of every command (repeatable)
   --read-only               only reading tools: no commands, no file changes
@@ -93,6 +99,9 @@ struct Config {
   Transport transport = Transport::automatic;
   std::optional<std::string> ssh_key{};
   std::optional<std::string> known_hosts{};
+  /// --upload (local, remote) and --download (remote, local) pairs, in order.
+  std::vector<std::pair<std::string, std::string>> uploads{}, downloads{};
+  std::vector<std::string> excludes{};
 };
 
 [[noreturn]] void bad_usage(const std::string& message) {
@@ -182,6 +191,13 @@ Config parse(int argc, char** argv) {
       config.ssh_key = need_value();
     } else if (name == "--known-hosts") {
       config.known_hosts = need_value();
+    } else if (name == "--upload" || name == "--download") {
+      const std::string pair = need_value();
+      const auto colon = name == "--upload" ? pair.find(':') : pair.rfind(':');
+      if (colon == std::string::npos || colon == 0 || colon + 1 == pair.size()) bad_usage(name + " needs FROM:TO");
+      (name == "--upload" ? config.uploads : config.downloads).emplace_back(pair.substr(0, colon), pair.substr(colon + 1));
+    } else if (name == "--exclude") {
+      config.excludes.push_back(need_value());
     } else if (name == "--read-only") {
       config.read_only = true;
     } else if (name == "--persistent-shell") {
@@ -241,6 +257,8 @@ class Environment {
     return std::make_shared<workspace::ReadOnlyWorkspace>(workspace_);
   }
   [[nodiscard]] const std::string& description() const { return description_; }
+  /// The workspace without the read-only wrapper (for --upload and --download).
+  [[nodiscard]] const std::shared_ptr<workspace::Workspace>& full_workspace() const { return workspace_; }
 
   /// Destroys a VM this server made when asked to, reports a kept one, closes the client.
   Task<void> close() {
@@ -276,6 +294,44 @@ std::vector<std::shared_ptr<tools::Toolset>> make_toolsets(const Config& config,
   return {std::make_shared<tools::FileSystem>(workspace), std::make_shared<tools::Shell>(workspace, shell)};
 }
 
+workspace::TreeTransferOptions tree_options(const Config& config) {
+  workspace::TreeTransferOptions options;
+  options.excludes = config.excludes;
+  return options;
+}
+
+void report_tree(const char* verb, const std::string& from, const std::string& to, const workspace::TreeTransferResult& result) {
+  std::cerr << "exedev-mcp: " << verb << " " << from << " to " << to << ": " << result.files << " files, "
+            << result.files_sent << " sent (" << result.archive_bytes << " archive bytes)";
+  if (!result.refused.empty()) std::cerr << ", " << result.refused.size() << " refused (links leaving the tree, special files)";
+  std::cerr << "\n";
+}
+
+// --upload: seeds the workspace before the tools are served.
+Task<void> upload_trees(Config config, std::shared_ptr<workspace::Workspace> workspace) {
+  for (const auto& pair : config.uploads) {
+    auto uploading = workspace->upload_tree(pair.first, pair.second, tree_options(config));
+    const auto result = co_await std::move(uploading);
+    report_tree("uploaded", pair.first, pair.second, result);
+  }
+}
+
+// --download: copies directories back at exit; each is tried, the first failure rethrown.
+Task<void> download_trees(Config config, std::shared_ptr<workspace::Workspace> workspace) {
+  std::exception_ptr first_failure;
+  for (const auto& pair : config.downloads) {
+    try {
+      auto downloading = workspace->download_tree(pair.first, pair.second, tree_options(config));
+      const auto result = co_await std::move(downloading);
+      report_tree("downloaded", pair.first, pair.second, result);
+    } catch (...) {
+      std::cerr << "exedev-mcp: downloading " << pair.first << " failed: " << mcp::describe(std::current_exception()) << "\n";
+      if (!first_failure) first_failure = std::current_exception();
+    }
+  }
+  if (first_failure) std::rethrow_exception(first_failure);
+}
+
 Task<int> run(Config config, const emulator::Emulator* emulator) {
   Environment environment(config, emulator);
   mcp::ServeOptions options;
@@ -286,10 +342,19 @@ Task<int> run(Config config, const emulator::Emulator* emulator) {
 
   int status = 0;
   std::exception_ptr failure;
+  bool seeded = false;
   try {
+    co_await upload_trees(config, environment.full_workspace());
+    seeded = true;
     status = co_await mcp::serve(toolsets, options);
   } catch (...) {
     failure = std::current_exception();
+  }
+  if (seeded) {
+    // Also after SIGINT or SIGTERM: the session's results are what the caller asked for
+    // (download_trees reports each failure).
+    EXEDEV_AWAIT_DESPITE_CANCELLATION(download_error, exedev::detail::shielded(download_trees(config, environment.full_workspace())));
+    if (download_error) status = status == 0 ? 1 : status;
   }
   // After SIGINT or SIGTERM (a cancellation of this coroutine) the workspace still closes.
   EXEDEV_AWAIT_DESPITE_CANCELLATION(close_error, exedev::detail::shielded(environment.close()));

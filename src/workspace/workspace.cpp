@@ -97,6 +97,30 @@ ShellFilesystemLimits Workspace::shell_filesystem_limits() const {
   return {};
 }
 
+namespace {
+
+SupportsTreeTransfer& tree_transfer(const std::shared_ptr<WorkspaceBackend>& backend) {
+  auto* trees = dynamic_cast<SupportsTreeTransfer*>(backend.get());
+  if (!trees) throw WorkspaceUsageError("This workspace does not support tree transfers.");
+  return *trees;
+}
+
+}  // namespace
+
+Task<TreeTransferResult> Workspace::upload_tree(std::string local_dir, std::string remote_dir, TreeTransferOptions options) {
+  auto& trees = tree_transfer(backend_);
+  auto keep = backend_;
+  const std::string path = co_await resolve(std::move(remote_dir));
+  co_return co_await trees.upload_tree(std::move(local_dir), path, std::move(options));
+}
+
+Task<TreeTransferResult> Workspace::download_tree(std::string remote_dir, std::string local_dir, TreeTransferOptions options) {
+  auto& trees = tree_transfer(backend_);
+  auto keep = backend_;
+  const std::string path = co_await resolve(std::move(remote_dir));
+  co_return co_await trees.download_tree(path, std::move(local_dir), std::move(options));
+}
+
 Task<std::string> Workspace::resolve(std::string path, std::optional<std::string> base) {
   if (base && (base->empty() || base->front() != '/')) {
     throw std::invalid_argument("base must be an absolute path, got '" + *base + "'");
@@ -286,6 +310,11 @@ Task<void> ReadOnlyWorkspace::make_dir(std::string) {
 Task<void> ReadOnlyWorkspace::remove(std::string) {
   refuse();
   co_return;
+}
+
+Task<TreeTransferResult> ReadOnlyWorkspace::upload_tree(std::string, std::string, TreeTransferOptions) {
+  refuse();
+  co_return TreeTransferResult{};
 }
 
 }  // namespace exedev::workspace

@@ -117,7 +117,8 @@ struct SandboxBackendOptions {
 class SandboxBackend final : public workspace::WorkspaceBackend,
                              public workspace::SupportsCommands,
                              public workspace::SupportsShellScripts,
-                             public workspace::SupportsFileTransfer {
+                             public workspace::SupportsFileTransfer,
+                             public workspace::SupportsTreeTransfer {
  public:
   /// No I/O. Throws std::invalid_argument for a ref of another provider or an invalid VM name,
   /// a spec with copy_base_tags=false under a scope tag, an invalid scope tag, or an env too
@@ -172,6 +173,19 @@ class SandboxBackend final : public workspace::WorkspaceBackend,
   /// set_share_port). Throws std::invalid_argument for a port exe.dev's proxy does not forward;
   /// errors as run(). Cancellation: nothing changes; operation_aborted is thrown.
   workspace::Task<std::string> served_url(std::uint16_t port);
+
+  /// Tree transfers (docs/sandbox.md, "Trees"): the VM's end runs GNU tar, find and coreutils
+  /// through run_script, on either transport; the archive travels in chunks at offsets (over
+  /// /exec each fills a request body), so the number of requests follows its compressed size.
+  /// A relative remote_dir starts in working_dir. Cancellation: the job directory beside the
+  /// destination is removed (shielded, bounded by 10 s); the destination is as it was, unless
+  /// the final script (which moves the staged tree into place by two renames) had started, in
+  /// which case it is either as it was or entirely replaced. A download changes the local
+  /// directory only after everything arrived.
+  workspace::Task<workspace::TreeTransferResult> upload_tree(std::string local_dir, std::string remote_dir,
+                                                             workspace::TreeTransferOptions options) override;
+  workspace::Task<workspace::TreeTransferResult> download_tree(std::string remote_dir, std::string local_dir,
+                                                               workspace::TreeTransferOptions options) override;
 
   /// The transport in use: nullopt until the first operation has chosen one (Transport::ssh or
   /// Transport::exec afterwards; `automatic` may later switch from SSH to /exec when SSH stops

@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include <exedev/coawait_guard.hpp>
 #include <exedev/task.hpp>
 #include <exedev/workspace/types.hpp>
 
@@ -193,6 +194,60 @@ class SupportsConfinedFiles {
   /// Creates the directory at the target (mkdir -p) when nothing is there and the nearest
   /// existing ancestor is a writable directory; `done` also when a directory is already there.
   virtual Task<ConfinedResult> confined_make_dir(ConfinedTarget target) = 0;
+};
+
+/// How far a tree transfer is: bytes of its archive moved and the files they carry, of the
+/// totals (an unchanged tree has totals of 0).
+struct TreeProgress {
+  std::uint64_t bytes_done = 0;
+  std::uint64_t bytes_total = 0;
+  std::uint64_t files_done = 0;
+  std::uint64_t files_total = 0;
+};
+
+/// Options of SupportsTreeTransfer's upload_tree and download_tree.
+struct TreeTransferOptions {
+  /// .gitignore-style patterns, relative to the tree's root (e.g. ".git/", "node_modules/",
+  /// "*.o", "/build", "!keep.o"; docs/workspace.md, "Trees"). They apply to both ends: what
+  /// they exclude is neither sent nor removed at the destination.
+  std::vector<std::string> excludes{};
+  /// Called as the archive moves, on the caller's executor; must not throw.
+  std::function<void(const TreeProgress&)> on_progress{};
+  EXEDEV_COAWAIT_GUARD;
+};
+
+/// What a tree transfer did.
+struct TreeTransferResult {
+  std::uint64_t files = 0;        ///< regular files in the transferred tree
+  std::uint64_t directories = 0;  ///< directories in it (the root not counted)
+  std::uint64_t symlinks = 0;     ///< symlinks in it
+  std::uint64_t files_sent = 0;   ///< files whose contents travelled (new or changed)
+  std::uint64_t entries_removed = 0;  ///< destination entries removed (gone from the source)
+  std::uint64_t archive_bytes = 0;    ///< archive bytes that travelled (0: only the manifests)
+  bool compressed = false;            ///< the archive travelled gzip-compressed
+  /// Paths (relative to the root) left out: symlinks that leave the tree (an absolute target, or
+  /// one climbing above the root) and other file types (sockets, devices, FIFOs).
+  std::vector<std::string> refused{};
+};
+
+/// Optional: moves a whole directory tree between this program's machine and the environment
+/// in one archive (SandboxBackend, LocalBackend). Regular files (bytes and permission bits),
+/// directories and symlinks that stay inside the tree travel; the destination's entries that the
+/// source lacks are removed, except excluded ones. Only what differs travels (size and SHA-256
+/// compared against the destination's manifest). Nothing half-written is visible: the new tree
+/// is staged beside the destination and moved into place by renames, so a failed or cancelled
+/// transfer leaves the destination as it was. The local side is held in memory (trees up to a
+/// few hundred MiB).
+class SupportsTreeTransfer {
+ public:
+  virtual ~SupportsTreeTransfer() = default;
+  /// Makes the environment's directory `remote_dir` (absolute) equal to this machine's
+  /// `local_dir`, creating it and its parents when missing.
+  virtual Task<TreeTransferResult> upload_tree(std::string local_dir, std::string remote_dir, TreeTransferOptions options) = 0;
+  /// Makes this machine's directory `local_dir` equal to the environment's `remote_dir`
+  /// (absolute), which must exist.
+  virtual Task<TreeTransferResult> download_tree(std::string remote_dir, std::string local_dir,
+                                                 TreeTransferOptions options) = 0;
 };
 
 /// Optional native file access; without it, Workspace uses the shell. Paths are absolute POSIX

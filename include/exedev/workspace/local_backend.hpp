@@ -42,7 +42,8 @@ namespace exedev::workspace {
 class LocalBackend final : public WorkspaceBackend,
                            public SupportsCommands,
                            public SupportsFilesystem,
-                           public SupportsRealpath {
+                           public SupportsRealpath,
+                           public SupportsTreeTransfer {
  public:
   /// Combined stdout+stderr bytes a command may produce.
   static constexpr std::size_t max_capture_bytes = 10 * 1024 * 1024;
@@ -74,6 +75,12 @@ class LocalBackend final : public WorkspaceBackend,
   Task<bool> exists(std::string path) override;
   /// os.path.realpath(path, strict=False): loops do not raise, missing names are kept.
   Task<std::string> realpath(std::string path) override;
+
+  /// Both ends on this machine: `remote_dir` must be absolute, `local_dir` relative paths start
+  /// in the current directory. Synchronous, like the file operations (cancellation has no
+  /// effect); the destination is replaced by renames, as SupportsTreeTransfer says.
+  Task<TreeTransferResult> upload_tree(std::string local_dir, std::string remote_dir, TreeTransferOptions options) override;
+  Task<TreeTransferResult> download_tree(std::string remote_dir, std::string local_dir, TreeTransferOptions options) override;
 
  private:
   Task<CommandResult> run_command(Command command, RunOptions options);

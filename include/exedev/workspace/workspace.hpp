@@ -32,7 +32,8 @@ class Workspace : public WorkspaceBackend,
                   public SupportsCommands,
                   public SupportsFilesystem,
                   public SupportsRealpath,
-                  public SupportsConfinedFiles {
+                  public SupportsConfinedFiles,
+                  public SupportsTreeTransfer {
  public:
   /// Precondition: backend is not null (std::invalid_argument otherwise).
   explicit Workspace(std::shared_ptr<WorkspaceBackend> backend);
@@ -74,6 +75,11 @@ class Workspace : public WorkspaceBackend,
   Task<ConfinedResult> confined_read(ConfinedTarget target, ConfinedReadOptions what) override;
   Task<ConfinedResult> confined_write(ConfinedTarget target, Bytes data, std::string expected_sha256) override;
   Task<ConfinedResult> confined_make_dir(ConfinedTarget target) override;
+
+  /// Moves a whole tree (SupportsTreeTransfer); `remote_dir` is resolved like any path. Throws
+  /// WorkspaceUsageError when the backend has no tree transfer.
+  Task<TreeTransferResult> upload_tree(std::string local_dir, std::string remote_dir, TreeTransferOptions options) override;
+  Task<TreeTransferResult> download_tree(std::string remote_dir, std::string local_dir, TreeTransferOptions options) override;
 
   /// Strict UTF-8: invalid bytes throw std::range_error naming the path.
   Task<std::string> read_text(std::string path);
@@ -126,6 +132,8 @@ class ReadOnlyWorkspace : public WrapperWorkspace {
   Task<void> remove(std::string path) override;
   /// Reads delegate to the wrapped workspace, as read_bytes does.
   Task<ConfinedResult> confined_read(ConfinedTarget target, ConfinedReadOptions what) override;
+
+  Task<TreeTransferResult> upload_tree(std::string local_dir, std::string remote_dir, TreeTransferOptions options) override;
 };
 
 }  // namespace exedev::workspace

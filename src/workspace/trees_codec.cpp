@@ -1,0 +1,511 @@
+#include "workspace/trees_codec.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <deque>
+#include <stdexcept>
+
+namespace exedev::workspace::detail {
+
+namespace {
+
+constexpr std::size_t kBlock = 512;
+// Symlinks followed while resolving one link before it counts as a loop (Linux's limit).
+constexpr int kMostLinkHops = 40;
+
+std::vector<std::string> split_path(std::string_view path) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    const auto slash = path.find('/', start);
+    const auto end = slash == std::string_view::npos ? path.size() : slash;
+    parts.emplace_back(path.substr(start, end - start));
+    if (slash == std::string_view::npos) break;
+    start = slash + 1;
+  }
+  return parts;
+}
+
+std::string join_path(const std::vector<std::string>& parts) {
+  std::string joined;
+  for (const auto& part : parts) {
+    if (!joined.empty()) joined.push_back('/');
+    joined += part;
+  }
+  return joined;
+}
+
+std::string_view base_name(std::string_view path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+// Matches `[...]` at the start of `pattern` against `c`; `length` is how much of the pattern
+// the class takes (0 when it is not a class: no closing `]`).
+bool class_match(std::string_view pattern, char c, std::size_t& length) {
+  std::size_t i = 1;
+  const bool negated = i < pattern.size() && (pattern[i] == '!' || pattern[i] == '^');
+  if (negated) ++i;
+  bool matched = false;
+  bool first = true;
+  for (; i < pattern.size(); ++i) {
+    if (pattern[i] == ']' && !first) {
+      length = i + 1;
+      return matched != negated;
+    }
+    first = false;
+    char low = pattern[i];
+    if (low == '\\' && i + 1 < pattern.size()) low = pattern[++i];
+    char high = low;
+    if (i + 2 < pattern.size() && pattern[i + 1] == '-' && pattern[i + 2] != ']') {
+      high = pattern[i + 2];
+      i += 2;
+    }
+    if (c >= low && c <= high) matched = true;
+  }
+  length = 0;
+  return false;
+}
+
+bool all_zero(std::string_view block) {
+  return std::all_of(block.begin(), block.end(), [](char c) { return c == 0; });
+}
+
+std::string field_text(std::string_view field) {
+  const auto nul = field.find('\0');
+  return std::string(field.substr(0, nul == std::string_view::npos ? field.size() : nul));
+}
+
+std::uint64_t parse_number(std::string_view field) {
+  if (!field.empty() && (static_cast<unsigned char>(field[0]) & 0x80) != 0) {
+    // GNU base-256: big-endian, the first byte's top bit a flag.
+    std::uint64_t value = static_cast<unsigned char>(field[0]) & 0x7f;
+    for (std::size_t i = 1; i < field.size(); ++i) value = (value << 8) | static_cast<unsigned char>(field[i]);
+    return value;
+  }
+  std::uint64_t value = 0;
+  for (const char c : field) {
+    if (c == ' ' && value == 0) continue;
+    if (c < '0' || c > '7') break;
+    value = value * 8 + static_cast<std::uint64_t>(c - '0');
+  }
+  return value;
+}
+
+void put_octal(std::string& header, std::size_t offset, std::size_t width, std::uint64_t value) {
+  // width - 1 digits, then NUL.
+  for (std::size_t i = width - 1; i-- > 0;) {
+    header[offset + i] = static_cast<char>('0' + (value & 7));
+    value >>= 3;
+  }
+  header[offset + width - 1] = '\0';
+}
+
+std::string pax_record(const std::string& key, const std::string& value) {
+  const std::size_t base = key.size() + value.size() + 3;  // ' ', '=', '\n'
+  std::size_t length = base + 1;
+  while (std::to_string(length).size() + base != length) length = std::to_string(length).size() + base;
+  return std::to_string(length) + " " + key + "=" + value + "\n";
+}
+
+void pad_block(std::string& out) { out.append((kBlock - out.size() % kBlock) % kBlock, '\0'); }
+
+}  // namespace
+
+bool glob_match(std::string_view pattern, std::string_view text) {
+  while (!pattern.empty()) {
+    if (pattern.substr(0, 2) == "**") {
+      auto rest = pattern.substr(2);
+      if (!rest.empty() && rest[0] == '/') {
+        rest.remove_prefix(1);
+        if (glob_match(rest, text)) return true;
+        for (std::size_t i = 0; i < text.size(); ++i) {
+          if (text[i] == '/' && glob_match(rest, text.substr(i + 1))) return true;
+        }
+        return false;
+      }
+      for (std::size_t i = 0; i <= text.size(); ++i) {
+        if (glob_match(rest, text.substr(i))) return true;
+      }
+      return false;
+    }
+    const char p = pattern[0];
+    if (p == '*') {
+      const auto rest = pattern.substr(1);
+      for (std::size_t i = 0;; ++i) {
+        if (glob_match(rest, text.substr(i))) return true;
+        if (i == text.size() || text[i] == '/') return false;
+      }
+    }
+    if (text.empty()) return false;
+    if (p == '?') {
+      if (text[0] == '/') return false;
+      pattern.remove_prefix(1);
+    } else if (p == '[') {
+      std::size_t length = 0;
+      const bool matched = class_match(pattern, text[0], length);
+      if (length == 0) {
+        if (text[0] != '[') return false;
+        pattern.remove_prefix(1);
+      } else {
+        if (!matched || text[0] == '/') return false;
+        pattern.remove_prefix(length);
+      }
+    } else {
+      char literal = p;
+      if (p == '\\' && pattern.size() > 1) {
+        literal = pattern[1];
+        pattern.remove_prefix(1);
+      }
+      if (text[0] != literal) return false;
+      pattern.remove_prefix(1);
+    }
+    text.remove_prefix(1);
+  }
+  return text.empty();
+}
+
+TreeFilter::TreeFilter(const std::vector<std::string>& patterns) {
+  for (std::string line : patterns) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    Pattern pattern;
+    if (line[0] == '!') {
+      pattern.negated = true;
+      line.erase(0, 1);
+    } else if (line.substr(0, 2) == "\\!" || line.substr(0, 2) == "\\#") {
+      line.erase(0, 1);
+    }
+    while (line.size() > 1 && line.back() == '/') {
+      pattern.directory_only = true;
+      line.pop_back();
+    }
+    pattern.anchored = line.find('/') != std::string::npos;
+    while (!line.empty() && line[0] == '/') line.erase(0, 1);
+    if (line.empty()) continue;
+    pattern.glob = std::move(line);
+    patterns_.push_back(std::move(pattern));
+  }
+}
+
+bool TreeFilter::excludes(std::string_view path, bool is_dir) const {
+  bool excluded = false;
+  for (const auto& pattern : patterns_) {
+    if (pattern.directory_only && !is_dir) continue;
+    if (excluded != pattern.negated) continue;  // cannot change the answer
+    if (glob_match(pattern.glob, pattern.anchored ? path : base_name(path))) excluded = !pattern.negated;
+  }
+  return excluded;
+}
+
+std::vector<std::string> TreeFilter::prunable_names() const {
+  std::vector<std::string> names;
+  for (const auto& pattern : patterns_) {
+    if (pattern.negated) return {};  // a later `!` could re-include a name: decide locally
+  }
+  for (const auto& pattern : patterns_) {
+    if (!pattern.anchored && pattern.glob.find("**") == std::string::npos) names.push_back(pattern.glob);
+  }
+  return names;
+}
+
+void apply_filter(TreeManifest& manifest, const TreeFilter& filter) {
+  if (filter.empty()) return;
+  std::set<std::string> excluded_dirs;
+  for (auto it = manifest.begin(); it != manifest.end();) {
+    const std::string& path = it->first;
+    bool excluded = false;
+    for (auto slash = path.find('/'); slash != std::string::npos && !excluded; slash = path.find('/', slash + 1)) {
+      excluded = excluded_dirs.count(path.substr(0, slash)) != 0;
+    }
+    const bool is_dir = it->second.type == TreeEntryType::directory;
+    if (!excluded) excluded = filter.excludes(path, is_dir);
+    if (excluded) {
+      if (is_dir) excluded_dirs.insert(path);
+      it = manifest.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+namespace {
+
+// Whether the symlink at `link_path` resolves outside the tree, following the tree's links.
+bool leaves_tree(const TreeManifest& manifest, const std::string& link_path) {
+  std::vector<std::string> position = split_path(link_path);
+  position.pop_back();
+  std::deque<std::string> pending;
+  int hops = 0;
+  const auto take_target = [&](const std::string& target) {
+    if (target.empty() || target[0] == '/') return false;
+    const auto parts = split_path(target);
+    pending.insert(pending.begin(), parts.begin(), parts.end());
+    return ++hops <= kMostLinkHops;
+  };
+  if (!take_target(manifest.at(link_path).target)) return true;
+  while (!pending.empty()) {
+    const std::string part = pending.front();
+    pending.pop_front();
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      if (position.empty()) return true;
+      position.pop_back();
+      continue;
+    }
+    position.push_back(part);
+    const auto it = manifest.find(join_path(position));
+    if (it != manifest.end() && it->second.type == TreeEntryType::symlink) {
+      position.pop_back();
+      if (!take_target(it->second.target)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::string> drop_escaping_symlinks(TreeManifest& manifest) {
+  std::vector<std::string> escaping;
+  for (const auto& [path, entry] : manifest) {
+    if (entry.type == TreeEntryType::symlink && leaves_tree(manifest, path)) escaping.push_back(path);
+  }
+  for (const auto& path : escaping) manifest.erase(path);
+  return escaping;
+}
+
+bool is_tree_path(std::string_view path) {
+  if (path.empty() || path.find('\0') != std::string_view::npos) return false;
+  for (const auto& part : split_path(path)) {
+    if (part.empty() || part == "." || part == "..") return false;
+  }
+  return true;
+}
+
+TreePlan plan_tree(const TreeManifest& source, const TreeManifest& destination) {
+  TreePlan plan;
+  std::set<std::string> removed;
+  const auto remove = [&](const std::string& path) {
+    for (auto slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1)) {
+      if (removed.count(path.substr(0, slash)) != 0) return;  // goes with its directory
+    }
+    removed.insert(path);
+    plan.remove.push_back(path);
+  };
+  for (const auto& [path, wanted] : source) {
+    const auto it = destination.find(path);
+    if (it == destination.end()) {
+      plan.send.push_back(path);
+      continue;
+    }
+    const TreeEntry& present = it->second;
+    if (present.type != wanted.type) {
+      remove(path);
+      plan.send.push_back(path);
+      continue;
+    }
+    bool differs = false;
+    switch (wanted.type) {
+      case TreeEntryType::file:
+        differs = present.size != wanted.size || present.mode != wanted.mode || wanted.sha256.empty() ||
+                  present.sha256 != wanted.sha256;
+        break;
+      case TreeEntryType::directory: differs = present.mode != wanted.mode; break;
+      case TreeEntryType::symlink: differs = present.target != wanted.target; break;
+    }
+    if (differs) plan.send.push_back(path);
+  }
+  for (const auto& [path, present] : destination) {
+    if (source.count(path) == 0) remove(path);
+  }
+  return plan;
+}
+
+std::optional<ListedTree> parse_tree_listing(std::string_view text) {
+  ListedTree listed;
+  std::size_t at = 0;
+  const auto next_field = [&](std::string_view& field) {
+    const auto nul = text.find('\0', at);
+    if (nul == std::string_view::npos) return false;
+    field = text.substr(at, nul - at);
+    at = nul + 1;
+    return true;
+  };
+  std::string_view field;
+  for (;;) {
+    if (at == text.size()) return listed;  // nothing listed (no tree there)
+    if (!next_field(field)) return std::nullopt;
+    if (field.empty()) break;
+    // "<t> <mode> <size> <path>"
+    if (field.size() < 7 || field[1] != ' ') return std::nullopt;
+    const auto mode_end = field.find(' ', 2);
+    if (mode_end == std::string_view::npos) return std::nullopt;
+    const auto size_end = field.find(' ', mode_end + 1);
+    if (size_end == std::string_view::npos) return std::nullopt;
+    TreeEntry entry;
+    std::uint32_t mode = 0;
+    std::uint64_t size = 0;
+    const auto mode_text = field.substr(2, mode_end - 2);
+    const auto size_text = field.substr(mode_end + 1, size_end - mode_end - 1);
+    if (std::from_chars(mode_text.data(), mode_text.data() + mode_text.size(), mode, 8).ptr != mode_text.data() + mode_text.size() ||
+        std::from_chars(size_text.data(), size_text.data() + size_text.size(), size).ptr != size_text.data() + size_text.size()) {
+      return std::nullopt;
+    }
+    std::string path(field.substr(size_end + 1));
+    std::string_view target;
+    if (!next_field(target) || !is_tree_path(path)) return std::nullopt;
+    entry.mode = mode & 07777;
+    switch (field[0]) {
+      case 'f':
+        entry.type = TreeEntryType::file;
+        entry.size = size;
+        break;
+      case 'd': entry.type = TreeEntryType::directory; break;
+      case 'l':
+        entry.type = TreeEntryType::symlink;
+        entry.mode = 0777;
+        entry.target = std::string(target);
+        break;
+      default: listed.others.push_back(std::move(path)); continue;
+    }
+    listed.manifest.emplace(std::move(path), std::move(entry));
+  }
+  while (at < text.size()) {
+    if (!next_field(field)) return std::nullopt;
+    // "<64 hex>  ./<path>"
+    if (field.size() < 69 || field.substr(64, 4) != "  ./") return std::nullopt;
+    const auto it = listed.manifest.find(std::string(field.substr(68)));
+    if (it != listed.manifest.end() && it->second.type == TreeEntryType::file) it->second.sha256 = std::string(field.substr(0, 64));
+  }
+  return listed;
+}
+
+void TarWriter::add_header(const std::string& path, char type, std::uint32_t mode, std::uint64_t size, const std::string& link) {
+  constexpr std::uint64_t kLargestOctalSize = (std::uint64_t{1} << 33) - 1;  // 11 octal digits
+  std::string pax;
+  if (path.size() > 100) pax += pax_record("path", path);
+  if (link.size() > 100) pax += pax_record("linkpath", link);
+  if (size > kLargestOctalSize) pax += pax_record("size", std::to_string(size));
+  if (!pax.empty()) {
+    const std::string data = pax;
+    add_header("PaxHeader", 'x', 0644, data.size(), {});
+    out_ += data;
+    pad_block(out_);
+  }
+  std::string header(kBlock, '\0');
+  header.replace(0, std::min<std::size_t>(path.size(), 100), path.substr(0, 100));
+  put_octal(header, 100, 8, mode & 07777);
+  put_octal(header, 108, 8, 0);
+  put_octal(header, 116, 8, 0);
+  put_octal(header, 124, 12, size > kLargestOctalSize ? 0 : size);
+  put_octal(header, 136, 12, mtime_);
+  header[156] = type;
+  header.replace(157, std::min<std::size_t>(link.size(), 100), link.substr(0, 100));
+  header.replace(257, 6, std::string("ustar\0", 6));
+  header.replace(263, 2, "00");
+  header.replace(148, 8, 8, ' ');
+  unsigned checksum = 0;
+  for (const char c : header) checksum += static_cast<unsigned char>(c);
+  put_octal(header, 148, 7, checksum);
+  header[155] = ' ';
+  out_ += header;
+}
+
+void TarWriter::add_directory(const std::string& path, std::uint32_t mode) { add_header(path + "/", '5', mode, 0, {}); }
+
+void TarWriter::add_symlink(const std::string& path, const std::string& target) { add_header(path, '2', 0777, 0, target); }
+
+void TarWriter::add_file(const std::string& path, std::uint32_t mode, std::string_view data) {
+  add_header(path, '0', mode, data.size(), {});
+  out_.append(data);
+  pad_block(out_);
+}
+
+std::string TarWriter::finish() {
+  out_.append(2 * kBlock, '\0');
+  return std::move(out_);
+}
+
+std::vector<TarMember> read_tar(std::string_view archive) {
+  std::vector<TarMember> members;
+  std::optional<std::string> long_path, long_link;
+  std::uint64_t long_size = 0;
+  bool has_long_size = false;
+  std::size_t at = 0;
+  for (;;) {
+    if (archive.size() - at < kBlock) throw std::runtime_error("the tar archive is cut short");
+    const auto header = archive.substr(at, kBlock);
+    if (all_zero(header)) return members;
+    unsigned checksum = 0;
+    for (std::size_t i = 0; i < kBlock; ++i) checksum += (i >= 148 && i < 156) ? ' ' : static_cast<unsigned char>(header[i]);
+    if (parse_number(header.substr(148, 8)) != checksum) throw std::runtime_error("a tar header's checksum does not match");
+    const char type = header[156];
+    std::uint64_t size = parse_number(header.substr(124, 12));
+    if (has_long_size && type != 'x' && type != 'g') size = long_size;
+    const std::size_t data_at = at + kBlock;
+    if (size > archive.size() - data_at) throw std::runtime_error("the tar archive is cut short");
+    const auto data = archive.substr(data_at, size);
+    at = data_at + (size + kBlock - 1) / kBlock * kBlock;
+    if (at > archive.size()) at = archive.size();
+    if (type == 'x' || type == 'g') {
+      if (type == 'g') continue;
+      for (std::size_t r = 0; r < data.size();) {
+        const auto space = data.find(' ', r);
+        std::size_t length = 0;
+        if (space == std::string_view::npos ||
+            std::from_chars(data.data() + r, data.data() + space, length).ptr != data.data() + space || length == 0 ||
+            r + length > data.size()) {
+          throw std::runtime_error("a pax header is malformed");
+        }
+        const auto record = data.substr(space + 1, r + length - space - 2);
+        const auto equals = record.find('=');
+        if (equals != std::string_view::npos) {
+          const auto key = record.substr(0, equals);
+          const std::string value(record.substr(equals + 1));
+          if (key == "path") long_path = value;
+          if (key == "linkpath") long_link = value;
+          if (key == "size") {
+            long_size = std::stoull(value);
+            has_long_size = true;
+          }
+        }
+        r += length;
+      }
+      continue;
+    }
+    if (type == 'L' || type == 'K') {
+      (type == 'L' ? long_path : long_link) = field_text(data);
+      continue;
+    }
+    TarMember member;
+    if (long_path) {
+      member.path = *long_path;
+    } else {
+      member.path = field_text(header.substr(0, 100));
+      const std::string prefix = field_text(header.substr(345, 155));
+      if (header.substr(257, 5) == "ustar" && !prefix.empty()) member.path = prefix + "/" + member.path;
+    }
+    member.target = long_link ? *long_link : field_text(header.substr(157, 100));
+    long_path.reset();
+    long_link.reset();
+    has_long_size = false;
+    member.mode = static_cast<std::uint32_t>(parse_number(header.substr(100, 8)) & 07777);
+    switch (type) {
+      case '0':
+      case '\0':
+      case '7':
+        member.type = TreeEntryType::file;
+        member.data = data;
+        break;
+      case '5': member.type = TreeEntryType::directory; break;
+      case '2': member.type = TreeEntryType::symlink; break;
+      default: throw std::runtime_error(std::string("a tar member has a type this transfer does not carry: ") + type);
+    }
+    while (member.path.substr(0, 2) == "./") member.path.erase(0, 2);
+    while (!member.path.empty() && member.path.back() == '/') member.path.pop_back();
+    if (member.path.empty() || member.path == ".") continue;
+    members.push_back(std::move(member));
+  }
+}
+
+}  // namespace exedev::workspace::detail

@@ -1,0 +1,43 @@
+#pragma once
+// Tree transfers on this machine's filesystem (internal): listing a local tree into a manifest,
+// packing the entries a plan sends into a tar archive, and applying an archive to a local
+// directory through a staged copy moved into place. Used by LocalBackend (both ends local) and
+// by SandboxBackend (this machine's end).
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <exedev/workspace/backend.hpp>
+
+#include "workspace/trees_codec.hpp"
+
+namespace exedev::workspace::detail {
+
+/// The tree under `root` (lstat: symlinks are not followed), without what `filter` excludes and
+/// with every file's SHA-256. Other file types go to `others`. A missing root is an empty tree;
+/// a root that is not a directory throws filesystem_error(not_a_directory).
+[[nodiscard]] TreeManifest list_local_tree(const std::filesystem::path& root, const TreeFilter& filter,
+                                           std::vector<std::string>& others);
+
+/// A tar archive of the `paths` of `manifest` read from under `root`, in manifest order.
+[[nodiscard]] std::string pack_local_tree(const std::filesystem::path& root, const TreeManifest& manifest,
+                                          const std::vector<std::string>& paths);
+
+/// Makes `destination` the result of removing `remove` from it and extracting `archive` into it:
+/// the work is done in a copy beside it (files hard-linked, so nothing is copied), which then
+/// replaces it by two renames (one when it did not exist; its parents are created). Every member
+/// must be an entry of `expected` with its type (and a symlink its target); a member's path
+/// may not cross a symlink. On any
+/// failure the copy is removed and `destination` is as it was.
+void apply_local_tree(const std::filesystem::path& destination, const std::vector<std::string>& remove,
+                      std::string_view archive, const TreeManifest& expected);
+
+/// Counts of a manifest and the refused paths, into a result.
+void count_tree(const TreeManifest& manifest, TreeTransferResult& result);
+
+/// upload_tree / download_tree with both ends on this machine (LocalBackend).
+[[nodiscard]] TreeTransferResult copy_local_tree(const std::filesystem::path& from, const std::filesystem::path& to,
+                                                 const TreeTransferOptions& options);
+
+}  // namespace exedev::workspace::detail
