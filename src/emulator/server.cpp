@@ -372,7 +372,7 @@ Emulator::Emulator(Options options) : impl_(std::make_unique<Impl>()) {
   config.ssh_user = login_user();
   impl.lobby = std::make_unique<Lobby>(std::move(config), *impl.host);
   try {
-    impl.ssh_server = std::make_unique<SshServer>(impl.state_dir, impl.login_shell);
+    impl.ssh_server = std::make_unique<SshServer>(impl.state_dir, impl.login_shell, options.ssh_sftp);
     impl.known_hosts = impl.ssh_server->directory() / "known_hosts";
   } catch (const std::exception& e) {
     // The emulator serves /exec without SSH endpoints: answers then carry no ssh_port.
