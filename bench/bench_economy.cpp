@@ -176,10 +176,7 @@ asio::awaitable<void> b5(exedev::emulator::Emulator& emulator) {
       exedev::RateLimitOptions rate_limit;
       rate_limit.wait = mode != "no wait";
       rate_limit.pace_from_start = mode == "paced";
-      // A token of its own for each run: the limiter's bucket for it starts full.
-      exedev::emulator::TokenSpec spec;
-      spec.cmds = std::vector<std::string>{"new", "ls", "ssh", "rm", "tag", "comment", "whoami"};
-      auto subject = make_subject(emulator, mode, {}, rate_limit, emulator.issue_token(spec));
+      auto subject = make_subject(emulator, mode, {}, rate_limit, bench::fresh_token(emulator));
       co_await subject.workspace->working_dir();
       auto modes = emulator.modes();
       modes.rate_limit = {};
@@ -283,10 +280,8 @@ asio::awaitable<void> b8(exedev::emulator::Emulator& emulator) {
     for (const std::string mode : modes) {
       exedev::RateLimitOptions rate_limit;
       rate_limit.wait = wait == "wait";
-      exedev::emulator::TokenSpec spec;
-      spec.cmds = std::vector<std::string>{"new", "ls", "ssh", "rm", "tag", "comment", "whoami"};
       auto subject = make_subject(emulator, mode, mode == "reference" ? reference_mode() : exedev::FileTransferOptions{},
-                                  rate_limit, emulator.issue_token(spec));
+                                  rate_limit, bench::fresh_token(emulator));
       co_await seed_project(subject);
       auto limited = emulator.modes();
       limited.rate_limit = {};

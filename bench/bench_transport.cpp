@@ -283,10 +283,7 @@ asio::awaitable<void> limiter(exedev::emulator::Emulator& emulator, const Target
     double exec_seconds = 0;
     const exedev::Transport transports[] = {exedev::Transport::exec, exedev::Transport::ssh};
     for (const auto transport : transports) {
-      // A token of its own for each run: the limiter's bucket for it starts full.
-      exedev::emulator::TokenSpec spec;
-      spec.cmds = std::vector<std::string>{"new", "ls", "ssh", "rm", "tag", "comment", "whoami"};
-      auto subject = make_subject(target, transport, emulator.issue_token(spec));
+      auto subject = make_subject(target, transport, bench::fresh_token(emulator));
       co_await provision(subject, transport);
       set_rate_limit(emulator, true);
       const auto before = emulator.commands().size();

@@ -93,6 +93,14 @@ inline std::size_t count_status(const exedev::emulator::Emulator& emulator, std:
   return n;
 }
 
+/// A token of its own for one run under the limiter (its bucket starts full), allowed what a
+/// SandboxBackend sends.
+inline std::string fresh_token(exedev::emulator::Emulator& emulator) {
+  exedev::emulator::TokenSpec spec;
+  spec.cmds = std::vector<std::string>{"new", "ls", "ssh", "rm", "tag", "comment", "whoami"};
+  return emulator.issue_token(spec);
+}
+
 /// The emulator binary as a child process; its `key=value` lines on stdout say where it is.
 class EmulatorProcess {
  public:
