@@ -18,11 +18,10 @@
 #include <exedev/emulator/emulator.hpp>
 #include <exedev/sandbox/sandbox_backend.hpp>
 #include <exedev/testing/run.hpp>
-#include <exedev/tools/file_system.hpp>
-#include <exedev/tools/shell.hpp>
 #include <exedev/workspace/workspace.hpp>
 
-#include "bench_data.hpp"
+#include "support.hpp"
+
 #include "common/base64.hpp"
 #include "workspace/data_codec.hpp"
 #include "workspace/shell_filesystem.hpp"
@@ -30,14 +29,12 @@
 #include <boost/asio/awaitable.hpp>
 
 #include <algorithm>
-#include <map>
 #include <chrono>
 #include <cstdio>
 #include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
-#include <random>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -50,17 +47,11 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr std::size_t kMiB = 1024 * 1024;
+using bench::kMiB;
+using bench::random_bytes;
+using bench::seconds_since;
+using bench::source_text;
 constexpr std::size_t kSize = 8 * kMiB;
-
-ws::Bytes random_bytes(std::size_t size) {
-  std::mt19937_64 engine{7};
-  ws::Bytes data(size, '\0');
-  for (auto& c : data) c = static_cast<char>(engine() & 0xFF);
-  return data;
-}
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // Milliseconds of one call of `f`, the fastest of three.
 template <typename F>
@@ -99,11 +90,7 @@ void codec_costs(const std::vector<std::pair<std::string, ws::Bytes>>& payloads)
   std::printf("\n");
 }
 
-struct Subject {
-  std::string name;
-  std::shared_ptr<exedev::SandboxBackend> backend;
-  std::shared_ptr<ws::Workspace> workspace;
-};
+using bench::Subject;
 
 Subject make_subject(exedev::emulator::Emulator& emulator, std::string name, exedev::FileTransferOptions transfer,
                      exedev::RateLimitOptions rate_limit = {}, std::optional<std::string> token = std::nullopt) {
@@ -122,12 +109,7 @@ exedev::FileTransferOptions reference_mode() {
   return transfer;
 }
 
-std::size_t count_status(const exedev::emulator::Emulator& emulator, std::size_t from, unsigned status) {
-  const auto records = emulator.commands();
-  std::size_t n = 0;
-  for (std::size_t i = from; i < records.size(); ++i) n += records[i].http_status == status;
-  return n;
-}
+using bench::count_status;
 
 asio::awaitable<void> b3(exedev::emulator::Emulator& emulator) {
   auto modes = emulator.modes();
@@ -194,10 +176,7 @@ asio::awaitable<void> b5(exedev::emulator::Emulator& emulator) {
       exedev::RateLimitOptions rate_limit;
       rate_limit.wait = mode != "no wait";
       rate_limit.pace_from_start = mode == "paced";
-      // A token of its own for each run: the limiter's bucket for it starts full.
-      exedev::emulator::TokenSpec spec;
-      spec.cmds = std::vector<std::string>{"new", "ls", "ssh", "rm", "tag", "comment", "whoami"};
-      auto subject = make_subject(emulator, mode, {}, rate_limit, emulator.issue_token(spec));
+      auto subject = make_subject(emulator, mode, {}, rate_limit, bench::fresh_token(emulator));
       co_await subject.workspace->working_dir();
       auto modes = emulator.modes();
       modes.rate_limit = {};
@@ -263,116 +242,11 @@ asio::awaitable<void> b6(exedev::emulator::Emulator& emulator) {
   std::printf("\n");
 }
 
-// ---- B8: a scripted agent session ---------------------------------------------------------------
+// ---- B8: the scripted agent session (bench/support.hpp) ------------------------------------------
 
-struct ToolCall {
-  std::string toolset;  // "fs" or "shell"
-  std::string name;
-  std::string arguments;  // JSON; "{id}" is replaced by the last started job's ID
-};
-
-std::string json_text(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
-// The session of issue 25: list, find, 9 reads, grep, file_info, 5 edits, mkdir, 3 writes, 4
-// commands, a background job started, checked twice and stopped.
-std::vector<ToolCall> agent_session() {
-  std::vector<ToolCall> calls;
-  calls.push_back({"fs", "list_directory", R"({"path": "."})"});
-  calls.push_back({"fs", "find_files", R"({"pattern": "**/*.cpp"})"});
-  for (int i = 0; i < 9; ++i) calls.push_back({"fs", "read_file", "{\"path\": \"src/mod" + std::to_string(i) + ".cpp\"}"});
-  calls.push_back({"fs", "search_files", R"({"pattern": "TODO", "path": "src"})"});
-  calls.push_back({"fs", "file_info", R"({"path": "src/mod0.cpp"})"});
-  for (int i = 0; i < 5; ++i) {
-    calls.push_back({"fs", "edit_file",
-                     "{\"path\": \"src/mod" + std::to_string(i) + ".cpp\", \"old_text\": \"return " + std::to_string(i) +
-                         ";\", \"new_text\": \"return " + std::to_string(i + 100) + ";\"}"});
-  }
-  calls.push_back({"fs", "create_directory", R"({"path": "tests/unit"})"});
-  for (int i = 0; i < 3; ++i) {
-    calls.push_back({"fs", "write_file",
-                     "{\"path\": \"tests/unit/t" + std::to_string(i) + ".cpp\", \"content\": " +
-                         json_text("#include \"mod" + std::to_string(i) + ".hpp\"\nint test() { return 0; }\n") + "}"});
-  }
-  calls.push_back({"shell", "run_command", R"({"command": "ls src"})"});
-  calls.push_back({"shell", "run_command", R"({"command": "grep -c return src/mod1.cpp"})"});
-  calls.push_back({"shell", "run_command", R"({"command": "cat tests/unit/t0.cpp"})"});
-  calls.push_back({"shell", "run_command", R"({"command": "wc -l src/mod2.cpp"})"});
-  calls.push_back({"shell", "start_command", R"({"command": "for i in 1 2 3 4 5 6 7 8 9; do echo tick $i; sleep 1; done"})"});
-  calls.push_back({"shell", "check_command", R"({"command_id": "{id}"})"});
-  calls.push_back({"shell", "check_command", R"({"command_id": "{id}"})"});
-  calls.push_back({"shell", "stop_command", R"({"command_id": "{id}"})"});
-  return calls;
-}
-
-struct SessionResult {
-  std::map<std::string, std::pair<std::size_t, std::size_t>> per_tool;  // requests, calls
-  std::size_t requests = 0;
-  std::size_t refused = 0;  // 429s
-  std::size_t failed = 0;   // calls that did not succeed
-  double seconds = 0;
-  std::string first_failure;
-};
-
-// The project the agent works on (written before the measurement).
-asio::awaitable<void> seed_project(Subject& subject) {
-  co_await subject.workspace->working_dir();  // provisioned outside the measurement
-  for (int i = 0; i < 9; ++i) {
-    std::string text = "// module " + std::to_string(i) + "\n#include \"mod" + std::to_string(i) + ".hpp\"\n";
-    for (int line = 0; line < 40; ++line) text += "int f" + std::to_string(line) + "() { return " + std::to_string(line + 1000) + "; }\n";
-    text += "int value() { return " + std::to_string(i) + "; }  // TODO: cache\n";
-    co_await subject.workspace->write_bytes("src/mod" + std::to_string(i) + ".cpp", text);
-  }
-}
-
-asio::awaitable<SessionResult> run_session(exedev::emulator::Emulator& emulator, Subject& subject) {
-  exedev::tools::FileSystem fs(subject.workspace);
-  exedev::tools::Shell shell(subject.workspace);
-  SessionResult result;
-  std::string job_id;
-  const auto start = Clock::now();
-  const auto first = emulator.commands().size();
-  for (auto call : agent_session()) {
-    if (const auto at = call.arguments.find("{id}"); at != std::string::npos) call.arguments.replace(at, 4, job_id);
-    exedev::tools::Toolset& toolset = call.toolset == "fs" ? static_cast<exedev::tools::Toolset&>(fs) : shell;
-    const auto before = emulator.commands().size();
-    exedev::tools::ToolCallContext context;
-    context.run_id = "bench-run";
-    context.tool_call_id = "call-" + std::to_string(before);
-    auto calling = toolset.call(call.name, call.arguments, std::move(context));
-    exedev::tools::ToolResult outcome;
-    try {
-      outcome = co_await std::move(calling);
-    } catch (const std::exception& error) {  // what escapes a tool call fails it too
-      outcome.outcome = exedev::tools::ToolOutcome::end_run;
-      outcome.text = error.what();
-    }
-    auto& tally = result.per_tool[call.name];
-    tally.first += emulator.commands().size() - before;
-    tally.second += 1;
-    if (outcome.outcome != exedev::tools::ToolOutcome::success) {
-      ++result.failed;
-      if (result.first_failure.empty()) result.first_failure = call.name + ": " + outcome.text.substr(0, 100);
-    }
-    if (call.name == "start_command") {
-      if (const auto id = outcome.text.rfind("ID: "); id != std::string::npos) job_id = outcome.text.substr(id + 4);
-    }
-  }
-  result.seconds = seconds_since(start);
-  result.requests = emulator.commands().size() - first;
-  result.refused = count_status(emulator, first, 429);
-  co_return result;
-}
+using bench::run_session;
+using bench::seed_project;
+using bench::SessionResult;
 
 asio::awaitable<void> b8(exedev::emulator::Emulator& emulator) {
   std::printf("B8 agent session: 30 FileSystem and Shell tool calls on SandboxBackend over /exec "
@@ -406,10 +280,8 @@ asio::awaitable<void> b8(exedev::emulator::Emulator& emulator) {
     for (const std::string mode : modes) {
       exedev::RateLimitOptions rate_limit;
       rate_limit.wait = wait == "wait";
-      exedev::emulator::TokenSpec spec;
-      spec.cmds = std::vector<std::string>{"new", "ls", "ssh", "rm", "tag", "comment", "whoami"};
       auto subject = make_subject(emulator, mode, mode == "reference" ? reference_mode() : exedev::FileTransferOptions{},
-                                  rate_limit, emulator.issue_token(spec));
+                                  rate_limit, bench::fresh_token(emulator));
       co_await seed_project(subject);
       auto limited = emulator.modes();
       limited.rate_limit = {};
@@ -433,16 +305,6 @@ asio::awaitable<void> b8(exedev::emulator::Emulator& emulator) {
   std::printf("\n");
 }
 
-// The error and the ones nested in it (what a failed transfer was caused by).
-void print_error_chain(const std::exception& error) {
-  std::fprintf(stderr, "bench_economy: %s\n", error.what());
-  try {
-    std::rethrow_if_nested(error);
-  } catch (const std::exception& cause) {
-    print_error_chain(cause);
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -460,6 +322,6 @@ int main(int argc, char** argv) try {
       limits);
   return 0;
 } catch (const std::exception& error) {
-  print_error_chain(error);
+  bench::print_error_chain("bench_economy", error);
   return 1;
 }

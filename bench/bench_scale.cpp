@@ -5,24 +5,16 @@
 
 #include <exedev/client.hpp>
 
+#include "support.hpp"
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 
 #include <chrono>
-#include <csignal>
 #include <cstdio>
-#include <cstdlib>
-#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <spawn.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-extern char** environ;
 
 namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
@@ -32,72 +24,15 @@ namespace {
 constexpr int vm_count = 100;
 constexpr int run_count = 1000;
 
-double own_cpu_seconds() {
-  rusage usage{};
-  ::getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-}
-
-double peak_rss_mib() {
-  rusage usage{};
-  ::getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
-}
-
-// The emulator binary as a child process; its `key=value` lines on stdout say where it is.
-class EmulatorProcess {
- public:
-  EmulatorProcess() {
-    int fds[2];
-    if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&actions, fds[0]);
-    std::string program = EXEDEV_BENCH_EMULATOR;
-    char* argv[] = {program.data(), nullptr};
-    const int error = ::posix_spawn(&pid_, program.c_str(), &actions, nullptr, argv, environ);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(fds[1]);
-    if (error != 0) throw std::runtime_error("could not start the emulator");
-    FILE* out = ::fdopen(fds[0], "r");
-    char line[4096];
-    while (settings_.size() < 5 && std::fgets(line, sizeof line, out)) {
-      std::string text(line);
-      if (!text.empty() && text.back() == '\n') text.pop_back();
-      const auto equals = text.find('=');
-      if (equals != std::string::npos) settings_[text.substr(0, equals)] = text.substr(equals + 1);
-    }
-    std::fclose(out);
-    if (!settings_.count("url") || !settings_.count("token")) throw std::runtime_error("the emulator did not start");
-  }
-  ~EmulatorProcess() {
-    ::kill(pid_, SIGTERM);
-    ::waitpid(pid_, nullptr, 0);
-  }
-  EmulatorProcess(const EmulatorProcess&) = delete;
-  EmulatorProcess& operator=(const EmulatorProcess&) = delete;
-
-  exedev::ClientOptions client_options() const {
-    exedev::ClientOptions options;
-    options.endpoint = settings_.at("url");
-    options.ca_file = settings_.at("ca_file");
-    options.token = settings_.at("token");
-    return options;
-  }
-
- private:
-  pid_t pid_ = -1;
-  std::map<std::string, std::string> settings_;
-};
+using bench::own_cpu_seconds;
+using bench::peak_rss_mib;
 
 std::string vm_name(int index) { return "scale-" + std::to_string(index); }
 
 }  // namespace
 
 int main() try {
-  EmulatorProcess emulator;
+  const bench::EmulatorProcess emulator(EXEDEV_BENCH_EMULATOR, {}, {"url", "ca_file", "token"});
   asio::io_context io;
   auto options = emulator.client_options();
   options.max_connections = vm_count;

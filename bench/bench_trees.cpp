@@ -1,4 +1,4 @@
-// B9 trees: a generated source tree (2,000 files, 20 MiB of source-like text in 100
+// B10 trees: a generated source tree (2,000 files, 20 MiB of source-like text in 100
 // directories) moved to a VM and back on the emulator, side by side:
 //   - upload_tree / download_tree over SSH (the emulator's sshd),
 //   - upload_tree / download_tree over /exec at the emulator's 20 ms latency, and the upload
@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "bench_data.hpp"
+#include "support.hpp"
 
 namespace {
 
@@ -36,14 +36,14 @@ namespace asio = boost::asio;
 namespace fs = std::filesystem;
 namespace ws = exedev::workspace;
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
+using bench::seconds_since;
+using bench::source_text;
 
 constexpr std::size_t kFiles = 2000;
 constexpr std::size_t kDirectories = 100;
 constexpr std::size_t kTreeBytes = 20 * 1024 * 1024;
 constexpr double kMiB = 1024.0 * 1024.0;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // 2,000 files of source-like text, sizes spread around 10 KiB, in 100 directories.
 void generate_tree(const fs::path& root) {
@@ -106,7 +106,7 @@ asio::awaitable<void> b9(Run run, fs::path scratch, bool file_by_file) {
   auto& emulator = *run.emulator;
   const fs::path source = scratch / "source";
   generate_tree(source);
-  std::printf("B9 trees: %zu files, %.0f MiB of source-like text in %zu directories\n", kFiles, kTreeBytes / kMiB,
+  std::printf("B10 trees: %zu files, %.0f MiB of source-like text in %zu directories\n", kFiles, kTreeBytes / kMiB,
               kDirectories);
   std::printf("%-6s %-24s %9s %9s %9s %9s  %s\n", "via", "operation", "seconds", "requests", "files", "MiB sent", "note");
   auto modes = emulator.modes();

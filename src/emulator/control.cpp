@@ -25,6 +25,7 @@ Json modes_json(const Modes& m) {
                           {"refill_per_second", m.rate_limit.refill_per_second}, {"overdraft", m.rate_limit.overdraft},
                           {"retry_after", m.rate_limit.retry_after}}},
           {"latency_ms", m.latency.count()},
+          {"ssh_silent", m.ssh_silent},
           {"boot_delay_ms", m.boot_delay.count()}};
 }
 
@@ -63,6 +64,7 @@ Modes apply_modes(Modes m, const Json& j) {
     m.rate_limit.retry_after = r.value("retry_after", m.rate_limit.retry_after);
   }
   if (j.contains("latency_ms")) m.latency = milliseconds(j.at("latency_ms").get<long long>());
+  if (j.contains("ssh_silent")) m.ssh_silent = j.at("ssh_silent").get<bool>();
   if (j.contains("boot_delay_ms")) m.boot_delay = milliseconds(j.at("boot_delay_ms").get<long long>());
   return m;
 }

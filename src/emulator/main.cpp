@@ -71,6 +71,8 @@ on stdout, one per line. See docs/emulator.md.
                               /bin/bash when present, else /bin/sh)
   --ssh-key=FILE              register the public keys in FILE (e.g. ~/.ssh/id_ed25519.pub)
                               for the VMs' SSH endpoints, as `ssh-key add` does (repeatable)
+  --ssh-silent                the SSH endpoints accept connections and never answer
+  --no-sftp                   the SSH endpoints refuse the SFTP subsystem
   --help                      this text
 DUR is N (milliseconds), Nms, Ns or Nm.
 )usage";
@@ -251,6 +253,8 @@ int main(int argc, char** argv) {
     else if (name == "--rate-overdraft") modes.rate_limit.overdraft = number();
     else if (name == "--rate-retry-after") modes.rate_limit.retry_after = true;
     else if (name == "--latency") modes.latency = duration();
+    else if (name == "--ssh-silent") modes.ssh_silent = true;
+    else if (name == "--no-sftp") options.ssh_sftp = false;
     else if (name == "--print-env") print_env = true;
     else if (name == "--background") background = true;
     else bad("unknown option " + name);

@@ -384,7 +384,7 @@ Emulator::Emulator(Options options) : impl_(std::make_unique<Impl>()) {
   impl.lobby = std::make_unique<Lobby>(std::move(config), *impl.host, impl.host->load_state(), Instant::now());
   run_host_plan(*impl.host, impl.lobby->startup_plan());
   try {
-    impl.ssh_server = std::make_unique<SshServer>(impl.state_dir, impl.login_shell);
+    impl.ssh_server = std::make_unique<SshServer>(impl.state_dir, impl.login_shell, options.ssh_sftp);
     impl.known_hosts = impl.ssh_server->directory() / "known_hosts";
   } catch (const std::exception& e) {
     // The emulator serves /exec without SSH endpoints: answers then carry no ssh_port.

@@ -245,6 +245,16 @@ asio::awaitable<void> SshEndpoints::relay(std::shared_ptr<Listener> listener, tc
   connection->client = std::move(client);
   connection->client.set_option(tcp::no_delay(true), ignored);
   listener->add(connection);  // from now on pause, restart and rm close it
+  if (lobby_.modes().ssh_silent) {
+    // Accepted, never answered: the client's bytes are dropped until it gives up.
+    std::array<char, 4096> dropped;
+    while (!connection->closed) {
+      const auto [ec, n] = co_await connection->client.async_read_some(asio::buffer(dropped), use_tuple);
+      if (ec) break;
+    }
+    connection->close();
+    co_return;
+  }
   try {
     server_.ensure_running();
   } catch (const std::exception& e) {

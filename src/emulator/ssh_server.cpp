@@ -91,12 +91,13 @@ std::string config_path(const fs::path& path, bool expands_tokens) {
 
 }  // namespace
 
-SshServer::SshServer(const fs::path& state_dir, std::string login_shell)
-    : directory_(state_dir / "ssh"), login_shell_(std::move(login_shell)) {
+SshServer::SshServer(const fs::path& state_dir, std::string login_shell, bool sftp)
+    : directory_(state_dir / "ssh"), login_shell_(std::move(login_shell)), sftp_(sftp) {
   for (const char* program : {sshd_program, sftp_server_program, keygen_program}) {
     if (::access(program, X_OK) != 0) throw std::runtime_error(std::string(program) + " is missing (Debian: openssh-server)");
   }
   fs::create_directories(directory_ / "routes");
+  fs::create_directories(directory_ / "home");
   // As root, sshd needs its privilege separation directory.
   if (::geteuid() == 0) fs::create_directories("/run/sshd");
   const auto host_key = directory_ / "ssh_host_ed25519_key";
@@ -191,8 +192,13 @@ ClientAliveInterval 60
 ClientAliveCountMax 3
 AcceptEnv LANG LC_*
 )";
-  config += std::string("SetEnv PATH=") + vm_path + "\n";
-  config += std::string("Subsystem sftp ") + sftp_server_program + "\n";
+  // (One SetEnv line: sshd keeps the first.) HOME is the emulator's own: sshd starts the
+  // ForceCommand wrapper with the login user's shell, and bash then reads that HOME's ~/.bashrc;
+  // a developer's (pyenv, conda, nvm) costs seconds per session, which no VM pays, and its
+  // output would corrupt SFTP. An empty directory has no startup file; the wrapper sets the VM's.
+  config += std::string("SetEnv PATH=") + vm_path + " " + config_path("HOME=" + (directory_ / "home").string(), false) + "\n";
+  // Without the line, sshd refuses the subsystem before ForceCommand is consulted.
+  if (sftp_) config += std::string("Subsystem sftp ") + sftp_server_program + "\n";
   config += "HostKey " + config_path(directory_ / "ssh_host_ed25519_key", false) + "\n";
   config += "# The emulator's own: a loopback port only its relay reaches, the keys registered with it,\n"
             "# no PAM, keys in a private directory, and every session through the wrapper.\n";

@@ -8,7 +8,9 @@
 // Everything lives in `<state_dir>/ssh/`: the host key (made once, so a new emulator on the same
 // state has the same key), sshd_config, authorized_keys (the lobby's registered keys), the
 // session wrapper sshd runs as ForceCommand, the routes the relay writes (`routes/<port>`: which
-// VM a connection from that local port is for) and sshd.log. Blocking; no Asio.
+// VM a connection from that local port is for), sshd.log, and `home/`, an empty directory that is
+// HOME for the shell sshd starts the wrapper with (so the user's startup files are not read).
+// Blocking; no Asio.
 
 #include <sys/types.h>
 
@@ -26,9 +28,10 @@ class SshServer {
   static constexpr const char* sftp_server_program = "/usr/lib/openssh/sftp-server";
 
   /// Prepares `<state_dir>/ssh/`: the host key (generated once with ssh-keygen), the wrapper,
-  /// sshd_config with a free loopback port. Starts nothing. Throws std::runtime_error naming
-  /// what is missing when SSH cannot be served (no sshd, no ssh-keygen, a failed key).
-  SshServer(const std::filesystem::path& state_dir, std::string login_shell);
+  /// sshd_config with a free loopback port (with the SFTP subsystem when `sftp`). Starts nothing.
+  /// Throws std::runtime_error naming what is missing when SSH cannot be served (no sshd, no
+  /// ssh-keygen, a failed key).
+  SshServer(const std::filesystem::path& state_dir, std::string login_shell, bool sftp);
   /// stop().
   ~SshServer();
   SshServer(const SshServer&) = delete;
@@ -62,6 +65,7 @@ class SshServer {
 
   std::filesystem::path directory_;
   std::string login_shell_;
+  bool sftp_ = true;
   std::string host_public_key_;
   std::uint16_t port_ = 0;
   pid_t pid_ = -1;

@@ -40,9 +40,11 @@ std::string ssh_command_program(const std::string& boundary, const std::string& 
   s += "printf '%s %s\\n' " + b + " \"$g\" >&2\n";
   s += "\"$S\" -l -c " + sh_single_quote(text) + " </dev/null\n";
   s += "c=$?\n";
-  // The end of each stream: a background child may hold the channel open past the exit.
-  s += "printf '\\n%s x %s\\n' " + b + " \"$c\"\n";
-  s += "printf '\\n%s x %s\\n' " + b + " \"$c\" >&2\n";
+  // The end of each stream: a background child may hold the channel open past the exit. Right
+  // after the command's last byte, with no newline before it: a newline that may begin the
+  // mark would have to be held back, and a line's own newline would then wait for what follows.
+  s += "printf '%s x %s\\n' " + b + " \"$c\"\n";
+  s += "printf '%s x %s\\n' " + b + " \"$c\" >&2\n";
   s += "exit \"$c\"\n";
   s += "}\n";
   s += "main\n";
@@ -103,7 +105,7 @@ std::string StartMarkerReader::feed(std::string_view bytes) {
   return {};
 }
 
-EndMarkerReader::EndMarkerReader(const std::string& boundary) : mark_("\n" + boundary + " x ") {}
+EndMarkerReader::EndMarkerReader(const std::string& boundary) : mark_(boundary + " x ") {}
 
 std::string EndMarkerReader::feed(std::string_view bytes) {
   if (exit_code_) return {};

@@ -57,9 +57,10 @@ class StartMarkerReader {
 };
 
 /// Reads one stream of a command started by ssh_command_program, split anywhere: the program
-/// ends each stream with `\n<B> x <status>\n` once the command has exited, because a background
+/// ends each stream with `<B> x <status>\n` once the command has exited, because a background
 /// child that inherited the stream can keep the channel open long after. Bytes before that end
-/// mark are the command's; bytes after it are ignored.
+/// mark are the command's; bytes after it are ignored. The mark follows the command's last byte
+/// directly, so only a possible start of the boundary is ever held back, never a newline.
 class EndMarkerReader {
  public:
   explicit EndMarkerReader(const std::string& boundary);

@@ -1,14 +1,21 @@
 // Drives exedev-mcp with the official MCP TypeScript SDK client on a VM of the bundled emulator.
-// Usage: node sdk_client_test.mjs EXEDEV_MCP SDK_DIR MODE
+// Usage: node sdk_client_test.mjs EXEDEV_MCP SDK_DIR MODE TRANSPORT
 //   tools:    initialize, list the tools, call every tool, a background job, EOF
 //   progress: live output arrives as progress notifications while the command runs
+// TRANSPORT (ssh or exec) is the server's --transport. Either way the server gets a key of the
+// test's own (made here, in a temporary HOME: never the user's ~/.ssh), which the emulator
+// registers, so /exec is used only because it was asked for; the VM's commands see an SSH
+// session (SSH_CONNECTION) exactly when SSH carries them.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-const [server, sdkDir, mode] = process.argv.slice(2);
+const [server, sdkDir, mode, transportName] = process.argv.slice(2);
 assert.ok(mode === 'tools' || mode === 'progress', 'MODE is tools or progress');
+assert.ok(transportName === 'ssh' || transportName === 'exec', 'TRANSPORT is ssh or exec');
 // CTest reports the entry as skipped when this is the first line of its output.
 if (!existsSync(path.join(sdkDir, 'node_modules/@modelcontextprotocol/sdk/package.json'))) {
   console.log('skipped: the MCP SDK is not installed (run scripts/install-deps.sh --tests)');
@@ -20,10 +27,28 @@ const { Client } = await sdk('client/index.js');
 const { StdioClientTransport } = await sdk('client/stdio.js');
 const { LATEST_PROTOCOL_VERSION } = await sdk('types.js');
 
+const home = mkdtempSync(path.join(os.tmpdir(), 'exedev-mcp-sdk-'));
+process.on('exit', () => rmSync(home, { recursive: true, force: true }));
+const key = path.join(home, 'id_ed25519');
+execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'exedev-mcp-sdk-test', '-f', key]);
+const environment = { ...process.env, HOME: home };
+delete environment.SSH_AUTH_SOCK;
+delete environment.EXE_SSH_KEY;
+
 const transport = new StdioClientTransport({
   command: server,
-  args: ['--emulator', '--working-dir=project', '--tag=mcp-test'],
-  stderr: 'inherit',
+  args: ['--emulator', '--working-dir=project', '--tag=mcp-test', `--transport=${transportName}`, `--ssh-key=${key}`],
+  env: environment,
+  stderr: 'pipe',
+});
+// The server's log (its transport choice among it), passed on for the test's output.
+let log = '';
+const logEnded = new Promise((resolve) => {
+  transport.stderr.on('data', (chunk) => {
+    log += chunk;
+    process.stderr.write(chunk);
+  });
+  transport.stderr.on('end', resolve);
 });
 const client = new Client({ name: 'exedev-mcp-sdk-test', version: '1.0.0' });
 await client.connect(transport);
@@ -52,6 +77,16 @@ async function ok(name, args, options) {
   const result = await call(name, args, options);
   assert.equal(result.isError, false, `${name} failed: ${result.text}`);
   return result.text;
+}
+
+// The transport: the command runs in an SSH session on the VM exactly when SSH carries it.
+const session = await ok('run_command', { command: 'echo "session:${SSH_CONNECTION:+ssh}"' });
+assert.equal(session, transportName === 'ssh' ? '[stdout]\nsession:ssh\n' : '[stdout]\nsession:\n');
+console.log(`commands run over ${transportName}`);
+// What the server logged, once it has exited: SSH was chosen (and said so) only when asked for.
+async function checkLog() {
+  await logEnded;
+  assert.equal(log.includes('over SSH'), transportName === 'ssh', `the server's log:\n${log}`);
 }
 
 // The file tools.
@@ -89,6 +124,7 @@ if (mode === 'progress') {
   for (let i = 1; i < progress.length; ++i) assert.ok(progress[i].progress > progress[i - 1].progress);
   console.log(`progress: ${progress.length} notifications`);
   await client.close();
+  await checkLog();
   process.exit(0);
 }
 
@@ -121,4 +157,5 @@ const { code, signal } = await exited;
 assert.equal(signal, null, 'exited by itself, not by a signal');
 assert.equal(code, 0);
 await client.close();
+await checkLog();
 console.log('EOF: exit status 0');

@@ -76,6 +76,10 @@ struct Modes {
   RateLimit rate_limit{};
   /// Added before every /exec request is handled (after it is read).
   std::chrono::milliseconds latency{0};
+  /// The SSH endpoints accept connections and never send a byte (what the client sends is read
+  /// and dropped until it closes), as exe.dev's edge does with new connections to port 22 above
+  /// its per-source-IP rate. Connections open before it was set are served on.
+  bool ssh_silent = false;
   /// Time a new or copied VM takes before it runs commands; `ls` shows `creating` meanwhile.
   std::chrono::milliseconds boot_delay{0};
 };

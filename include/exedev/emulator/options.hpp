@@ -37,6 +37,10 @@ struct Options {
   /// SSH public keys (authorized_keys lines, e.g. the text of an `id_ed25519.pub`) registered at
   /// start, as `ssh-key add` registers them: they may log in to every VM's SSH endpoint.
   std::vector<std::string> ssh_authorized_keys{};
+  /// Whether the SSH endpoints serve the SFTP subsystem. Off, sshd refuses the subsystem
+  /// request, as a server configured without `Subsystem sftp` does (tests of a client's
+  /// fallback); commands, shells and forwarding are served as before.
+  bool ssh_sftp = true;
   Modes modes{};
   EXEDEV_COAWAIT_GUARD;
 };

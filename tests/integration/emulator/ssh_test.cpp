@@ -2,12 +2,13 @@
 // here wrote: commands and their exit status, the same environment as the /exec path, SFTP in
 // the VM's home, only registered keys, pause, resume and rm, strict host key checking with the
 // emulator's known_hosts, the host key and ports across emulators on one state_dir, the latency
-// mode, and no sshd left once the emulator stops.
+// mode, an sshd without SFTP, silent endpoints, and no sshd left once the emulator stops.
 #include <exedev/emulator/emulator.hpp>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <dirent.h>
@@ -390,6 +391,38 @@ TEST_CASE("ssh: only exe.dev's VM algorithms are negotiated", "[ssh]") {
   const auto accepted = run(command);
   INFO(accepted.output);
   CHECK(accepted.exit_code == 0);
+}
+
+TEST_CASE("ssh: without the SFTP subsystem sftp is refused and commands still run", "[ssh]") {
+  Options options;
+  options.ssh_sftp = false;
+  SshHarness h(options);
+  const auto port = h.make_vm("no-sftp-vm");
+  const auto refused = h.sftp(port, "ls\n");
+  INFO(refused.output);
+  CHECK(refused.exit_code != 0);
+  CHECK(refused.output.find("subsystem request failed") != std::string::npos);
+  CHECK(h.ssh(port, "echo still here").output == "still here\n");
+}
+
+TEST_CASE("ssh: silent endpoints take the connection and never answer, until the mode is off", "[ssh]") {
+  SshHarness h;
+  const auto port = h.make_vm("silent-vm");
+  Modes modes = h.emulator->modes();
+  modes.ssh_silent = true;
+  h.emulator->set_modes(modes);
+  // OpenSSH's ConnectTimeout also bounds the wait for the server's banner.
+  auto args = h.ssh_args(port, h.key);
+  std::replace(args.begin(), args.end(), std::string("ConnectTimeout=30"), std::string("ConnectTimeout=2"));
+  args.push_back("true");
+  const auto silent = finish(spawn(args));
+  INFO(silent.output);
+  CHECK(silent.exit_code == 255);
+  CHECK(silent.output.find("banner exchange") != std::string::npos);
+  CHECK(silent.output.find("timed out") != std::string::npos);
+  modes.ssh_silent = false;
+  h.emulator->set_modes(modes);
+  CHECK(h.ssh(port, "echo answered").output == "answered\n");
 }
 
 TEST_CASE("ssh: the latency mode holds back each direction's bytes", "[ssh]") {

@@ -293,3 +293,92 @@ TEST_CASE("over SSH, a connection dropped mid-upload leaves the old file or the 
     co_await backend->close();
   }, limits(300s));
 }
+
+TEST_CASE("an SSH endpoint that accepts but never answers: auto falls back to /exec, ssh fails clearly", "[integration]") {
+  SshSetup s;
+  Fixture f(s.emulator_options());
+  if (f.skip("the emulator's silent SSH endpoints")) return;
+  LogLines log;
+  exedev::testing::run([&](Executor) -> Task<void> {
+    auto first = std::make_shared<exedev::SandboxBackend>(ssh_options(f, exedev::Transport::exec, s.registered, std::nullopt));
+    co_await first->working_dir();
+    co_await first->close();
+    // From now on the endpoint takes the TCP connection and says nothing, as exe.dev's edge does
+    // above its connection rate: only the handshake's timeout ends the wait.
+    auto modes = f.emu().modes();
+    modes.ssh_silent = true;
+    f.emu().set_modes(modes);
+
+    auto o = ssh_options(f, exedev::Transport::automatic, s.registered, first->ref());
+    o.ssh.connect_timeout = 2s;
+    o.ssh.handshake_timeout = 2s;
+    o.logger = log.logger();
+    auto backend = std::make_shared<exedev::SandboxBackend>(o);
+    const auto result = co_await backend->run(Command::shell("echo fine"), no_options());
+    CHECK(result.exit_code == 0);
+    CHECK(result.stdout_text == "fine\n");
+    CHECK(backend->transport_in_use() == exedev::Transport::exec);
+    co_await backend->close();
+
+    auto strict_options = ssh_options(f, exedev::Transport::ssh, s.registered, first->ref());
+    strict_options.ssh.connect_timeout = 2s;
+    strict_options.ssh.handshake_timeout = 2s;
+    auto strict = std::make_shared<exedev::SandboxBackend>(strict_options);
+    auto refusing = strict->run(Command::shell("echo never"), no_options());
+    const auto error = co_await capture(std::move(refusing));
+    const auto failed = expect_error<exedev::ConnectionError>(error);
+    const std::string message = failed.what();
+    INFO(message);
+    CHECK(failed.code() == exedev::errc::connection_failed);
+    CHECK_FALSE(failed.may_have_run());
+    CHECK(message.find("handshake") != std::string::npos);
+    CHECK(message.find("timed out") != std::string::npos);
+    CHECK_FALSE(strict->transport_in_use() == exedev::Transport::exec);
+    co_await strict->close();
+  }, limits(120s));
+  INFO(log.all());
+  REQUIRE(log.lines.size() == 1);
+  CHECK(log.lines[0].find("using /exec") != std::string::npos);
+  CHECK(log.lines[0].find("did not answer") != std::string::npos);
+  CHECK(log.lines[0].find("timed out") != std::string::npos);
+}
+
+TEST_CASE("an sshd that refuses SFTP: files travel through exec channels, exactly, with no /exec request", "[integration]") {
+  SshSetup s;
+  auto emulator_options = s.emulator_options();
+  emulator_options.ssh_sftp = false;
+  Fixture f(emulator_options);
+  if (f.skip("the emulator's SSH endpoints without SFTP")) return;
+  LogLines log;
+  const auto large = random_bytes(3 * 1024 * 1024 + 12345);  // several write chunks and read pages
+  exedev::testing::run([&](Executor) -> Task<void> {
+    auto o = ssh_options(f, exedev::Transport::ssh, s.registered, std::nullopt);
+    o.logger = log.logger();
+    auto backend = std::make_shared<exedev::SandboxBackend>(o);
+    exedev::workspace::Workspace w(backend);
+    co_await w.working_dir();
+    CHECK(backend->transport_in_use() == exedev::Transport::ssh);
+    f.emu().clear_commands();
+
+    CHECK_FALSE(co_await backend->file_transfer_available());
+    co_await w.write_text("notes/small.txt", "small\n");
+    CHECK(co_await w.read_text("notes/small.txt") == "small\n");
+    co_await w.write_bytes("large.bin", large);
+    const auto back = co_await w.read_bytes("large.bin");
+    CHECK(back.size() == large.size());
+    CHECK(back == large);
+    // Overwritten by a smaller file: nothing of the larger one is left.
+    const auto smaller = random_bytes(1500 * 1024);
+    co_await w.write_bytes("large.bin", smaller);
+    CHECK(co_await w.read_bytes("large.bin") == smaller);
+    const auto entry = co_await w.stat("large.bin");
+    CHECK(entry.size == smaller.size());
+    for (const auto& command : f.emu().commands()) UNSCOPED_INFO("an /exec request: " << command.command);
+    CHECK(f.emu().commands().empty());
+    co_await backend->close();
+  }, limits(300s));
+  INFO(log.all());
+  bool noted = false;
+  for (const auto& line : log.lines) noted = noted || line.find("serves no SFTP") != std::string::npos;
+  CHECK(noted);
+}

@@ -137,7 +137,7 @@ TEST_CASE("ssh commands: a command's stdin is at EOF and a signal's status is 12
 }
 
 TEST_CASE("ssh commands: the end mark is found however the stream is split, and only once") {
-  const std::string stream = std::string("data\nmore \0bytes", 17) + "\nBe1 x 42\nafter the end";
+  const std::string stream = std::string("data\nmore \0bytes", 17) + "Be1 x 42\nafter the end";
   for (std::size_t piece = 1; piece <= stream.size(); ++piece) {
     EndMarkerReader reader("Be1");
     std::string out;
@@ -150,9 +150,18 @@ TEST_CASE("ssh commands: the end mark is found however the stream is split, and 
 
 TEST_CASE("ssh commands: output that only looks like the end mark is data, and a cut stream keeps its tail") {
   EndMarkerReader reader("Be2");
-  CHECK(reader.feed("a\nBe2 x nope\nb\nBe2") == "a\nBe2 x nope\nb");
+  CHECK(reader.feed("a\nBe2 x nope\nb\nBe2") == "a\nBe2 x nope\nb\n");
   CHECK_FALSE(reader.exit_code());
-  CHECK(reader.finish() == "\nBe2");
+  CHECK(reader.finish() == "Be2");
+}
+
+TEST_CASE("ssh commands: a line's newline is handed on at once, not held back for the end mark") {
+  // Live output: a command that prints a line and then waits must show the whole line.
+  EndMarkerReader reader("Be3");
+  CHECK(reader.feed("ready\n") == "ready\n");
+  CHECK(reader.feed("B") == "");
+  CHECK(reader.feed("e3 x 0\n") == "");
+  CHECK(reader.exit_code() == 0);
 }
 
 TEST_CASE("ssh commands: invalid input is refused before anything is sent") {
