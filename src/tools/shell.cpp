@@ -460,16 +460,42 @@ Task<std::string> Shell::State::start_command(std::string command, std::string r
     job_id = detail::sha256_hex(run_id + ":" + tool_call_id).substr(0, 32);
   }
   detail::LaunchRequest request;
-  const auto directory = co_await base();
-  request.directory = posix_join(directory, job_id.value_or(exedev::detail::random_hex(16)));
-  request.exclusive = job_id.has_value();
   request.cwd = co_await cwd_for(run_id);
+  std::string directory;
+  if (!jobs_base && detail::supports_commands(*workspace)) {
+    // This Shell's first job: the metadata directory's checks travel in the launch's command.
+    auto setup = co_await detail::metadata_setup(workspace, detail::kJobsDirName);
+    directory = setup.directory;
+    request.prelude = std::move(setup.script);
+    request.prelude_exit_codes = {detail::kMetadataSymlink, detail::kMetadataFailed};
+  } else {
+    directory = co_await base();
+  }
+  const auto job_name = job_id.value_or(exedev::detail::random_hex(16));
+  request.directory = posix_join(directory, job_name);
+  request.exclusive = job_id.has_value();
   request.combined = false;
   request.command = command;
   request.file_limit = options.max_file_bytes;
-  auto job = co_await Job::launch(workspace, std::move(request), command_env().value_or(ws::Env{}));
+  std::optional<Job> job;
+  std::optional<detail::PreludeFailed> setup_failed;
+  try {
+    job = co_await Job::launch(workspace, request, command_env().value_or(ws::Env{}));
+  } catch (const detail::PreludeFailed& failed) {
+    setup_failed = failed;
+  }
+  if (setup_failed) {
+    // A symlink is refused here; any other failure is left to the separate operations, which
+    // report it (or succeed), and the launch then goes alone.
+    detail::metadata_setup_done(setup_failed->exit_code, setup_failed->stdout_text);
+    request.prelude.clear();
+    request.directory = posix_join(co_await base(), job_name);
+    job = co_await Job::launch(workspace, request, command_env().value_or(ws::Env{}));
+  } else if (!jobs_base && !request.prelude.empty()) {
+    jobs_base = directory;
+  }
   co_return "Started background command: " + python_repr(command) + "\nID: " +
-      ws::detail::posix_basename(job.directory());
+      ws::detail::posix_basename(job->directory());
 }
 
 Task<std::optional<detail::JobReport>> Shell::State::job_report(std::string command_id, bool stop) {

@@ -49,6 +49,11 @@ Task<void> finish_despite_cancellation(Task<void> op, std::optional<std::chrono:
 Task<Job> Job::launch(std::shared_ptr<ws::Workspace> workspace, LaunchRequest request, ws::Env env) {
   auto command = ws::Command::shell(launcher_script(request));
   const auto result = co_await workspace->run(std::move(command), control_options(std::move(env)));
+  const auto& prelude_codes = request.prelude_exit_codes;
+  if (!request.prelude.empty() &&
+      std::find(prelude_codes.begin(), prelude_codes.end(), result.exit_code) != prelude_codes.end()) {
+    throw PreludeFailed{result.exit_code, result.stdout_text};
+  }
   if (result.exit_code == kMissingJobTools) {
     // Without them the launcher would wait out its time limit for a status never published.
     std::string lacking;

@@ -24,12 +24,19 @@ using workspace::Task;
 /// cancellation state is left as it was. For stopping a job, which must not stop halfway.
 Task<void> finish_despite_cancellation(Task<void> op, std::optional<std::chrono::steady_clock::duration> limit);
 
+/// Job::launch's request.prelude ended with a non-zero status: the job was not launched.
+struct PreludeFailed {
+  int exit_code = 0;
+  std::string stdout_text;
+};
+
 /// One detached command and the files that describe it. Cheap to copy.
 class Job {
  public:
   /// Starts `request.command` detached (one workspace command, bounded by kControlTimeout).
   /// An exclusive request whose directory exists attaches to that job (ModelRetry when it has
-  /// no handle yet: its launch is still in flight). A launcher failure is ModelRetry; missing
+  /// no handle yet: its launch is still in flight). A `request.prelude` that ends with one of its exit
+  /// codes is PreludeFailed (nothing launched). A launcher failure is ModelRetry; missing
   /// `mv`/`base64` is WorkspaceError. Cancellation: as Workspace::run; a launch cancelled
   /// after the supervisor started leaves it waiting until it sees the launcher gone, and it
   /// then publishes exit code 143 without running the command.

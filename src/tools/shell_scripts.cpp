@@ -163,7 +163,9 @@ std::string launcher_script(const LaunchRequest& request) {
       " mode=" + (request.combined ? "combined" : "separate") + " cmd=" + shell_quote(request.command) +
       " limit=" + shell_quote(request.file_limit ? std::to_string(*request.file_limit) : "") +
       " wrapper=" + shell_quote(supervisor_script());
-  return in_directory(request.cwd, assignments + "\n" + kLauncherBody);
+  auto launcher = in_directory(request.cwd, assignments + "\n" + kLauncherBody);
+  if (request.prelude.empty()) return launcher;
+  return "(\n" + request.prelude + "\n) || exit $?\n" + launcher;
 }
 
 std::vector<std::string> signal_argv(const std::string& signal, const std::string& target,

@@ -78,6 +78,12 @@ struct LaunchRequest {
   bool combined = false;   ///< One output.log rather than stdout.log and stderr.log.
   std::string command{};
   std::optional<std::uint64_t> file_limit{};
+  /// A script run first in the same command (in a subshell, before the `cd`): when it fails the
+  /// command ends with its status, one of `prelude_exit_codes`, which differ from the launcher's
+  /// own (kMissingJobTools, kJobClaimed, 125, and cd's 1 or 2). start_command's first job sets
+  /// up the metadata directory this way (tools/workspace_access.hpp).
+  std::string prelude{};
+  std::vector<int> prelude_exit_codes{};
 };
 /// The whole launcher: `cd`, the variable assignments, then the launcher body. It prints
 /// `<pid> <group>` (also written to `handle`) once the supervisor has published its status.

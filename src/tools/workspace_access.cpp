@@ -34,39 +34,50 @@ workspace::Task<void> refuse_symlink(std::shared_ptr<workspace::Workspace> works
   if (real != path) throw workspace::WorkspaceError("Refusing to use " + path + ": it is a symlink.");
 }
 
-// The exit status of metadata_setup_script when it met a symlink (its path on stdout).
-constexpr int metadata_symlink_status = 3;
-
 // metadata_dir's checks and creations as one command. The working directory is a real path
 // (the backend protocol), so a path below it differs from its real path exactly when it is, or
-// passes through, a symlink, which `test -L` on each directory in turn tells. Any other failure
-// exits 4, leaving the separate operations to report it.
+// passes through, a symlink, which `test -L` on each directory in turn tells.
 std::string metadata_setup_script(const std::string& base, const std::string& directory, const std::string& gitignore) {
+  const auto symlink = std::to_string(kMetadataSymlink);
+  const auto failed = std::to_string(kMetadataFailed);
   return "base=" + workspace::shell_quote(base) + "; dir=" + workspace::shell_quote(directory) +
          "; gi=" + workspace::shell_quote(gitignore) +
-         "\nlinked() { if test -L \"$1\"; then printf %s \"$1\"; exit 3; fi; }\n"
-         "linked \"$base\"; mkdir -p \"$dir\" 2>/dev/null || exit 4\n"
+         "\nlinked() { if test -L \"$1\"; then printf %s \"$1\"; exit " + symlink + "; fi; }\n"
+         "linked \"$base\"; mkdir -p \"$dir\" 2>/dev/null || exit " + failed + "\n"
          "linked \"$base\"; linked \"$dir\"; linked \"$gi\"\n"
-         "test -e \"$gi\" || printf '*\\n' > \"$gi\" || exit 4\n";
+         "test -e \"$gi\" || printf '*\\n' > \"$gi\" || exit " + failed + "\n";
 }
 
 }  // namespace
 
-workspace::Task<std::string> metadata_dir(std::shared_ptr<workspace::Workspace> workspace, std::string name) {
+workspace::Task<MetadataSetup> metadata_setup(std::shared_ptr<workspace::Workspace> workspace, std::string name) {
   const std::string root = co_await workspace->working_dir();
-  const std::string base = workspace::normpath(root + "/" + metadata_dir_name);
-  const std::string directory = workspace::normpath(base + "/" + name);
-  const std::string gitignore = base + "/.gitignore";
+  MetadataSetup setup;
+  setup.base = workspace::normpath(root + "/" + metadata_dir_name);
+  setup.directory = workspace::normpath(setup.base + "/" + name);
+  setup.script = metadata_setup_script(setup.base, setup.directory, setup.base + "/.gitignore");
+  co_return setup;
+}
+
+bool metadata_setup_done(int exit_code, const std::string& stdout_text) {
+  if (exit_code == kMetadataSymlink && !stdout_text.empty()) {
+    throw workspace::WorkspaceError("Refusing to use " + stdout_text + ": it is a symlink.");
+  }
+  return exit_code == 0;
+}
+
+workspace::Task<std::string> metadata_dir(std::shared_ptr<workspace::Workspace> workspace, std::string name) {
+  const auto setup = co_await metadata_setup(workspace, name);
   if (supports_commands(*workspace)) {
     // One command where each check would be a request of its own.
-    auto command = workspace::Command::shell(metadata_setup_script(base, directory, gitignore));
+    auto command = workspace::Command::shell(setup.script);
     workspace::RunOptions options;
     const auto result = co_await workspace->run(std::move(command), std::move(options));
-    if (result.exit_code == 0) co_return directory;
-    if (result.exit_code == metadata_symlink_status && !result.stdout_text.empty()) {
-      throw workspace::WorkspaceError("Refusing to use " + result.stdout_text + ": it is a symlink.");
-    }
+    if (metadata_setup_done(result.exit_code, result.stdout_text)) co_return setup.directory;
   }
+  const std::string& base = setup.base;
+  const std::string& directory = setup.directory;
+  const std::string gitignore = base + "/.gitignore";
   try {
     co_await refuse_symlink(workspace, base);
     co_await workspace->make_dir(directory);

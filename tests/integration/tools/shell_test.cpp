@@ -183,6 +183,31 @@ TEST_CASE("a job's id derives from the run and tool call ids; a retried start at
   });
 }
 
+TEST_CASE("a job's metadata directory reached through a symlink is refused, and nothing starts", "[integration][tools]") {
+  on_each_backend([&](Bench& bench) -> Task<void> {
+    auto workspace = bench.first();
+    const auto wd = co_await workspace->working_dir();
+    // The first job's launch carries the metadata checks (one command): a symlinked
+    // .pydantic-ai-harness, then a symlinked shell/ below a real one, are refused there.
+    tools::Shell linked_base(workspace);
+    CHECK_TEXT(co_await run(linked_base, "mkdir elsewhere && ln -s elsewhere .pydantic-ai-harness"), "(no output)");
+    CHECK_TEXT(co_await call(linked_base, "start_command", command_args("touch started"), ToolOutcome::failed),
+               "Refusing to use " + wd + "/.pydantic-ai-harness: it is a symlink.");
+    CHECK_TEXT(co_await run(linked_base, "rm .pydantic-ai-harness && mkdir .pydantic-ai-harness && ln -s ../elsewhere .pydantic-ai-harness/shell"),
+               "(no output)");
+    tools::Shell linked_dir(workspace);
+    CHECK_TEXT(co_await call(linked_dir, "start_command", command_args("touch started"), ToolOutcome::failed),
+               "Refusing to use " + wd + "/.pydantic-ai-harness/shell: it is a symlink.");
+    CHECK_TEXT(co_await run(linked_dir, "ls -A elsewhere; test -e started || echo none"), "[stdout]\nnone\n");
+    // With a real directory the first job starts, and the .gitignore is written.
+    CHECK_TEXT(co_await run(linked_dir, "rm .pydantic-ai-harness/shell"), "(no output)");
+    tools::Shell fresh(workspace);
+    const auto id = started_id(co_await call(fresh, "start_command", command_args("sleep 300")));
+    CHECK_TEXT(co_await workspace->read_text(".pydantic-ai-harness/.gitignore"), "*\n");
+    CHECK_TEXT(co_await call(fresh, "stop_command", id_args(id)), "(no output)\n[stopped]\n[exit code: 143]");
+  });
+}
+
 TEST_CASE("the persistent shell tool returns output and handles", "[integration][tools]") {
   on_each_backend([&](Bench& bench) -> Task<void> {
     auto workspace = bench.first();

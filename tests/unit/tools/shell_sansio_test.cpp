@@ -147,6 +147,9 @@ TEST_CASE("the launcher quotes every value it assigns", "[unit][tools]") {
   const auto second = launcher_script(request);
   CHECK(second.find(" exclusive=0 mode=combined ") != std::string::npos);
   CHECK(second.find(" limit='' wrapper=") != std::string::npos);
+  // A prelude runs first, in a subshell whose failure ends the command with its status.
+  request.prelude = "exit 113";
+  CHECK(launcher_script(request) == "(\nexit 113\n) || exit $?\n" + second);
   CHECK(signal_argv("TERM", "-42", "/j/stop") ==
         std::vector<std::string>{"sh", "-c", "true 2> /dev/null > \"$3\"; kill -s \"$1\" -- \"$2\"", "kill", "TERM",
                                  "-42", "/j/stop"});
