@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages exedev-cpp needs, and only those that are missing.
 # Does nothing (and needs no network) when everything is already installed.
-# With --tests, also node and npm, then the npm packages of the MCP integration tests
+# With --tests, also node, npm and python3, then the npm packages of the MCP integration tests
 # (tests/mcp) when they changed: only the test command needs them, not the demo.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -12,7 +12,8 @@ packages=(g++ clang cmake ninja-build pkg-config libboost1.81-dev libssl-dev nlo
           libfmt-dev catch2 ccache curl ca-certificates openssl git libssh2-1-dev
           openssh-server openssh-client)  # the emulator's SSH endpoints (sshd, sftp-server), ssh and sftp for its tests
 if $for_tests; then
-  packages+=(nodejs)
+  # python3: the source lints (tests/lint) and the HTTP server the port-forwarding test runs.
+  packages+=(nodejs python3)
   # Debian's npm is its own package; NodeSource's nodejs bundles npm (and conflicts with it).
   command -v npm >/dev/null || packages+=(npm)
 fi

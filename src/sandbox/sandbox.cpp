@@ -41,7 +41,8 @@ Task<void> Sandbox::with_run(std::optional<workspace::WorkspaceRef> ref, std::fu
   SandboxRun run = open_run(std::move(ref), fresh);
   std::exception_ptr body_error;
   try {
-    co_await body(run);
+    auto running = body(run);
+    co_await std::move(running);
   } catch (...) {
     body_error = std::current_exception();
   }
@@ -60,7 +61,8 @@ Task<bool> Sandbox::destroy(workspace::WorkspaceRef ref) const {
   bool deleted = false;
   try {
     const VMTarget target(ref);
-    deleted = co_await manager.destroy(target);
+    auto destroying = manager.destroy(target);
+    deleted = co_await std::move(destroying);
   } catch (...) {
     error = std::current_exception();
   }

@@ -62,7 +62,8 @@ Task<T> access_mapped(detail::ClientHolder& holder, Settings settings, Task<T> (
 }
 
 Task<VMInfo> in_scope(const Context& c, const VMTarget& vm) {
-  co_return co_await detail::find_in_scope(c.client, vm.name(), c.settings.scope_tag);
+  auto finding = detail::find_in_scope(c.client, vm.name(), c.settings.scope_tag);
+  co_return co_await std::move(finding);
 }
 
 Task<LookupResult> lookup_in(Context c, VMSpec spec) {
@@ -70,7 +71,8 @@ Task<LookupResult> lookup_in(Context c, VMSpec spec) {
   // candidate, and the name (if any) finds a VM that lacks the tags (a conflict).
   auto patterns = detail::one(spec.tags().front());
   if (spec.name()) patterns.push_back(*spec.name());
-  const auto listed = co_await c.client.list_vms(std::move(patterns));
+  auto listing = c.client.list_vms(std::move(patterns));
+  const auto listed = co_await std::move(listing);
   co_return classify_lookup(spec, c.settings.scope_tag, listed);
 }
 
@@ -78,7 +80,8 @@ Task<VMState> initialize_in(Context c, VMTarget vm, VMSpec spec) {
   detail::ProvisionSubject subject(detail::ProvisionPlan::Kind::initialize, false, std::move(spec), c.settings.scope_tag,
                                    c.settings.readiness);
   subject.name = vm.name();
-  co_await detail::walk_phases(c.client, subject);
+  auto walking = detail::walk_phases(c.client, subject);
+  co_await std::move(walking);
   co_return VMState::from_info(*subject.state);
 }
 
@@ -90,21 +93,25 @@ Task<VMState> pause_in(Context c, VMTarget vm) {
   // Flush first, so that what was written survives whatever happens to the paused VM.
   ClientRunOptions options;
   options.timeout = std::chrono::duration<double>(120);
-  const auto flushed = co_await c.client.run(vm.name(), "sync", options);
+  auto flushing = c.client.run(vm.name(), "sync", options);
+  const auto flushed = co_await std::move(flushing);
   if (flushed.exit_code != 0) {
     throw workspace::WorkspaceError("the flush (sync) before pausing VM \"" + vm.name() + "\" exited with " +
                                     std::to_string(flushed.exit_code));
   }
-  co_await c.client.pause_vm(vm.name());
+  auto pausing = c.client.pause_vm(vm.name());
+  co_await std::move(pausing);
   co_return VMState::from_info(co_await in_scope(c, vm));
 }
 
 Task<VMState> resume_in(Context c, VMTarget vm) {
   const auto info = co_await in_scope(c, vm);
   if (info.status.kind == VMStatus::Kind::paused) {
-    co_await c.client.resume_vm(vm.name());
+    auto resuming = c.client.resume_vm(vm.name());
+    co_await std::move(resuming);
   }
-  co_await detail::wait_ready(c.client, vm.name(), c.settings.readiness);
+  auto ready = detail::wait_ready(c.client, vm.name(), c.settings.readiness);
+  co_await std::move(ready);
   co_return VMState::from_info(co_await in_scope(c, vm));
 }
 
@@ -119,10 +126,12 @@ Task<bool> destroy_in(Context c, VMTarget vm) {
   } catch (const VMNotFoundError&) {
     co_return false;
   }
-  const auto removed = co_await c.client.remove_vms(detail::one(vm.name()));
+  auto removing = c.client.remove_vms(detail::one(vm.name()));
+  const auto removed = co_await std::move(removing);
   if (std::find(removed.deleted.begin(), removed.deleted.end(), vm.name()) != removed.deleted.end()) co_return true;
   // Refused: gone meanwhile (another caller deleted it), or exe.dev could not delete it.
-  const auto listed = co_await c.client.list_vms(detail::one(vm.name()));
+  auto listing = c.client.list_vms(detail::one(vm.name()));
+  const auto listed = co_await std::move(listing);
   const bool exists = std::any_of(listed.begin(), listed.end(), [&](const VMInfo& info) { return info.name == vm.name(); });
   if (!exists) co_return false;
   throw workspace::WorkspaceError("exe.dev did not delete VM \"" + vm.name() + "\"");
@@ -155,7 +164,8 @@ Task<VMState> VMs::provision(VMSpec spec) {
     // A cancelled provision deletes the VM it made.
     detail::ProvisionSubject subject(detail::ProvisionPlan::Kind::provision, true, std::move(spec),
                                      impl_->settings.scope_tag, impl_->settings.readiness);
-    co_await detail::walk_phases(client, subject);
+    auto walking = detail::walk_phases(client, subject);
+    co_await std::move(walking);
     co_return VMState::from_info(*subject.state);
   } catch (...) {
     error = std::current_exception();
@@ -167,7 +177,8 @@ Task<LookupResult> VMs::lookup(VMSpec spec) {
   if (spec.tags().empty()) {
     throw std::invalid_argument("lookup needs a spec with tags: a name alone could belong to a VM made some other way");
   }
-  co_return co_await access_mapped(impl_->client, impl_->settings, &lookup_in, std::move(spec));
+  auto looking = access_mapped(impl_->client, impl_->settings, &lookup_in, std::move(spec));
+  co_return co_await std::move(looking);
 }
 
 Task<VMState> VMs::initialize(VMTarget vm, VMSpec spec) {

@@ -193,14 +193,15 @@ TEST_CASE("a job's metadata directory reached through a symlink is refused, and 
     CHECK_TEXT(co_await run(linked_base, "mkdir elsewhere && ln -s elsewhere .pydantic-ai-harness"), "(no output)");
     CHECK_TEXT(co_await call(linked_base, "start_command", command_args("touch started"), ToolOutcome::failed),
                "Refusing to use " + wd + "/.pydantic-ai-harness: it is a symlink.");
-    CHECK_TEXT(co_await run(linked_base, "rm .pydantic-ai-harness && mkdir .pydantic-ai-harness && ln -s ../elsewhere .pydantic-ai-harness/shell"),
+    co_await workspace->remove(".pydantic-ai-harness");  // the link, not where it points
+    CHECK_TEXT(co_await run(linked_base, "mkdir .pydantic-ai-harness && ln -s ../elsewhere .pydantic-ai-harness/shell"),
                "(no output)");
     tools::Shell linked_dir(workspace);
     CHECK_TEXT(co_await call(linked_dir, "start_command", command_args("touch started"), ToolOutcome::failed),
                "Refusing to use " + wd + "/.pydantic-ai-harness/shell: it is a symlink.");
     CHECK_TEXT(co_await run(linked_dir, "ls -A elsewhere; test -e started || echo none"), "[stdout]\nnone\n");
     // With a real directory the first job starts, and the .gitignore is written.
-    CHECK_TEXT(co_await run(linked_dir, "rm .pydantic-ai-harness/shell"), "(no output)");
+    co_await workspace->remove(".pydantic-ai-harness/shell");
     tools::Shell fresh(workspace);
     const auto id = started_id(co_await call(fresh, "start_command", command_args("sleep 300")));
     CHECK_TEXT(co_await workspace->read_text(".pydantic-ai-harness/.gitignore"), "*\n");
