@@ -302,9 +302,9 @@ cases=(
   "correct:callee throws: named aggregate moved in, f(std::move(o)), caught"
   "correct:named aggregate moved in, f(std::move(o))"
 )
-# verdict N CXX: builds and runs case N with CXX, writes the verdict to $work/verdict-N-CXX.
+# verdict N CXX: builds and runs case N with CXX, writes the verdict to $work/verdict-N-<CXX as a file name>.
 verdict() {
-  local n=$1 cxx=$2 exe="$work/case$1-${2//+/p}" result
+  local n=$1 cxx=$2 exe="$work/case$1-${2//[^A-Za-z0-9]/_}" result
   if ! "$cxx" -std=c++20 -Iinclude -DCASE="$n" -fsanitize=address,undefined -fno-sanitize-recover=all -g \
        "$work/probe.cpp" -o "$exe" 2>/dev/null; then
     result=refused
@@ -313,7 +313,7 @@ verdict() {
   else
     result=corrupts
   fi
-  echo "$result" > "$work/verdict-$n-${cxx//+/p}"
+  echo "$result" > "$work/verdict-$n-${cxx//[^A-Za-z0-9]/_}"
 }
 export -f verdict
 export work
@@ -330,9 +330,9 @@ for i in "${!cases[@]}"; do
   n=$((i + 1))
   expected=${cases[$i]%%:*}
   printf '%-84s' "$n. ${cases[$i]#*:}"
-  for cxx in "${compilers[@]}"; do printf ' %-10s' "$(cat "$work/verdict-$n-${cxx//+/p}")"; done
+  for cxx in "${compilers[@]}"; do printf ' %-10s' "$(cat "$work/verdict-$n-${cxx//[^A-Za-z0-9]/_}")"; done
   if $check; then
-    got=$(cat "$work/verdict-$n-${compilers[0]//+/p}")
+    got=$(cat "$work/verdict-$n-${compilers[0]//[^A-Za-z0-9]/_}")
     printf ' %-10s' "$expected"
     [[ $got == "$expected" ]] || { printf ' MISMATCH'; failures=$((failures + 1)); }
   fi
