@@ -55,6 +55,8 @@ constexpr std::size_t kSshChunkChars = 4 * 1024 * 1024;
 // Bytes of the archive read back per script (its base64 stays under the 8 MiB output cap).
 constexpr std::size_t kPageBytes = 4 * 1024 * 1024;
 constexpr auto kCleanupLimit = std::chrono::seconds(10);
+// Bound of one chunk's script once it is let finish after a cancellation.
+constexpr auto kChunkLimit = std::chrono::seconds(60);
 // Paths in the scripts are budgeted up to this many bytes (as the file scripts are).
 constexpr std::size_t kPathAllowance = 1024;
 
@@ -262,7 +264,11 @@ class TreeJob {
       const std::size_t index = next++;
       const auto piece = std::string_view(data).substr(index * block, block);
       auto writing = write_chunk(file, arg(piece), block, index, piece.size(), on_written);
-      co_await std::move(writing);
+      // Shielded: a chunk once sent is let finish (a cancellation stops the writer before its
+      // next chunk instead), so that no chunk script can run after the cleanup has removed the
+      // job directory and create it again.
+      auto shielded = run_shielded(std::move(writing), kChunkLimit);
+      co_await std::move(shielded);
     }
   }
 
