@@ -105,7 +105,18 @@ if (mode === 'progress') {
   // Live output: the command waits for a file that only a second call, made once the first
   // progress notification showed "ready", creates. It finishes before its timeout only if its
   // output arrived as progress while it ran.
+  // The SDK handles a notification a microtask after reading it but a response at once, so a
+  // notification read in the same chunk as the result finds its handler gone: the SDK drops it
+  // and reports it to onerror. Those count too: the server must send all output as progress,
+  // in order, before the result; whether the last ones reach the handler is the SDK's timing.
   const progress = [];
+  const dropped = [];
+  const unknownToken = 'Received a progress notification for an unknown token: ';
+  client.onerror = (error) => {
+    const at = error.message.indexOf(unknownToken);
+    assert.ok(at >= 0, `the SDK reported an error: ${error.message}`);
+    dropped.push(JSON.parse(error.message.slice(at + unknownToken.length)).params);
+  };
   let released;
   const streamed = await ok('run_command', {
     command: 'echo ready; while [ ! -e go.flag ]; do sleep 0.05; done; echo finished',
@@ -120,9 +131,11 @@ if (mode === 'progress') {
   assert.ok(released, 'a progress notification carried "ready" while the command ran');
   await released;
   assert.equal(streamed, '[stdout]\nready\nfinished\n');
-  assert.equal(progress.map((notification) => notification.message).join(''), 'ready\nfinished\n');
-  for (let i = 1; i < progress.length; ++i) assert.ok(progress[i].progress > progress[i - 1].progress);
-  console.log(`progress: ${progress.length} notifications`);
+  client.onerror = undefined;
+  const sent = [...progress, ...dropped];
+  assert.equal(sent.map((notification) => notification.message).join(''), 'ready\nfinished\n');
+  for (let i = 1; i < sent.length; ++i) assert.ok(sent[i].progress > sent[i - 1].progress);
+  console.log(`progress: ${progress.length} notifications handled, ${dropped.length} read with the result`);
   await client.close();
   await checkLog();
   process.exit(0);
