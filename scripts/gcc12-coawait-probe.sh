@@ -29,6 +29,7 @@ cat > "$work/probe.cpp" <<'EOF'
 #include <functional>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -122,6 +123,15 @@ struct Options {
   int timeout = 0;
 };
 Task<int> with_options(std::string line, Options o) { co_return static_cast<int>(line.size() + o.env.size()); }
+
+// A conditional's result: a class temporary when a branch is a copy of an lvalue or a prvalue.
+bool chosen = true;
+struct Handle { std::shared_ptr<int> count = std::make_shared<int>(1); };
+std::optional<std::string> make_optional_string() { return kLong; }
+Task<int> optional_string(std::optional<std::string> o) { co_return static_cast<int>(o ? o->size() : 0); }
+Task<int> three(Handle h, std::string name, std::optional<std::string> tag) {
+  co_return static_cast<int>(name.size() + (tag ? tag->size() : 0)) + *h.count;
+}
 
 struct Pair { std::string first; std::string second; };
 Task<Pair> pair_of(std::string s) { co_return Pair{s, s}; }
@@ -239,6 +249,37 @@ Task<int> caller() {
 #elif CASE == 45
   Owning named{.name = kLong};
   n = co_await by_value(std::move(named));
+#elif CASE == 46
+  const std::string named = kLong;
+  n = co_await string(chosen ? named : std::string());
+#elif CASE == 47
+  const std::string named = kLong;
+  n = co_await string(chosen ? std::string(named) : std::string());
+#elif CASE == 48
+  const std::string named = kLong;
+  n = co_await number((chosen ? named : std::string()).size());
+#elif CASE == 49
+  const std::string named = kLong;
+  try { n = co_await throws_string(chosen ? named : std::string()); } catch (const std::exception& e) { n = caught(e); }
+#elif CASE == 50
+  const std::optional<std::string> named = kLong;
+  Handle handle;
+  n = co_await three(handle, kLong, chosen ? named : std::optional<std::string>());
+#elif CASE == 51
+  const std::string named = kLong;
+  n = co_await string(chosen ? named : kLong);
+#elif CASE == 52
+  const std::optional<std::string> named = kLong;
+  const std::optional<std::string> tag = chosen ? named : std::optional<std::string>();
+  n = co_await optional_string(tag);
+#elif CASE == 53
+  const std::optional<std::string> named = kLong;
+  auto task = optional_string(chosen ? named : std::optional<std::string>());
+  n = co_await std::move(task);
+#elif CASE == 54
+  const std::optional<std::string> tag = kLong;
+  Handle handle;
+  n = co_await three(handle, *make_optional_string(), tag);
 #endif
   co_return n;
 }
@@ -301,6 +342,15 @@ cases=(
   "correct:structured binding of a co_await result in a loop"
   "correct:callee throws: named aggregate moved in, f(std::move(o)), caught"
   "correct:named aggregate moved in, f(std::move(o))"
+  "corrupts:conditional copying an lvalue: f(c ? named : std::string())"
+  "corrupts:conditional of two prvalues: f(c ? std::string(named) : std::string())"
+  "corrupts:conditional's member read: f((c ? named : std::string()).size())"
+  "corrupts:callee throws: f(c ? named : std::string()), caught"
+  "corrupts:conditional optional<string> among class arguments (provision.cpp's crash)"
+  "correct:conditional of two lvalues: f(c ? named : other)"
+  "correct:conditional named first: auto v = c ? named : T(); f(v)"
+  "correct:named task of a conditional: auto t = f(c ? named : T()); co_await std::move(t)"
+  "correct:class arguments: f(handle, *make_optional(), named_optional)"
 )
 # verdict N CXX: builds and runs case N with CXX, writes the verdict to $work/verdict-N-<CXX as a file name>.
 verdict() {

@@ -92,9 +92,9 @@ boost::asio::awaitable<T> shielded(boost::asio::awaitable<T> op) {
 /// at its next co_await. A macro, not a coroutine: Asio refuses every co_await in a cancelled
 /// coroutine while throw_if_cancelled is on, the co_await of a helper coroutine included, so the
 /// switch must happen in the caller's own frame. `op` is made into a named task before any
-/// co_await (GCC 12 destroys temporaries of a co_await expression twice, README "Compilers"),
-/// so a lambda's coroutine must take what it uses as parameters: captures would die with the
-/// closure, a temporary.
+/// co_await (whatever aggregate or conditional it builds is then no temporary of a co_await
+/// expression, which GCC 12 destroys twice: README "Compilers"), so a lambda's coroutine must
+/// take what it uses as parameters: captures would die with the closure, a temporary.
 #define EXEDEV_AWAIT_DESPITE_CANCELLATION(failure, op)                                               \
   auto failure##_task = op;                                                                          \
   const bool failure##_throw_if_cancelled = co_await ::boost::asio::this_coro::throw_if_cancelled(); \

@@ -310,8 +310,7 @@ void report_tree(const char* verb, const std::string& from, const std::string& t
 // --upload: seeds the workspace before the tools are served.
 Task<void> upload_trees(Config config, std::shared_ptr<workspace::Workspace> workspace) {
   for (const auto& pair : config.uploads) {
-    auto uploading = workspace->upload_tree(pair.first, pair.second, tree_options(config));
-    const auto result = co_await std::move(uploading);
+    const auto result = co_await workspace->upload_tree(pair.first, pair.second, tree_options(config));
     report_tree("uploaded", pair.first, pair.second, result);
   }
 }
@@ -321,8 +320,7 @@ Task<void> download_trees(Config config, std::shared_ptr<workspace::Workspace> w
   std::exception_ptr first_failure;
   for (const auto& pair : config.downloads) {
     try {
-      auto downloading = workspace->download_tree(pair.first, pair.second, tree_options(config));
-      const auto result = co_await std::move(downloading);
+      const auto result = co_await workspace->download_tree(pair.first, pair.second, tree_options(config));
       report_tree("downloaded", pair.first, pair.second, result);
     } catch (...) {
       std::cerr << "exedev-mcp: downloading " << pair.first << " failed: " << mcp::describe(std::current_exception()) << "\n";

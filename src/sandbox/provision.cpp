@@ -13,8 +13,6 @@
 #include "common/coroutines.hpp"
 #include "sandbox/core.hpp"
 
-// (Coroutines are created as named tasks before they are awaited: see src/sandbox/core.cpp.)
-
 namespace exedev::detail {
 namespace asio = boost::asio;
 
@@ -31,8 +29,7 @@ Task<VMInfo> create_request(Client client, VMSpec spec, std::optional<std::strin
     options.disk = spec.disk();
     if (spec.egress()) options.egress = std::string(to_string(*spec.egress()));
     options.standalone = spec.standalone();
-    auto copying = client.copy_vm(std::move(options));
-    co_return co_await std::move(copying);
+    co_return co_await client.copy_vm(std::move(options));
   }
   NewVMOptions options;
   options.name = spec.name();
@@ -45,23 +42,20 @@ Task<VMInfo> create_request(Client client, VMSpec spec, std::optional<std::strin
   options.integrations = spec.integrations();
   if (spec.egress()) options.egress = std::string(to_string(*spec.egress()));
   options.standalone = spec.standalone();
-  auto creating = client.new_vm(std::move(options));
-  co_return co_await std::move(creating);
+  co_return co_await client.new_vm(std::move(options));
 }
 
 Task<void> run_checked(Client client, std::string name, std::string line, std::string what) {
   ClientRunOptions options;
   options.timeout = std::chrono::duration<double>(120);
-  auto running = client.run(name, line, options);
-  const auto result = co_await std::move(running);
+  const auto result = co_await client.run(name, line, options);
   if (result.exit_code != 0) {
     throw workspace::WorkspaceError(what + " on VM \"" + name + "\" exited with " + std::to_string(result.exit_code));
   }
 }
 
 Task<void> apply_tags_and_comment(Client client, std::string name, VMSpec spec) {
-  auto listing = client.list_vms(one(name));
-  const auto listed = co_await std::move(listing);
+  const auto listed = co_await client.list_vms(one(name));
   const auto it = std::find_if(listed.begin(), listed.end(), [&](const VMInfo& vm) { return vm.name == name; });
   if (it == listed.end()) throw VMNotFoundError(name);
   std::vector<std::string> missing;
@@ -69,12 +63,10 @@ Task<void> apply_tags_and_comment(Client client, std::string name, VMSpec spec) 
     if (std::find(it->tags.begin(), it->tags.end(), tag) == it->tags.end()) missing.push_back(tag);
   }
   if (!missing.empty()) {
-    auto tagging = client.add_tags(name, std::move(missing));
-    co_await std::move(tagging);
+    co_await client.add_tags(name, std::move(missing));
   }
   if (spec.comment() && it->comment != *spec.comment()) {
-    auto commenting = client.set_comment(name, *spec.comment());
-    co_await std::move(commenting);
+    co_await client.set_comment(name, *spec.comment());
   }
 }
 
@@ -83,53 +75,46 @@ Task<void> carry_out(Client client, ProvisionSubject& subject, ProvisionStep ste
   using S = ProvisionStep;
   switch (step) {
     case S::find_base: {
-      auto finding = find_in_scope(client, *subject.spec.base(), subject.scope_tag);
-      const auto base = co_await std::move(finding);
+      const auto base = co_await find_in_scope(client, *subject.spec.base(), subject.scope_tag);
       // A paused base can't run `sync`, and only resume() resumes a VM: it is copied as it is.
       result.base_running = base.status.kind == VMStatus::Kind::running;
       break;
     }
     case S::flush_base: {
-      auto flushing = run_checked(client, *subject.spec.base(), "sync", "the flush (sync) before the copy");
-      co_await std::move(flushing);
+      co_await run_checked(client, *subject.spec.base(), "sync", "the flush (sync) before the copy");
       break;
     }
     case S::create: {
-      auto creating = create_request(client, subject.spec, subject.scope_tag);
-      const auto created = co_await std::move(creating);
+      const auto created = co_await create_request(client, subject.spec, subject.scope_tag);
       subject.name = created.name;
       subject.state = created;  // where its sshd is, until a later `ls` reads it again
       break;
     }
     case S::find_vm:
     case S::read_state: {
-      // The VM a provision made has the scope tag by construction.
-      auto finding =
-          find_in_scope(client, *subject.name, step == S::find_vm ? subject.scope_tag : std::optional<std::string>());
-      subject.state = co_await std::move(finding);
+      // The VM a provision made has the scope tag by construction. The tag chosen before the
+      // co_await: GCC 12 destroys a conditional's class temporary there twice (ADR 7).
+      const std::optional<std::string> scope = step == S::find_vm ? subject.scope_tag : std::nullopt;
+      subject.state = co_await find_in_scope(client, *subject.name, scope);
       break;
     }
     case S::wait_ready: {
-      auto ready = wait_ready(client, *subject.name, subject.readiness);
-      co_await std::move(ready);
+      co_await wait_ready(client, *subject.name, subject.readiness);
       break;
     }
     case S::tag_and_comment: {
-      auto tagging = apply_tags_and_comment(client, *subject.name, subject.spec);
-      co_await std::move(tagging);
+      co_await apply_tags_and_comment(client, *subject.name, subject.spec);
       break;
     }
     case S::make_working_dir: {
-      auto making = run_checked(client, *subject.name, "mkdir -p -- " + workspace::shell_quote(*subject.spec.working_dir()),
+      co_await run_checked(client, *subject.name, "mkdir -p -- " + workspace::shell_quote(*subject.spec.working_dir()),
                                 "mkdir of the working directory");
-      co_await std::move(making);
       break;
     }
     case S::delete_vm: {
       // Its answer is not looked at: the cancellation is what the caller asked about, and
       // lookup(spec) finds a VM left behind.
-      auto removing = client.remove_vms(one(*subject.name));
-      co_await std::move(removing);
+      co_await client.remove_vms(one(*subject.name));
       break;
     }
   }

@@ -41,8 +41,7 @@ Task<void> Sandbox::with_run(std::optional<workspace::WorkspaceRef> ref, std::fu
   SandboxRun run = open_run(std::move(ref), fresh);
   std::exception_ptr body_error;
   try {
-    auto running = body(run);
-    co_await std::move(running);
+    co_await body(run);
   } catch (...) {
     body_error = std::current_exception();
   }
@@ -61,8 +60,7 @@ Task<bool> Sandbox::destroy(workspace::WorkspaceRef ref) const {
   bool deleted = false;
   try {
     const VMTarget target(ref);
-    auto destroying = manager.destroy(target);
-    deleted = co_await std::move(destroying);
+    deleted = co_await manager.destroy(target);
   } catch (...) {
     error = std::current_exception();
   }

@@ -161,8 +161,7 @@ struct SandboxBackend::Impl {
   /// The VM's name once it exists and is ready (concurrent callers share one provision).
   Task<std::string> ensure_ready() {
     auto c = co_await client.get();
-    auto walking = detail::walk_phases(c, target);
-    co_await std::move(walking);
+    co_await detail::walk_phases(c, target);
     co_return *target.name;
   }
 
@@ -187,8 +186,7 @@ struct SandboxBackend::Impl {
     std::optional<VMInfo> info;
     std::exception_ptr check_error;
     try {
-      auto listing = c.list_vms(detail::one(name));
-      const auto listed = co_await std::move(listing);
+      const auto listed = co_await c.list_vms(detail::one(name));
       const auto it = std::find_if(listed.begin(), listed.end(), [&](const VMInfo& vm) { return vm.name == name; });
       if (it != listed.end()) info = *it;
     } catch (...) {
@@ -199,16 +197,14 @@ struct SandboxBackend::Impl {
       if (info && may_resume && info->status.kind == VMStatus::Kind::paused) {
         std::exception_ptr resume_error;
         try {
-          auto resuming = c.resume_vm(name);
-          co_await std::move(resuming);
+          co_await c.resume_vm(name);
         } catch (...) {
           resume_error = std::current_exception();
         }
         // A token that may not resume (a tag-scoped one, on exe.dev) can't run commands on a
         // paused VM: say so rather than pass on the bare refusal.
         if (resume_error) detail::rethrow_access_mapped(resume_error, "VM \"" + name + "\" is paused and can't be resumed for the command");
-        auto ready = detail::wait_ready(c, name, target.readiness);
-        co_await std::move(ready);
+        co_await detail::wait_ready(c, name, target.readiness);
         co_return true;
       }
       std::rethrow_exception(error);
@@ -239,16 +235,13 @@ struct SandboxBackend::Impl {
   template <typename OverSsh, typename OverExec>
   Task<RunResult> on_route(Client c, bool idempotent, OverSsh over_ssh, OverExec over_exec) {
     for (int attempt = 1;; ++attempt) {
-      auto connecting = route.connection(c, target);
-      const auto connection = co_await std::move(connecting);
+      const auto connection = co_await route.connection(c, target);
       if (!connection) {
-        auto running = over_exec();
-        co_return co_await std::move(running);
+        co_return co_await over_exec();
       }
       std::exception_ptr error;
       try {
-        auto running = over_ssh(connection);
-        co_return co_await std::move(running);
+        co_return co_await over_ssh(connection);
       } catch (...) {
         error = std::current_exception();
       }
@@ -262,8 +255,7 @@ struct SandboxBackend::Impl {
       return detail::ssh_run_script(std::move(connection), script, options);
     };
     const auto over_exec = [&] { return c.run_script(name, script, options); };
-    auto running = on_route(c, options.idempotent, over_ssh, over_exec);
-    co_return co_await std::move(running);
+    co_return co_await on_route(c, options.idempotent, over_ssh, over_exec);
   }
 
   Task<RunResult> run_once(Client c, std::string name, std::string line, ClientRunOptions options) {
@@ -271,15 +263,13 @@ struct SandboxBackend::Impl {
       return detail::ssh_run(std::move(connection), line, options);
     };
     const auto over_exec = [&] { return c.run(name, line, options); };
-    auto running = on_route(c, false, over_ssh, over_exec);
-    co_return co_await std::move(running);
+    co_return co_await on_route(c, false, over_ssh, over_exec);
   }
 
   Task<std::shared_ptr<ssh::Sftp>> sftp() {
     co_await ensure_ready();
     auto c = co_await client.get();
-    auto opening = route.sftp(c, target);
-    co_return co_await std::move(opening);
+    co_return co_await route.sftp(c, target);
   }
 
   // Awaits `start()` (a client call that runs something on VM `name`) and hands a failure to
@@ -289,8 +279,7 @@ struct SandboxBackend::Impl {
     for (bool may_resume = true;; may_resume = false) {
       std::exception_ptr error;
       try {
-        auto running = start();
-        auto result = co_await std::move(running);
+        auto result = co_await start();
         co_return CommandResult{result.exit_code, workspace::utf8_replace_invalid(result.stdout_bytes),
                                 workspace::utf8_replace_invalid(result.stderr_bytes)};
       } catch (...) {
@@ -352,19 +341,15 @@ Task<bool> SandboxBackend::file_transfer_available() {
 }
 
 Task<void> SandboxBackend::upload(std::string path, workspace::Bytes data) {
-  auto opening = impl_->sftp();
-  const auto sftp = co_await std::move(opening);
+  const auto sftp = co_await impl_->sftp();
   if (!sftp) throw workspace::WorkspaceError("file transfer is not available on VM \"" + *impl_->target.name + "\"");
-  auto writing = sftp->write_file(std::move(path), std::move(data), 0600);
-  co_await std::move(writing);
+  co_await sftp->write_file(std::move(path), std::move(data), 0600);
 }
 
 Task<workspace::Bytes> SandboxBackend::download(std::string path) {
-  auto opening = impl_->sftp();
-  const auto sftp = co_await std::move(opening);
+  const auto sftp = co_await impl_->sftp();
   if (!sftp) throw workspace::WorkspaceError("file transfer is not available on VM \"" + *impl_->target.name + "\"");
-  auto reading = sftp->read_file(std::move(path));
-  co_return co_await std::move(reading);
+  co_return co_await sftp->read_file(std::move(path));
 }
 
 Task<PortForward> SandboxBackend::forward_port(std::uint16_t remote_port) {
@@ -372,8 +357,7 @@ Task<PortForward> SandboxBackend::forward_port(std::uint16_t remote_port) {
   try {
     co_await impl_->ensure_ready();
     auto c = co_await impl_->client.get();
-    auto connecting = impl_->route.connection(c, impl_->target);
-    const auto connection = co_await std::move(connecting);
+    const auto connection = co_await impl_->route.connection(c, impl_->target);
     if (!connection) {
       throw TransportUnsupportedError("forwarding port " + std::to_string(remote_port) + " of VM \"" + *impl_->target.name + "\"",
                                       "exe.dev's /exec API", "it carries lobby commands only and has no channel for TCP; "
@@ -391,8 +375,7 @@ Task<std::string> SandboxBackend::served_url(std::uint16_t port) {
   try {
     const std::string name = co_await impl_->ensure_ready();
     auto c = co_await impl_->client.get();
-    auto showing = c.share_show(name);
-    const auto share = co_await std::move(showing);
+    const auto share = co_await c.share_show(name);
     co_return proxy_url_for_port(share.url, share.port, port);
   } catch (...) {
     error = std::current_exception();
@@ -407,8 +390,7 @@ Task<Client> SandboxBackend::client() { co_return co_await impl_->client.get(); 
 Task<CommandResult> SandboxBackend::run(workspace::Command command, workspace::RunOptions options) {
   std::exception_ptr error;
   try {
-    auto running = impl_->run(std::move(command), std::move(options));
-    co_return co_await std::move(running);
+    co_return co_await impl_->run(std::move(command), std::move(options));
   } catch (...) {
     error = std::current_exception();
   }
@@ -419,8 +401,7 @@ Task<CommandResult> SandboxBackend::run_script(std::string script, std::vector<s
                                                workspace::ScriptStdoutSink on_stdout) {
   std::exception_ptr error;
   try {
-    auto running = impl_->run_script(std::move(script), std::move(args), idempotent, std::move(on_stdout));
-    co_return co_await std::move(running);
+    co_return co_await impl_->run_script(std::move(script), std::move(args), idempotent, std::move(on_stdout));
   } catch (...) {
     error = std::current_exception();
   }
@@ -431,8 +412,8 @@ Task<std::string> SandboxBackend::working_dir() {
   if (impl_->canonical_working_dir) co_return *impl_->canonical_working_dir;
   std::exception_ptr error;
   try {
-    auto running = impl_->run(workspace::Command::shell("pwd -P"), {});
-    const auto result = co_await std::move(running);
+    const workspace::RunOptions defaults;
+    const auto result = co_await impl_->run(workspace::Command::shell("pwd -P"), defaults);
     std::string path = result.stdout_text;
     if (!path.empty() && path.back() == '\n') path.pop_back();
     if (result.exit_code != 0 || path.empty() || path.front() != '/') {

@@ -177,8 +177,7 @@ class TreeJob {
 
   Task<workspace::CommandResult> script(std::string text, std::vector<std::string> args, bool idempotent,
                                         workspace::ScriptStdoutSink sink) {
-    auto running = backend_.run_script(std::move(text), std::move(args), idempotent, std::move(sink));
-    co_return co_await std::move(running);
+    co_return co_await backend_.run_script(std::move(text), std::move(args), idempotent, std::move(sink));
   }
 
   /// The listing of `dir` (nullopt when it does not exist).
@@ -186,8 +185,7 @@ class TreeJob {
     std::vector<std::string> args{arg(dir)};
     for (const auto& name : prune) args.push_back(arg(name));
     Collected out;
-    auto running = script(listing_script(), std::move(args), true, out.sink());
-    const auto result = co_await std::move(running);
+    const auto result = co_await script(listing_script(), std::move(args), true, out.sink());
     if (result.exit_code != 0) throw_step("listing the tree", dir, result.exit_code);
     if (out.bytes.empty()) co_return std::nullopt;
     auto listed = parse_tree_listing(out.bytes);
@@ -232,8 +230,7 @@ class TreeJob {
     std::string data;
     for (std::size_t index = 0; index < pages; ++index) {
       Collected out;
-      auto running = script(page_script(file, kPageBytes, index), {}, true, out.sink());
-      const auto result = co_await std::move(running);
+      const auto result = co_await script(page_script(file, kPageBytes, index), {}, true, out.sink());
       const auto page = detail::base64_decode(out.bytes);
       if (result.exit_code != 0 || !page) throw_step("reading the tree archive", file, result.exit_code);
       data += *page;
@@ -246,8 +243,7 @@ class TreeJob {
   Task<void> remove() {
     try {
       auto removing = [](TreeJob& job) -> Task<void> {
-        auto running = job.script(remove_job_script(job.job_), {}, true, {});
-        co_await std::move(running);
+        co_await job.script(remove_job_script(job.job_), {}, true, {});
       }(*this);
       co_await run_shielded(std::move(removing), kCleanupLimit);
     } catch (const std::exception&) {
@@ -267,8 +263,7 @@ class TreeJob {
       // Shielded: a chunk once sent is let finish (a cancellation stops the writer before its
       // next chunk instead), so that no chunk script can run after the cleanup has removed the
       // job directory and create it again.
-      auto shielded = run_shielded(std::move(writing), kChunkLimit);
-      co_await std::move(shielded);
+      co_await run_shielded(std::move(writing), kChunkLimit);
     }
   }
 
@@ -276,8 +271,7 @@ class TreeJob {
                          const std::function<void(std::uint64_t)>& on_written) {
     std::vector<std::string> args;
     args.push_back(std::move(encoded));
-    auto running = script(chunk_script(file, block, index), std::move(args), true, {});
-    const auto result = co_await std::move(running);
+    const auto result = co_await script(chunk_script(file, block, index), std::move(args), true, {});
     if (result.exit_code != 0) throw_step("writing the tree archive", file, result.exit_code);
     on_written(bytes);
   }
@@ -306,8 +300,7 @@ class TreeJob {
 Task<std::string> remote_path(SandboxBackend& backend, std::string path) {
   if (path.empty()) throw std::invalid_argument("the remote directory must not be empty");
   if (path.front() != '/') {
-    auto asking = backend.working_dir();
-    const std::string working = co_await std::move(asking);
+    const std::string working = co_await backend.working_dir();
     path = working + "/" + path;
   }
   std::string absolute = workspace::normpath(path);
@@ -331,8 +324,7 @@ Task<TreeTransferResult> SandboxBackend::upload_tree(std::string local_dir, std:
   count_tree(source, result);
 
   TreeJob job(*this, job_path(destination));
-  auto listing = job.list(destination, filter.prunable_names());
-  auto listed = co_await std::move(listing);
+  auto listed = co_await job.list(destination, filter.prunable_names());
   TreeManifest present;
   if (listed) {
     present = std::move(listed->manifest);
@@ -368,11 +360,10 @@ Task<TreeTransferResult> SandboxBackend::upload_tree(std::string local_dir, std:
   };
   std::exception_ptr failure;
   try {
-    auto sending = job.send("blob", blob, on_chunk);
-    co_await std::move(sending);
+    co_await job.send("blob", blob, on_chunk);
     std::vector<std::string> args{arg(job.path()), arg(destination)};
-    auto applying = job.script(apply_script(blob.size(), digest, removals, result.compressed), std::move(args), false, {});
-    const auto applied = co_await std::move(applying);
+    const auto applied =
+        co_await job.script(apply_script(blob.size(), digest, removals, result.compressed), std::move(args), false, {});
     if (applied.exit_code == kDamaged) throw workspace::WorkspaceError("the tree archive arrived damaged on the VM");
     if (applied.exit_code != 0) throw_step("applying the tree to", destination, applied.exit_code);
   } catch (...) {
@@ -393,8 +384,7 @@ Task<TreeTransferResult> SandboxBackend::download_tree(std::string remote_dir, s
   TreeTransferResult result;
 
   TreeJob job(*this, job_path(source_dir));
-  auto listing = job.list(source_dir, filter.prunable_names());
-  auto listed = co_await std::move(listing);
+  auto listed = co_await job.list(source_dir, filter.prunable_names());
   if (!listed) {
     throw std::filesystem::filesystem_error("cannot download the tree", source_dir,
                                             std::make_error_code(std::errc::no_such_file_or_directory));
@@ -424,12 +414,10 @@ Task<TreeTransferResult> SandboxBackend::download_tree(std::string remote_dir, s
     progress.files_total = result.files_sent;
     std::exception_ptr failure;
     try {
-      auto sending = job.send("list", std::move(list), {});
-      co_await std::move(sending);
+      co_await job.send("list", std::move(list), {});
       Collected out;
       std::vector<std::string> args{arg(job.path()), arg(source_dir)};
-      auto archiving = job.script(archive_script(list_gzip), std::move(args), false, out.sink());
-      const auto archived = co_await std::move(archiving);
+      const auto archived = co_await job.script(archive_script(list_gzip), std::move(args), false, out.sink());
       if (archived.exit_code != 0) throw_step("archiving the tree", source_dir, archived.exit_code);
       std::uint64_t tar_size = 0;
       std::uint64_t size = 0;
@@ -444,8 +432,7 @@ Task<TreeTransferResult> SandboxBackend::download_tree(std::string remote_dir, s
         progress.files_done = size == 0 ? progress.files_total : progress.files_total * got / size;
         report(options, progress);
       };
-      auto fetching = job.fetch(size, on_page);
-      std::string fetched = co_await std::move(fetching);
+      std::string fetched = co_await job.fetch(size, on_page);
       if (fetched.size() != size || sha256_hex(fetched) != digest) {
         throw workspace::WorkspaceError("the tree archive arrived damaged from the VM");
       }

@@ -43,8 +43,6 @@ struct VMs::Impl {
 
 namespace {
 
-// (Coroutines are created as named tasks before they are awaited: see src/sandbox/core.cpp.)
-
 // Runs one operation with access errors (401, 403, a tag-scope refusal, no token) turned into ExeDevAccessError,
 // as the seed's error table has it. `holder` belongs to the VMs, which outlives the call.
 template <typename T, typename... Args>
@@ -53,8 +51,8 @@ Task<T> access_mapped(detail::ClientHolder& holder, Settings settings, Task<T> (
   std::exception_ptr error;
   try {
     auto client = co_await holder.get();
-    auto running = operation(Context{std::move(client), std::move(settings)}, std::move(args)...);
-    co_return co_await std::move(running);
+    Context context{std::move(client), std::move(settings)};  // an aggregate: named before the co_await (ADR 7)
+    co_return co_await operation(std::move(context), std::move(args)...);
   } catch (...) {
     error = std::current_exception();
   }
@@ -62,8 +60,7 @@ Task<T> access_mapped(detail::ClientHolder& holder, Settings settings, Task<T> (
 }
 
 Task<VMInfo> in_scope(const Context& c, const VMTarget& vm) {
-  auto finding = detail::find_in_scope(c.client, vm.name(), c.settings.scope_tag);
-  co_return co_await std::move(finding);
+  co_return co_await detail::find_in_scope(c.client, vm.name(), c.settings.scope_tag);
 }
 
 Task<LookupResult> lookup_in(Context c, VMSpec spec) {
@@ -71,8 +68,7 @@ Task<LookupResult> lookup_in(Context c, VMSpec spec) {
   // candidate, and the name (if any) finds a VM that lacks the tags (a conflict).
   auto patterns = detail::one(spec.tags().front());
   if (spec.name()) patterns.push_back(*spec.name());
-  auto listing = c.client.list_vms(std::move(patterns));
-  const auto listed = co_await std::move(listing);
+  const auto listed = co_await c.client.list_vms(std::move(patterns));
   co_return classify_lookup(spec, c.settings.scope_tag, listed);
 }
 
@@ -80,8 +76,7 @@ Task<VMState> initialize_in(Context c, VMTarget vm, VMSpec spec) {
   detail::ProvisionSubject subject(detail::ProvisionPlan::Kind::initialize, false, std::move(spec), c.settings.scope_tag,
                                    c.settings.readiness);
   subject.name = vm.name();
-  auto walking = detail::walk_phases(c.client, subject);
-  co_await std::move(walking);
+  co_await detail::walk_phases(c.client, subject);
   co_return VMState::from_info(*subject.state);
 }
 
@@ -93,25 +88,21 @@ Task<VMState> pause_in(Context c, VMTarget vm) {
   // Flush first, so that what was written survives whatever happens to the paused VM.
   ClientRunOptions options;
   options.timeout = std::chrono::duration<double>(120);
-  auto flushing = c.client.run(vm.name(), "sync", options);
-  const auto flushed = co_await std::move(flushing);
+  const auto flushed = co_await c.client.run(vm.name(), "sync", options);
   if (flushed.exit_code != 0) {
     throw workspace::WorkspaceError("the flush (sync) before pausing VM \"" + vm.name() + "\" exited with " +
                                     std::to_string(flushed.exit_code));
   }
-  auto pausing = c.client.pause_vm(vm.name());
-  co_await std::move(pausing);
+  co_await c.client.pause_vm(vm.name());
   co_return VMState::from_info(co_await in_scope(c, vm));
 }
 
 Task<VMState> resume_in(Context c, VMTarget vm) {
   const auto info = co_await in_scope(c, vm);
   if (info.status.kind == VMStatus::Kind::paused) {
-    auto resuming = c.client.resume_vm(vm.name());
-    co_await std::move(resuming);
+    co_await c.client.resume_vm(vm.name());
   }
-  auto ready = detail::wait_ready(c.client, vm.name(), c.settings.readiness);
-  co_await std::move(ready);
+  co_await detail::wait_ready(c.client, vm.name(), c.settings.readiness);
   co_return VMState::from_info(co_await in_scope(c, vm));
 }
 
@@ -126,12 +117,10 @@ Task<bool> destroy_in(Context c, VMTarget vm) {
   } catch (const VMNotFoundError&) {
     co_return false;
   }
-  auto removing = c.client.remove_vms(detail::one(vm.name()));
-  const auto removed = co_await std::move(removing);
+  const auto removed = co_await c.client.remove_vms(detail::one(vm.name()));
   if (std::find(removed.deleted.begin(), removed.deleted.end(), vm.name()) != removed.deleted.end()) co_return true;
   // Refused: gone meanwhile (another caller deleted it), or exe.dev could not delete it.
-  auto listing = c.client.list_vms(detail::one(vm.name()));
-  const auto listed = co_await std::move(listing);
+  const auto listed = co_await c.client.list_vms(detail::one(vm.name()));
   const bool exists = std::any_of(listed.begin(), listed.end(), [&](const VMInfo& info) { return info.name == vm.name(); });
   if (!exists) co_return false;
   throw workspace::WorkspaceError("exe.dev did not delete VM \"" + vm.name() + "\"");
@@ -164,8 +153,7 @@ Task<VMState> VMs::provision(VMSpec spec) {
     // A cancelled provision deletes the VM it made.
     detail::ProvisionSubject subject(detail::ProvisionPlan::Kind::provision, true, std::move(spec),
                                      impl_->settings.scope_tag, impl_->settings.readiness);
-    auto walking = detail::walk_phases(client, subject);
-    co_await std::move(walking);
+    co_await detail::walk_phases(client, subject);
     co_return VMState::from_info(*subject.state);
   } catch (...) {
     error = std::current_exception();
@@ -177,8 +165,7 @@ Task<LookupResult> VMs::lookup(VMSpec spec) {
   if (spec.tags().empty()) {
     throw std::invalid_argument("lookup needs a spec with tags: a name alone could belong to a VM made some other way");
   }
-  auto looking = access_mapped(impl_->client, impl_->settings, &lookup_in, std::move(spec));
-  co_return co_await std::move(looking);
+  co_return co_await access_mapped(impl_->client, impl_->settings, &lookup_in, std::move(spec));
 }
 
 Task<VMState> VMs::initialize(VMTarget vm, VMSpec spec) {

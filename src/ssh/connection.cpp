@@ -57,8 +57,7 @@ NegotiatedMethods Connection::negotiated_methods() const {
 }
 
 asio::awaitable<void> Connection::wait_for_change(bool sent) {
-  auto waiting = wait_for_change_until(sent, SessionDriver::Clock::time_point::max());
-  co_await std::move(waiting);
+  co_await wait_for_change_until(sent, SessionDriver::Clock::time_point::max());
 }
 
 asio::awaitable<void> Connection::wait_for_change_until(bool sent, SessionDriver::Clock::time_point deadline) {
@@ -73,8 +72,7 @@ asio::awaitable<void> Connection::acquire_session_slot() {
   const Call call{"waiting for a session channel", true, false};
   driver_->throw_if_dropped(call);
   while (open_sessions_ >= options_.max_sessions) {
-    auto waiting = wait_for_change(false);
-    co_await std::move(waiting);
+    co_await wait_for_change(false);
   }
   ++open_sessions_;
 }
@@ -86,8 +84,7 @@ void Connection::release_session_slot() {
 
 asio::awaitable<void> Connection::lock_channel_opening() {
   while (opening_channel_) {
-    auto waiting = wait_for_change(false);
-    co_await std::move(waiting);
+    co_await wait_for_change(false);
   }
   opening_channel_ = true;
 }
@@ -104,8 +101,7 @@ asio::awaitable<LIBSSH2_CHANNEL*> Connection::open_channel(const char* what) {
   const auto give_up_at = SessionDriver::Clock::now() + channel_refusal_patience;
   for (int attempt = 0;; ++attempt) {
     long rc = 0;
-    auto opening = try_open_channel(what, rc);
-    LIBSSH2_CHANNEL* channel = co_await std::move(opening);
+    LIBSSH2_CHANNEL* channel = co_await try_open_channel(what, rc);
     if (channel != nullptr) co_return channel;
     const bool refused = rc == LIBSSH2_ERROR_CHANNEL_FAILURE;
     if (!refused || SessionDriver::Clock::now() >= give_up_at) {
@@ -113,8 +109,7 @@ asio::awaitable<LIBSSH2_CHANNEL*> Connection::open_channel(const char* what) {
                             false, libssh2_error(static_cast<int>(rc)));
     }
     const auto delay = detail::doubled_delay(std::chrono::milliseconds(5), attempt, std::chrono::milliseconds(500));
-    auto waiting = wait_for_change_until(false, SessionDriver::Clock::now() + delay);
-    co_await std::move(waiting);
+    co_await wait_for_change_until(false, SessionDriver::Clock::now() + delay);
   }
 }
 
@@ -170,8 +165,7 @@ asio::awaitable<ExecResult> Connection::exec(ExecRequest request) {
   co_await acquire_session_slot();
   LIBSSH2_CHANNEL* channel = nullptr;
   try {
-    auto opening = open_channel("opening a session channel");
-    channel = co_await std::move(opening);
+    channel = co_await open_channel("opening a session channel");
   } catch (...) {
     release_session_slot();
     throw;
@@ -179,8 +173,7 @@ asio::awaitable<ExecResult> Connection::exec(ExecRequest request) {
   std::exception_ptr failure;
   ExecResult result;
   try {
-    auto running = run_on_channel(channel, request);
-    result = co_await std::move(running);
+    result = co_await run_on_channel(channel, request);
   } catch (...) {
     failure = std::current_exception();
   }
@@ -289,16 +282,14 @@ asio::awaitable<ExecResult> Connection::run_on_channel(LIBSSH2_CHANNEL* channel,
   } else {
     result.exit_code = ::libssh2_channel_get_exit_status(channel);
   }
-  auto closing = close_channel(channel, true);
-  co_await std::move(closing);
+  co_await close_channel(channel, true);
   co_return result;
 }
 
 asio::awaitable<std::shared_ptr<Sftp>> Connection::sftp() {
   auto self = shared_from_this();
   while (!sftp_ && opening_sftp_) {
-    auto waiting = wait_for_change(false);
-    co_await std::move(waiting);
+    co_await wait_for_change(false);
   }
   const Call call{"opening SFTP", false, false};
   driver_->throw_if_dropped(call);

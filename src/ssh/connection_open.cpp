@@ -335,8 +335,7 @@ asio::awaitable<std::shared_ptr<Connection>> Connection::open(Endpoint endpoint,
     const auto fingerprint = sha256_fingerprint(blob);
     verify_host_key(endpoint, options, blob, fingerprint);
     Authenticator authenticator(*driver, endpoint, options, Clock::now() + options.auth_timeout);
-    auto authenticating = authenticator.authenticate();
-    co_await std::move(authenticating);
+    co_await authenticator.authenticate();
     connection = std::make_shared<Connection>(driver, std::move(endpoint), std::move(options), fingerprint);
   } catch (...) {
     failure = std::current_exception();

@@ -81,8 +81,7 @@ asio::awaitable<void> Connection::forward(tcp::socket local, std::string host, s
   const auto origin = local.remote_endpoint(ignored);
   LIBSSH2_CHANNEL* channel = nullptr;
   try {
-    auto opening = open_direct_tcpip(host, port, origin);
-    channel = co_await std::move(opening);
+    channel = co_await open_direct_tcpip(host, port, origin);
   } catch (...) {
     local.close(ignored);
     throw;
@@ -125,8 +124,7 @@ asio::awaitable<void> Connection::relay_local_to_channel(tcp::socket& local, LIB
       if (rc > 0) {
         sent += static_cast<std::size_t>(rc);
       } else if (rc == LIBSSH2_ERROR_EAGAIN) {
-        auto waiting = driver_->wait(ticket, call);  // throws operation_aborted unless our packet is half-sent
-        co_await std::move(waiting);
+        co_await driver_->wait(ticket, call);  // throws operation_aborted unless our packet is half-sent
       } else {
         driver_->throw_if_dropped(call);
         co_return;  // the VM's side closed the channel
@@ -136,8 +134,7 @@ asio::awaitable<void> Connection::relay_local_to_channel(tcp::socket& local, LIB
   for (;;) {
     const long rc = driver_->attempt(ticket, [&] { return static_cast<long>(::libssh2_channel_send_eof(channel)); });
     if (rc != LIBSSH2_ERROR_EAGAIN) break;
-    auto waiting = driver_->wait(ticket, call);
-    co_await std::move(waiting);
+    co_await driver_->wait(ticket, call);
   }
   driver_->throw_if_dropped(call);
 }
@@ -158,8 +155,7 @@ asio::awaitable<void> Connection::relay_channel_to_local(LIBSSH2_CHANNEL* channe
       throw_if_aborted(ec);
       if (ec) co_return;  // the local peer is gone; the relay ends when the other direction does
     } else if (rc == LIBSSH2_ERROR_EAGAIN) {
-      auto waiting = driver_->wait(ticket, call);
-      co_await std::move(waiting);
+      co_await driver_->wait(ticket, call);
     } else if (rc == 0 || is_channel_gone(rc)) {
       // The VM's side finished sending: pass the end of stream on, keep the other direction.
       boost::system::error_code ignored;
@@ -220,8 +216,7 @@ asio::awaitable<void> PortForwarder::accept_loop(std::shared_ptr<PortForwarder> 
 
 asio::awaitable<void> PortForwarder::serve(std::shared_ptr<PortForwarder> /*keep_alive*/, std::uint64_t id, tcp::socket socket) {
   try {
-    auto relaying = connection_->forward(std::move(socket), host_, remote_port_);
-    co_await std::move(relaying);
+    co_await connection_->forward(std::move(socket), host_, remote_port_);
   } catch (...) {
     // One connection's failure (refused by the VM, the SSH connection lost, stopped) closes
     // that connection only; `forward` has closed its socket.

@@ -157,8 +157,7 @@ asio::awaitable<void> SessionDriver::wait(std::uint64_t ticket, const Call& call
   // packet is half-sent: tell it when either changes what it should wait for.
   const bool wants_write = outbound_owner_ != 0 || outbound_pending_;
   if (pump_state_ == PumpState::idle || (wants_write && pump_state_ == PumpState::watching_read)) wake_pump_.notify();
-  auto waiting = progress_.wait_until(call.deadline);
-  co_await std::move(waiting);
+  co_await progress_.wait_until(call.deadline);
   --waiters_;
   throw_if_dropped(call);
   const bool owner = outbound_owner_ == ticket && ticket != 0;
@@ -188,8 +187,7 @@ asio::awaitable<long> SessionDriver::run(Call call, std::function<long()> fn) {
     while (true) {
       rc = attempt(ticket, fn);
       if (rc != LIBSSH2_ERROR_EAGAIN) break;
-      auto waiting = wait(ticket, call);
-      co_await std::move(waiting);
+      co_await wait(ticket, call);
     }
     throw_if_dropped(call);
   } catch (...) {
@@ -243,8 +241,7 @@ asio::awaitable<void> SessionDriver::pump([[maybe_unused]] std::shared_ptr<Sessi
     bool socket_ready = false;
     if (waiters_ == 0) {
       pump_state_ = PumpState::idle;
-      auto idle = wake_pump_.wait_until(keepalive_at);
-      co_await std::move(idle);
+      co_await wake_pump_.wait_until(keepalive_at);
     } else if (outbound_owner_ != 0 || outbound_pending_) {
       // Until the half-sent packet is out, only its owner calls libssh2, and its call only
       // sends: watching reads too would wake everyone in a loop while data waits unread.

@@ -120,8 +120,7 @@ asio::awaitable<void> Sftp::close_handle(LIBSSH2_SFTP_HANDLE* handle) {
 
 asio::awaitable<std::string> Sftp::read_file(std::string path) {
   auto self = shared_from_this();
-  auto opening = open_handle(path, LIBSSH2_FXF_READ, 0, LIBSSH2_SFTP_OPENFILE);
-  LIBSSH2_SFTP_HANDLE* handle = co_await std::move(opening);
+  LIBSSH2_SFTP_HANDLE* handle = co_await open_handle(path, LIBSSH2_FXF_READ, 0, LIBSSH2_SFTP_OPENFILE);
   std::string content;
   std::exception_ptr failure;
   try {
@@ -152,9 +151,8 @@ asio::awaitable<std::string> Sftp::read_file(std::string path) {
 
 asio::awaitable<void> Sftp::write_file(std::string path, std::string data, std::uint32_t mode) {
   auto self = shared_from_this();
-  auto opening = open_handle(path, LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_TRUNC, static_cast<long>(mode & 07777),
-                             LIBSSH2_SFTP_OPENFILE);
-  LIBSSH2_SFTP_HANDLE* handle = co_await std::move(opening);
+  LIBSSH2_SFTP_HANDLE* handle = co_await open_handle(path, LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_TRUNC,
+                                                     static_cast<long>(mode & 07777), LIBSSH2_SFTP_OPENFILE);
   std::exception_ptr failure;
   try {
     std::size_t acked = 0;
@@ -192,8 +190,7 @@ asio::awaitable<SftpAttributes> Sftp::lstat(std::string path) { return stat_with
 
 asio::awaitable<std::vector<SftpDirEntry>> Sftp::list_dir(std::string path) {
   auto self = shared_from_this();
-  auto opening = open_handle(path, 0, 0, LIBSSH2_SFTP_OPENDIR);
-  LIBSSH2_SFTP_HANDLE* handle = co_await std::move(opening);
+  LIBSSH2_SFTP_HANDLE* handle = co_await open_handle(path, 0, 0, LIBSSH2_SFTP_OPENDIR);
   std::vector<SftpDirEntry> entries;
   std::exception_ptr failure;
   try {
@@ -269,9 +266,8 @@ asio::awaitable<void> Sftp::rename(std::string from, std::string to, bool overwr
       return static_cast<long>(::libssh2_sftp_stat_ex(sftp_, to.data(), length_of(to), LIBSSH2_SFTP_LSTAT, &raw));
     });
     if (rc == 0 && !attributes_of(raw).is_dir()) {
-      auto moving = run_command("mv", fmt::format("-f -- {} {}", detail::sh_single_quote(from), detail::sh_single_quote(to)),
-                                "rename", from);
-      co_await std::move(moving);
+      co_await run_command("mv", fmt::format("-f -- {} {}", detail::sh_single_quote(from), detail::sh_single_quote(to)),
+                           "rename", from);
       co_return;
     }
   }
@@ -327,9 +323,8 @@ asio::awaitable<void> Sftp::symlink(std::string target, std::string link_path) {
   // Not SSH_FXP_SYMLINK: with libssh2 1.10 against OpenSSH 9.2 it creates the link and then
   // reports FAILURE or BAD_MESSAGE once other requests went before it on the session, so its
   // answer cannot be trusted. ln(1) on an exec channel answers truly.
-  auto running = run_command("ln", fmt::format("-s -- {} {}", detail::sh_single_quote(target), detail::sh_single_quote(link_path)),
-                             "symlink", link_path);
-  co_await std::move(running);
+  co_await run_command("ln", fmt::format("-s -- {} {}", detail::sh_single_quote(target), detail::sh_single_quote(link_path)),
+                       "symlink", link_path);
 }
 
 asio::awaitable<void> Sftp::run_command(std::string tool, std::string arguments, const char* what, std::string path) {
@@ -342,8 +337,7 @@ asio::awaitable<void> Sftp::run_command(std::string tool, std::string arguments,
   ExecRequest request;
   // The C locale, so that the tool's message is the English one read below.
   request.command = fmt::format("LC_ALL=C {} {}", tool, arguments);
-  auto running = connection->exec(std::move(request));
-  const auto result = co_await std::move(running);
+  const auto result = co_await connection->exec(std::move(request));
   if (result.exit_code == 0) co_return;
   // The tool's own line ("ln: …", "mv: …"): a login shell may print other lines first.
   const auto prefix = tool + ":";
