@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Reproduces ADR 7's table: what GCC 12 and Clang do with temporaries inside a co_await
-# expression. Each case is a tiny program (a minimal task type, no Asio) built with
-# -fsanitize=address,undefined and run; the verdict is "refused" (does not compile), "corrupts"
-# (a sanitizer report at run time) or "correct". The cases build in parallel (one per core).
+# expression and with a co_await in an if or while condition. Each case is a tiny program (a
+# minimal task type, no Asio) built with -fsanitize=address,undefined and run; the verdict is
+# "refused" (does not compile), "corrupts" (a sanitizer report or a crash at run time) or
+# "correct". The cases build in parallel (one per core).
 #   scripts/gcc12-coawait-probe.sh [compiler...]      (default: g++ clang++) prints the table
 #   scripts/gcc12-coawait-probe.sh --check [g++-12]   CTest gcc12_coawait_probe: fails when GCC 12
 #       does not do what ADR 7's table says (the expected column below), so the rule README
@@ -41,9 +42,17 @@ cat > "$work/probe.cpp" <<'EOF'
 #include <exedev/string_list.hpp>
 
 // The smallest lazy task: enough for GCC 12's bug, which is in the caller's coroutine.
+template <class T> struct Result {
+  T value{};
+  void return_value(T v) { value = std::move(v); }
+  T take() { return std::move(value); }
+};
+template <> struct Result<void> {
+  void return_void() {}
+  void take() {}
+};
 template <class T> struct Task {
-  struct promise_type {
-    T value{};
+  struct promise_type : Result<T> {
     std::exception_ptr error;
     std::coroutine_handle<> continuation;
     Task get_return_object() { return Task{std::coroutine_handle<promise_type>::from_promise(*this)}; }
@@ -57,7 +66,6 @@ template <class T> struct Task {
       void await_resume() noexcept {}
     };
     Final final_suspend() noexcept { return {}; }
-    void return_value(T v) { value = std::move(v); }
     void unhandled_exception() { error = std::current_exception(); }  // rethrown to the awaiter
   };
   std::coroutine_handle<promise_type> handle;
@@ -68,7 +76,7 @@ template <class T> struct Task {
   std::coroutine_handle<> await_suspend(std::coroutine_handle<> c) { handle.promise().continuation = c; return handle; }
   T await_resume() {
     if (handle.promise().error) std::rethrow_exception(handle.promise().error);
-    return std::move(handle.promise().value);
+    return handle.promise().take();
   }
 };
 
@@ -132,6 +140,34 @@ Task<int> optional_string(std::optional<std::string> o) { co_return static_cast<
 Task<int> three(Handle h, std::string name, std::optional<std::string> tag) {
   co_return static_cast<int>(name.size() + (tag ? tag->size() : 0)) + *h.count;
 }
+
+// A statement that awaits a class and then throws, as the library's cancellation checks are
+// written (`if (was_cancelled(co_await this_coro::cancellation_state)) throw_cancelled();`), in a
+// coroutine that returns nothing and ends after it.
+using VoidTask = Task<void>;
+struct State { std::shared_ptr<int> slot = std::make_shared<int>(0); };  // like asio's cancellation_state
+Task<State> current_state() { co_return State{}; }
+bool was_cancelled(const State& state) { return *state.slot != 0; }
+[[noreturn]] void throw_cancelled(std::exception_ptr cause = nullptr) {
+  if (cause) std::rethrow_exception(cause);
+  throw std::runtime_error("cancelled");
+}
+VoidTask check_in_one_statement() { if (was_cancelled(co_await current_state())) throw_cancelled(); }
+VoidTask check_named_first() {
+  const State state = co_await current_state();
+  if (was_cancelled(state)) throw_cancelled();
+}
+VoidTask check_then_work() {
+  if (was_cancelled(co_await current_state())) throw_cancelled();
+  co_await number(kLong.size());
+}
+// co_await in an if or while condition, the branch more than a local's assignment.
+int touched = 0;
+Task<int> cond_return(int v) { if (co_await number(v) != 0) co_return 5; co_return 1; }
+Task<int> cond_loop() { while (co_await number(0) != 0) { ++touched; } co_return 1; }
+Task<int> cond_named_task() { auto t = number(0); if (co_await std::move(t) != 0) { ++touched; } else { --touched; } co_return 1; }
+Task<int> cond_init_statement() { if (const int v = co_await number(0); v != 0) { ++touched; } else { --touched; } co_return 1; }
+Task<int> cond_declaration() { if (auto v = co_await number(0)) { ++touched; } co_return 1; }
 
 struct Pair { std::string first; std::string second; };
 Task<Pair> pair_of(std::string s) { co_return Pair{s, s}; }
@@ -280,6 +316,25 @@ Task<int> caller() {
   const std::optional<std::string> tag = kLong;
   Handle handle;
   n = co_await three(handle, *make_optional_string(), tag);
+#elif CASE == 55
+  co_await check_in_one_statement();
+  n = 1;
+#elif CASE == 56
+  co_await check_named_first();
+  n = 1;
+#elif CASE == 57
+  co_await check_then_work();
+  n = 1;
+#elif CASE == 58
+  n = co_await cond_return(1);
+#elif CASE == 59
+  n = co_await cond_loop();
+#elif CASE == 60
+  n = co_await cond_named_task();
+#elif CASE == 61
+  n = co_await cond_init_statement();
+#elif CASE == 62
+  n = co_await cond_declaration();
 #endif
   co_return n;
 }
@@ -351,6 +406,14 @@ cases=(
   "correct:conditional named first: auto v = c ? named : T(); f(v)"
   "correct:named task of a conditional: auto t = f(c ? named : T()); co_await std::move(t)"
   "correct:class arguments: f(handle, *make_optional(), named_optional)"
+  "corrupts:await then throw, a coroutine's one statement: if (f(co_await s())) throw_x();"
+  "correct:await into a named value, then test and throw"
+  "corrupts:await then throw, followed by another co_await"
+  "corrupts:co_await in an if condition, co_return in the branch"
+  "corrupts:co_await in a while condition"
+  "correct:named task in an if condition: if (co_await std::move(t) != 0)"
+  "correct:co_await in an if's init-statement: if (const int v = co_await f(); v)"
+  "correct:co_await in an if's condition declaration: if (auto v = co_await f())"
 )
 # verdict N CXX: builds and runs case N with CXX, writes the verdict to $work/verdict-N-<CXX as a file name>.
 verdict() {

@@ -98,7 +98,8 @@ asio::awaitable<bool> copy_stream(From& from, To& to) {
 }
 
 asio::awaitable<void> client_to_vm(TlsSocket& client, tcp::socket& vm) {
-  if (!co_await copy_stream(client, vm)) co_return;
+  const bool ended = co_await copy_stream(client, vm);
+  if (!ended) co_return;
   boost::system::error_code ignored;
   vm.shutdown(tcp::socket::shutdown_send, ignored);
   // The answer may still be coming: wait for the other direction to end this relay.

@@ -67,7 +67,8 @@ Task<void> ClientHolder::close() {
   // The close runs even if the caller was cancelled before it started, and is not interrupted.
   EXEDEV_AWAIT_DESPITE_CANCELLATION(error, shielded(made_->close()));
   if (!error) made_.reset();  // after a failure the client is kept: close() again retries
-  if (was_cancelled(co_await asio::this_coro::cancellation_state)) throw_cancelled(error);
+  const auto cancellation = co_await asio::this_coro::cancellation_state;
+  if (was_cancelled(cancellation)) throw_cancelled(error);
   if (error) std::rethrow_exception(error);
 }
 

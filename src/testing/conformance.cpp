@@ -77,7 +77,8 @@ Task<void> within(Task<void> op, std::chrono::steady_clock::duration limit, std:
 Task<bool> poll_until(std::function<Task<bool>()> predicate, std::chrono::steady_clock::duration limit) {
   const auto until = std::chrono::steady_clock::now() + limit;
   while (true) {
-    if (co_await predicate()) co_return true;
+    const bool met = co_await predicate();
+    if (met) co_return true;
     if (std::chrono::steady_clock::now() >= until) co_return false;
     co_await sleep_for(50ms);
   }

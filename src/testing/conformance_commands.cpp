@@ -201,7 +201,8 @@ Task<void> test_cancellation_stops_foreground_work(Rule& r) {
     std::string pid;
     const bool started = co_await poll_until(
         [&]() -> Task<bool> {
-          if (!co_await r.ws->exists(pid_file)) co_return false;
+          const bool written = co_await r.ws->exists(pid_file);
+          if (!written) co_return false;
           pid = co_await r.ws->read_text(pid_file);
           while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
           co_return !pid.empty();

@@ -552,7 +552,8 @@ Task<std::string> FileSystem::State::create_directory(std::string path) {
   // The nearest existing ancestor must be a directory.
   for (std::string current = workspace::detail::posix_dirname(resolved);;) {
     try {
-      if (!(co_await ws->stat(current)).is_dir) throw ModelRetry(bad_parent);
+      const auto parent = co_await ws->stat(current);
+      if (!parent.is_dir) throw ModelRetry(bad_parent);
       break;
     } catch (const std::filesystem::filesystem_error& error) {
       if (error.code() == std::errc::not_a_directory) throw ModelRetry(bad_parent);

@@ -354,7 +354,8 @@ Task<void> Shell::State::apply_captured_cwd(std::string run_id, std::string capt
     if (!ws::is_valid_utf8(recorded)) co_return;
     if (!recorded.empty() && recorded.back() == '\n') recorded.pop_back();
     if (recorded.empty() || recorded.front() != '/') co_return;
-    if (!(co_await workspace->stat(recorded)).is_dir) co_return;
+    const auto recorded_stat = co_await workspace->stat(recorded);
+    if (!recorded_stat.is_dir) co_return;
     auto normalized = ws::normpath(recorded);
     if (!run_id.empty()) {
       const auto state_path = co_await cwd_state_path(run_id);

@@ -178,18 +178,22 @@ Task<bool> Job::send(std::string signal) {
 }
 
 Task<void> Job::kill() {
-  if (!co_await send("TERM")) co_return;
+  const bool signalled = co_await send("TERM");
+  if (!signalled) co_return;
   if (!handle_.pgid) co_return;
   // The supervisor's status says nothing of children left in its group; when it already
   // finished, there is nothing to wait for.
   const auto finished = co_await exit_code();
   if (finished) {
-    if (co_await send("0")) co_await send("KILL");
+    const bool alive = co_await send("0");
+    if (alive) co_await send("KILL");
     co_return;
   }
   const auto deadline = std::chrono::steady_clock::now() + kKillGrace;
   exedev::detail::Backoff poll(kPollMin, kPollMax);
-  while (co_await send("0")) {
+  while (true) {
+    const bool alive = co_await send("0");
+    if (!alive) break;
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) {
       co_await send("KILL");

@@ -72,7 +72,9 @@ Task<std::string> follow(Job job, bool foreground, double timeout, std::function
     const auto deadline = std::chrono::steady_clock::now() +
                           std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout));
     exedev::detail::Backoff poll(kPollMin, kPollMax);
-    while (!(co_await job.exit_code())) {
+    while (true) {
+      const auto exited = co_await job.exit_code();
+      if (exited) break;
       const bool emitted = co_await output.emit();
       const auto now = std::chrono::steady_clock::now();
       if (now >= deadline) break;

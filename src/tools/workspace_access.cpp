@@ -84,7 +84,8 @@ workspace::Task<std::string> metadata_dir(std::shared_ptr<workspace::Workspace> 
     co_await refuse_symlink(workspace, base);
     co_await refuse_symlink(workspace, directory);
     co_await refuse_symlink(workspace, gitignore);
-    if (!co_await workspace->exists(gitignore)) co_await workspace->write_bytes(gitignore, "*\n");
+    const bool ignored = co_await workspace->exists(gitignore);
+    if (!ignored) co_await workspace->write_bytes(gitignore, "*\n");
   } catch (const std::filesystem::filesystem_error& error) {
     throw workspace::WorkspaceError("Cannot create " + directory + ": " + error.code().message());
   }

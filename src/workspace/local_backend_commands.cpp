@@ -236,7 +236,8 @@ Task<CommandResult> LocalBackend::run(Command command, RunOptions options) {
   CommandResult result;
   EXEDEV_AWAIT_DESPITE_CANCELLATION(
       error, [](LocalBackend& backend, Command command, RunOptions options, CommandResult& result) -> Task<void> {
-        if (exedev::detail::was_cancelled(co_await asio::this_coro::cancellation_state)) {
+        const auto cancellation = co_await asio::this_coro::cancellation_state;
+        if (exedev::detail::was_cancelled(cancellation)) {
           throw boost::system::system_error(asio::error::operation_aborted, "command cancelled before it started");
         }
         result = co_await backend.run_command(std::move(command), std::move(options));
@@ -306,7 +307,8 @@ Task<CommandResult> LocalBackend::run_command(Command command, RunOptions option
   // overflow, a helper failure, the deadline, or the caller's cancellation.
   bool cancelled = false;
   while (!capture->failure && !capture->overflow && !(capture->exited && capture->pipes_done())) {
-    if (exedev::detail::was_cancelled(co_await asio::this_coro::cancellation_state)) {  // also a cancellation that came before the wait
+    const auto before_wait = co_await asio::this_coro::cancellation_state;
+    if (exedev::detail::was_cancelled(before_wait)) {  // also a cancellation that came before the wait
       cancelled = true;
       break;
     }
@@ -314,7 +316,8 @@ Task<CommandResult> LocalBackend::run_command(Command command, RunOptions option
     if (capture->exited) until = std::min(until, capture->exit_time + kOutputDrainGrace);
     if (Clock::now() >= until) break;
     co_await capture->changed.wait_until(until);
-    if (exedev::detail::was_cancelled(co_await asio::this_coro::cancellation_state)) {
+    const auto after_wait = co_await asio::this_coro::cancellation_state;
+    if (exedev::detail::was_cancelled(after_wait)) {
       cancelled = true;
       break;
     }

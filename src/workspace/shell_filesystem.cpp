@@ -144,7 +144,8 @@ Task<Bytes> ShellFilesystem::read_bytes(std::string path) {
       decoder.finish(path);
       const auto size = *decoder.size();
       if (data.size() < size) {
-        if (co_await transfers(size - data.size())) {
+        const bool by_transfer = co_await transfers(size - data.size());
+        if (by_transfer) {
           data = co_await transfer_->download(path);
           damaged = data.size() != size;  // it changed since the first page: read it again
         } else {
@@ -251,7 +252,8 @@ Task<void> ShellFilesystem::write_bytes(std::string path, Bytes data) {
   verify.sha256 = sha256_hex(data);
   std::exception_ptr error;
   try {
-    if (co_await transfers(data.size())) {
+    const bool by_transfer = co_await transfers(data.size());
+    if (by_transfer) {
       co_await write_transferred(path, temp_name, std::move(data), verify);
       co_return;
     }

@@ -12,7 +12,11 @@ bracket at its own depth) there is
     temporary GCC 12 destroys that twice too, and a lint cannot tell the types apart.
 (GCC 12 itself refuses the initializer lists, and the guard makes it refuse the library's
 options structs in any form; this lint covers what it cannot see: internal structs and lambdas.)
-Name such a thing first, then await. And in the public headers no function takes an options
+Name such a thing first, then await. And no co_await in the condition of an `if` or `while`
+(`if (f(co_await x)) throw_cancelled();`, `while (co_await next())`): GCC 12 never resumes the
+awaiting coroutine's caller after such a statement. Await into a named value first; an
+init-statement (`if (const auto v = co_await f(); v)`), a condition declaration
+(`if (auto v = co_await f())`) and a named task (`if (co_await std::move(task))`) are correct. And in the public headers no function takes an options
 struct that carries EXEDEV_COAWAIT_GUARD as a defaulted argument (`f(Options o = {})`): the
 default is a temporary of the caller's co_await; an overload without it builds it inside.
   coawait_rule.py INCLUDE_DIR PATH...   (files or folders of .cpp/.hpp; exit 1 on a finding)
@@ -83,6 +87,30 @@ def operand_findings(code, start, structs):
         k += 1
 
 
+CONDITION = re.compile(r'\b(?:if|while)\s*(?:constexpr\s*)?\(')
+DECLARATION = re.compile(r'\s*(?:const\s+)?[\w:<>]+\s*[&*]?\s*(?:\[[^\]]*\]|\w+)\s*=[^=]')
+NAMED_TASK = re.compile(r'\s*std::move\(\s*\w+\s*\)')
+
+
+def condition_findings(code):
+    """co_await in the condition of an if or while (its init-statement and a declaration aside)."""
+    for m in CONDITION.finditer(code):
+        open_at = m.end() - 1
+        inner = code[open_at + 1:closing(code, open_at, '()') - 1]
+        depth, start = 0, 0
+        for k, c in enumerate(inner):
+            depth += c in '([{'
+            depth -= c in ')]}'
+            if c == ';' and depth == 0:
+                start = k + 1  # what precedes is the init-statement
+        condition = inner[start:]
+        if DECLARATION.match(condition):
+            continue
+        for a in re.finditer(r'\bco_await\b', condition):
+            if not NAMED_TASK.match(condition, a.end()):
+                yield open_at + 1 + start + a.start()
+
+
 def declared_structs(paths):
     """Every struct the tree declares, and those that end with EXEDEV_COAWAIT_GUARD."""
     structs, guarded = set(), set()
@@ -101,6 +129,8 @@ def findings(path, guarded, public, structs):
     for m in re.finditer(r'\bco_await\b', code):
         for at, what in operand_findings(code, m.end(), structs):
             yield f'{path}:{line_of(code, at)}: {what} inside a co_await expression; name it first'
+    for at in condition_findings(code):
+        yield f'{path}:{line_of(code, at)}: a co_await in an if or while condition; await into a named value first'
     if public and guarded:
         names = '|'.join(sorted(guarded))
         for m in re.finditer(r'[(,]\s*(?:const\s+)?(?:[\w:]+::)?(' + names + r')\b\s*&?\s*\w+\s*=\s*[^,)]*', code):
