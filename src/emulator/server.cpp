@@ -84,8 +84,10 @@ void Emulator::Impl::start() {
   acceptor->listen();
   port = acceptor->local_endpoint().port();
   asio::co_spawn(*ioc, accept_loop(), asio::detached);
-  vm_proxy = std::make_unique<VmProxy>(*ioc, *lobby, *ssl_context, vm_proxy_port);
-  vm_proxy_port = vm_proxy->port();
+  if (ssl_context) {  // the proxy is HTTPS only: none under plain_http
+    vm_proxy = std::make_unique<VmProxy>(*ioc, *lobby, *ssl_context, vm_proxy_port);
+    vm_proxy_port = vm_proxy->port();
+  }
   if (ssh_server) {
     ssh_endpoints = std::make_unique<SshEndpoints>(*ioc, *lobby, *ssh_server, known_hosts);
     host->attach_ssh(ssh_endpoints.get());
@@ -102,7 +104,7 @@ void Emulator::Impl::stop() {
   asio::post(*ioc, [this] {
     boost::system::error_code ignored;
     acceptor->close(ignored);
-    vm_proxy->stop();
+    if (vm_proxy) vm_proxy->stop();
     // On the thread sshd dies with: its connections' processes go first, while it lives.
     if (ssh_server) ssh_server->stop();
     ioc->stop();

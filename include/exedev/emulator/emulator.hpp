@@ -42,6 +42,7 @@ class Emulator {
   /// port). Connect there with the URL's host name (SNI and Host; the certificate, signed by
   /// ca_file(), covers *.exe.xyz), e.g. `curl --connect-to ::127.0.0.1:<this port>`. Public
   /// routes and share links (?share=<token>) get through; other requests get 401 (docs/emulator.md).
+  /// 0 with Options::plain_http (no TLS, so no proxy).
   std::uint16_t vm_proxy_port() const;
   std::filesystem::path ca_file() const;    ///< PEM of the CA that signed the server cert
   std::filesystem::path state_dir() const;
