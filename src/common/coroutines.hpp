@@ -30,8 +30,9 @@ inline bool is_cancellation(const std::exception_ptr& error) {
   }
 }
 
-/// Whether a coroutine's cancellation state records a cancellation
-/// (`was_cancelled(co_await boost::asio::this_coro::cancellation_state)`).
+/// Whether a coroutine's cancellation state records a cancellation. Await the state into a
+/// named value first (`const auto state = co_await boost::asio::this_coro::cancellation_state;
+/// if (was_cancelled(state)) ...`): GCC 12 miscompiles a co_await in an if condition (ADR 7).
 [[nodiscard]] inline bool was_cancelled(const boost::asio::cancellation_state& state) {
   return state.cancelled() != boost::asio::cancellation_type::none;
 }
