@@ -170,7 +170,8 @@ class Sftp : public std::enable_shared_from_this<Sftp> {
   /// file, symlink) as commands.
   Sftp(std::shared_ptr<SessionDriver> driver, _LIBSSH2_SFTP* sftp, std::weak_ptr<Connection> connection);
 
-  /// The whole file, several reads in flight.
+  /// The whole file, several reads in flight; returns once the last byte is in (the handle's
+  /// close is answered later, before the next SFTP call proceeds).
   Task<std::string> read_file(std::string path);
   /// Writes `data` to `path` (created with `mode` if new, truncated); several writes in flight.
   Task<void> write_file(std::string path, std::string data, std::uint32_t mode);
@@ -197,6 +198,7 @@ class Sftp : public std::enable_shared_from_this<Sftp> {
   Task<SftpAttributes> stat_with(std::string path, int stat_type);
   Task<std::string> symlink_call(std::string path, int kind);
   Task<void> close_handle(_LIBSSH2_SFTP_HANDLE* handle);
+  void close_handle_in_background(_LIBSSH2_SFTP_HANDLE* handle);
   Task<void> run_command(std::string tool, std::string arguments, const char* what, std::string path);
   Task<_LIBSSH2_SFTP_HANDLE*> open_handle(const std::string& path, unsigned long flags, long mode, int type);
 

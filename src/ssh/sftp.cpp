@@ -5,6 +5,8 @@
 #include "ssh/session_driver.hpp"
 #include "ssh/ssh_errors.hpp"
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/system/system_error.hpp>
 
@@ -26,8 +28,12 @@ namespace {
 
 // One read call asks for this much: libssh2 keeps up to four times as much in flight.
 constexpr std::size_t read_buffer = 2 * 1024 * 1024;
-// One write call queues at most this much; libssh2 copies it into packets all in flight.
-constexpr std::size_t write_window = 4 * 1024 * 1024;
+// One write call queues at most this much; libssh2 copies it into packets all in flight. Not
+// more than sshd's own session window (2 MiB): what a client keeps in flight beyond what the
+// server's sftp-server drains piles up in sshd's channel buffer, whose first growth on a
+// connection costs sshd a fresh mmap per step (docs/performance.md, B9: a connection's first
+// 8 MiB up took 1.17 s with 4 MiB in flight, 0.48 s with 2 MiB; later ones 0.15 s with either).
+constexpr std::size_t write_window = 2 * 1024 * 1024;
 
 SftpAttributes attributes_of(const LIBSSH2_SFTP_ATTRIBUTES& raw) {
   SftpAttributes out;
@@ -88,14 +94,17 @@ void Sftp::throw_error(long rc, const char* what, bool mutating, const std::stri
 // SFTP version 3 (OpenSSH) answers most refusals with a bare FAILURE; what the path is now says
 // which one it was.
 asio::awaitable<std::errc> Sftp::refine_failure(const std::string& path, const char* operation) {
-  LIBSSH2_SFTP_ATTRIBUTES raw{};
-  const long rc = co_await call("lstat", false, [&] {
-    return static_cast<long>(::libssh2_sftp_stat_ex(sftp_, path.data(), length_of(path), LIBSSH2_SFTP_LSTAT, &raw));
-  });
   const std::string_view op(operation);
+  // A read follows symlinks; the others act on the path itself.
+  const int stat_type = op == "read" ? LIBSSH2_SFTP_STAT : LIBSSH2_SFTP_LSTAT;
+  LIBSSH2_SFTP_ATTRIBUTES raw{};
+  const long rc = co_await call("stat", false, [&] {
+    return static_cast<long>(::libssh2_sftp_stat_ex(sftp_, path.data(), length_of(path), stat_type, &raw));
+  });
   if (rc != 0) co_return op == "remove_dir" ? std::errc::no_such_file_or_directory : std::errc::io_error;
   const auto attributes = attributes_of(raw);
   if (op == "make_dir") co_return std::errc::file_exists;
+  if (op == "read" && attributes.is_dir()) co_return std::errc::is_a_directory;
   if (op == "remove_file" && attributes.is_dir()) co_return std::errc::is_a_directory;
   if (op == "remove_dir") co_return attributes.is_dir() ? std::errc::directory_not_empty : std::errc::not_a_directory;
   co_return std::errc::io_error;
@@ -124,29 +133,49 @@ asio::awaitable<std::string> Sftp::read_file(std::string path) {
   std::string content;
   std::exception_ptr failure;
   try {
-    LIBSSH2_SFTP_ATTRIBUTES raw{};
-    const long stat_rc = co_await call("fstat", false, [&] { return static_cast<long>(::libssh2_sftp_fstat_ex(handle, &raw, 0)); });
-    if (stat_rc != 0) throw_error(stat_rc, "fstat", false, path);
-    const auto attributes = attributes_of(raw);
-    if (attributes.is_dir()) throw fs::filesystem_error("SFTP read", fs::path(path), std::make_error_code(std::errc::is_a_directory));
-    content.reserve(static_cast<std::size_t>(attributes.size));
+    // No fstat first (a round trip): OpenSSH opens a directory and refuses its read with a bare
+    // FAILURE, which the path's type then explains.
     std::string buffer(read_buffer, '\0');
     while (true) {
       const long n = co_await call("read", false, [&] {
         return static_cast<long>(::libssh2_sftp_read(handle, buffer.data(), buffer.size()));
       });
-      if (n < 0) throw_error(n, "read", false, path);
       if (n == 0) break;
-      content.append(buffer.data(), static_cast<std::size_t>(n));
+      if (n > 0) {
+        content.append(buffer.data(), static_cast<std::size_t>(n));
+        continue;
+      }
+      std::errc refined{};
+      if (n == LIBSSH2_ERROR_SFTP_PROTOCOL && ::libssh2_sftp_last_error(sftp_) == LIBSSH2_FX_FAILURE) {
+        refined = co_await refine_failure(path, "read");
+      }
+      throw_error(n, "read", false, path, refined);
     }
   } catch (...) {
     failure = std::current_exception();
   }
+  if (!failure) {
+    // Everything is read: the caller need not wait the round trip of the close.
+    close_handle_in_background(handle);
+    co_return content;
+  }
   // The handle is closed whatever happened, even after a cancellation.
   EXEDEV_AWAIT_DESPITE_CANCELLATION(close_failure, detail::shielded(close_handle(handle)));
-  if (failure) std::rethrow_exception(failure);
-  if (close_failure) std::rethrow_exception(close_failure);
-  co_return content;
+  (void)close_failure;  // the read's own failure is the one to report
+  std::rethrow_exception(failure);
+}
+
+void Sftp::close_handle_in_background(LIBSSH2_SFTP_HANDLE* handle) {
+  // `self` keeps the session's state alive until the close is answered; a connection that drops
+  // meanwhile frees the handle with the session.
+  auto closing = [](std::shared_ptr<Sftp> self, LIBSSH2_SFTP_HANDLE* h) -> asio::awaitable<void> {
+    try {
+      co_await self->close_handle(h);
+    } catch (...) {
+      // Nothing waits for this close: a read handle's close has nothing left to report.
+    }
+  };
+  asio::co_spawn(driver_->executor(), closing(shared_from_this(), handle), asio::detached);
 }
 
 asio::awaitable<void> Sftp::write_file(std::string path, std::string data, std::uint32_t mode) {

@@ -143,6 +143,7 @@ TEST_CASE("ssh sftp: failures are filesystem_error with the path and the mapped 
   const auto dir = f.server.directory() / "errors";
   fs::create_directory(dir);
   std::ofstream(dir / "file") << "x";
+  fs::create_directory_symlink(dir, dir / "link-to-dir");
   testing::run([&](auto) -> asio::awaitable<void> {
     auto connection = co_await f.open();
     auto sftp = co_await connection->sftp();
@@ -155,6 +156,7 @@ TEST_CASE("ssh sftp: failures are filesystem_error with the path and the mapped 
     CO_CHECK(co_await error_of(sftp->remove_file(d + "/missing")) == std::errc::no_such_file_or_directory);
     CO_CHECK(co_await error_of(sftp->write_file(d + "/missing/x", "x", 0644)) == std::errc::no_such_file_or_directory);
     CO_CHECK(co_await error_of(sftp->read_file(d)) == std::errc::is_a_directory);
+    CO_CHECK(co_await error_of(sftp->read_file(d + "/link-to-dir")) == std::errc::is_a_directory);
     CO_CHECK(co_await error_of(sftp->remove_dir(d + "/file")) == std::errc::not_a_directory);
     CO_CHECK(co_await error_of(sftp->rename(d + "/missing", d + "/file", true)) == std::errc::no_such_file_or_directory);
     // The session is still good after failures.
