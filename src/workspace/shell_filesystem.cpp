@@ -249,14 +249,16 @@ Task<void> ShellFilesystem::write_bytes(std::string path, Bytes data) {
   const auto temp_name = ".exedev-" + exedev::detail::random_hex(16) + ".tmp";
   WriteCheck verify;
   verify.size = data.size();
-  verify.sha256 = sha256_hex(data);
   std::exception_ptr error;
   try {
     const bool by_transfer = co_await transfers(data.size());
     if (by_transfer) {
+      // No digest: the transfer's own integrity (SSH's MAC on every packet, each write
+      // acknowledged) covers the bytes, and the size check a transfer cut short.
       co_await write_transferred(path, temp_name, std::move(data), verify);
       co_return;
     }
+    verify.sha256 = sha256_hex(data);
     auto compressed = compressed_payload(data);
     bool written = false;
     if (compressed) {

@@ -60,7 +60,7 @@ class DamagedWriteError : public WorkspaceError {
 /// What the environment checks before a write's temp file replaces the destination.
 struct WriteCheck {
   std::uint64_t size = 0;
-  std::string sha256;  ///< hex digest of the data; checked when the environment has sha256sum
+  std::string sha256;  ///< hex digest of the data; checked when not empty and the environment has sha256sum
   bool gzip = false;   ///< the data travels as one gzip member, unpacked before the checks
 };
 

@@ -139,22 +139,34 @@ std::string write_block_script(const std::string& temp, std::size_t block_bytes,
 
 std::string commit_script(const std::string& destination_word, const std::string& temp_word,
                           const std::string& decoded_word, const WriteCheck& check) {
-  // cp first so that the data, written into the copy, keeps the target's mode bits. A damaged
-  // gzip stream fails gzip's own CRC check; a plain copy that fails is an I/O error, said by cat.
-  // Without sha256sum the digest check is skipped (the size is always checked).
+  // An existing file: cp first, so that the data, written into the copy, keeps its mode bits. A
+  // new one: the temp file itself is checked and renamed (unless it holds gzip data), one copy of
+  // the data fewer. A damaged gzip stream fails gzip's own CRC check; a plain copy that fails is
+  // an I/O error, said by cat. Without sha256sum (or a digest to check) the digest check is
+  // skipped; the size is always checked.
+  const std::string in_place = check.gzip ? std::string() : fmt::format("  elif test ! -e {0}; then out={1}\n", destination_word, temp_word);
+  const std::string digest = check.sha256.empty() ? std::string()
+                                                  : fmt::format("  elif sum=$(sha256sum < \"$out\" 2>/dev/null) && [ \"${{sum%% *}}\" != {0} ]; then status={1}\n",
+                                                                shell_quote(check.sha256), static_cast<int>(kShortWrite));
   return fmt::format(
       "if test -d {0}; then status=121\n"
       "elif test -e {0} && ! test -f {0}; then status=122\n"
       "elif test -e {0} && ! test -w {0}; then status=113\n"
-      "elif test -f {0} && ! cp {0} {2}; then status=1\n"
-      "elif ! {5} {1} > {2}; then status={6}\n"
-      "elif ! size=$(wc -c < {2}) || [ $size -ne {3} ]; then status={7}\n"
-      "elif sum=$(sha256sum < {2} 2>/dev/null) && [ \"${{sum%% *}}\" != {4} ]; then status={7}\n"
-      "else mv -f {2} {0}; status=$?\n"
+      "else\n"
+      "  status=0; out={2}\n"
+      "  if test -f {0}; then cp {0} {2} || status=1\n"
+      "{8}"
+      "  fi\n"
+      "  if [ $status -ne 0 ]; then :\n"
+      "  elif [ \"$out\" = {2} ] && ! {5} {1} > {2}; then status={6}\n"
+      "  elif ! size=$(wc -c < \"$out\") || [ $size -ne {3} ]; then status={7}\n"
+      "{4}"
+      "  else mv -f \"$out\" {0}; status=$?\n"
+      "  fi\n"
       "fi\n"
       "rm -f {1} {2}; exit $status",
-      destination_word, temp_word, decoded_word, check.size, shell_quote(check.sha256),
-      check.gzip ? "gzip -dc" : "cat", check.gzip ? static_cast<int>(kShortWrite) : 1, static_cast<int>(kShortWrite));
+      destination_word, temp_word, decoded_word, check.size, digest, check.gzip ? "gzip -dc" : "cat",
+      check.gzip ? static_cast<int>(kShortWrite) : 1, static_cast<int>(kShortWrite), in_place);
 }
 
 std::string write_cleanup_script(const std::string& path, const std::string& temp_name) {
