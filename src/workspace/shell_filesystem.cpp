@@ -130,10 +130,13 @@ Task<Bytes> ShellFilesystem::read_bytes(std::string path) {
   // with one request per page.
   std::optional<std::uint64_t> previous;
   const std::size_t page = limits_.read_page_bytes;
+  // A file larger than a page comes by transfer when there is one: its first script sends no page.
+  bool transfer_available = false;
+  if (transfer_ != nullptr) transfer_available = co_await transfer_->file_transfer_available();
   for (int attempt = 0; attempt < kReadAttempts; ++attempt) {
     std::string data;
     auto decoder = PageDecoder::after_size_line(data, page);
-    co_await read_page(read_first_page_script(path, page, limits_.compress), decoder, path, "read");
+    co_await read_page(read_first_page_script(path, page, limits_.compress, transfer_available), decoder, path, "read");
     bool damaged = false;
     try {
       // The same size twice means the file did not change: the output itself was damaged.
@@ -149,7 +152,8 @@ Task<Bytes> ShellFilesystem::read_bytes(std::string path) {
           data = co_await transfer_->download(path);
           damaged = data.size() != size;  // it changed since the first page: read it again
         } else {
-          data = co_await read_pages(shell_quote(path), size, path, "read", std::move(data), 1);
+          const std::size_t next_page = data.empty() ? 0 : 1;
+          data = co_await read_pages(shell_quote(path), size, path, "read", std::move(data), next_page);
         }
       }
     } catch (const DamagedOutputError&) {

@@ -143,30 +143,28 @@ std::string commit_script(const std::string& destination_word, const std::string
   // new one: the temp file itself is checked and renamed (unless it holds gzip data), one copy of
   // the data fewer. A damaged gzip stream fails gzip's own CRC check; a plain copy that fails is
   // an I/O error, said by cat. Without sha256sum (or a digest to check) the digest check is
-  // skipped; the size is always checked.
-  const std::string in_place = check.gzip ? std::string() : fmt::format("  elif test ! -e {0}; then out={1}\n", destination_word, temp_word);
+  // skipped; the size is always checked. Short: it is in every whole write's one request.
+  const std::string fill = check.gzip ? fmt::format("elif test -f {0} && ! cp {0} {2}; then status=1\n"
+                                                    "elif ! gzip -dc {1} > {2}; then status={3}\n",
+                                                    destination_word, temp_word, decoded_word, static_cast<int>(kShortWrite))
+                                      : fmt::format("elif test -f {0} && ! {{ o={2}; cp {0} {2} && cat {1} > {2}; }}; then status=1\n",
+                                                    destination_word, temp_word, decoded_word);
   const std::string digest = check.sha256.empty() ? std::string()
-                                                  : fmt::format("  elif sum=$(sha256sum < \"$out\" 2>/dev/null) && [ \"${{sum%% *}}\" != {0} ]; then status={1}\n",
+                                                  : fmt::format("elif sum=$(sha256sum < \"$o\" 2>/dev/null) && [ \"${{sum%% *}}\" != {0} ]; then status={1}\n",
                                                                 shell_quote(check.sha256), static_cast<int>(kShortWrite));
   return fmt::format(
+      "o={5}\n"
       "if test -d {0}; then status=121\n"
       "elif test -e {0} && ! test -f {0}; then status=122\n"
       "elif test -e {0} && ! test -w {0}; then status=113\n"
-      "else\n"
-      "  status=0; out={2}\n"
-      "  if test -f {0}; then cp {0} {2} || status=1\n"
-      "{8}"
-      "  fi\n"
-      "  if [ $status -ne 0 ]; then :\n"
-      "  elif [ \"$out\" = {2} ] && ! {5} {1} > {2}; then status={6}\n"
-      "  elif ! size=$(wc -c < \"$out\") || [ $size -ne {3} ]; then status={7}\n"
+      "{6}"
+      "elif ! size=$(wc -c < \"$o\") || [ $size -ne {3} ]; then status={7}\n"
       "{4}"
-      "  else mv -f \"$out\" {0}; status=$?\n"
-      "  fi\n"
+      "else mv -f \"$o\" {0}; status=$?\n"
       "fi\n"
       "rm -f {1} {2}; exit $status",
-      destination_word, temp_word, decoded_word, check.size, digest, check.gzip ? "gzip -dc" : "cat",
-      check.gzip ? static_cast<int>(kShortWrite) : 1, static_cast<int>(kShortWrite), in_place);
+      destination_word, temp_word, decoded_word, check.size, digest, check.gzip ? decoded_word : temp_word, fill,
+      static_cast<int>(kShortWrite));
 }
 
 std::string write_cleanup_script(const std::string& path, const std::string& temp_name) {
@@ -176,13 +174,16 @@ std::string write_cleanup_script(const std::string& path, const std::string& tem
                      shell_quote(temp_name));
 }
 
-std::string read_first_page_script(const std::string& path, std::size_t page_bytes, bool may_compress) {
+std::string read_first_page_script(const std::string& path, std::size_t page_bytes, bool may_compress,
+                                   bool no_page_when_larger) {
   const auto q = shell_quote(path);
+  const std::string no_page =
+      no_page_when_larger ? fmt::format("if [ $size -gt {} ]; then printf 'none\\n'; exit 0; fi\n", page_bytes) : std::string();
   return fmt::format(
       "if test -d {0}; then exit 121; elif test -f {0}; then test -r {0} || exit 113; "
       "elif test -e {0}; then exit 122; else exit 102; fi\n"
-      "size=$(wc -c < {0}) || exit 1\nprintf '%s\\n' $size\n{1}",
-      q, read_chunk_script(q, page_bytes, 0, may_compress));
+      "size=$(wc -c < {0}) || exit 1\nprintf '%s\\n' $size\n{2}{1}",
+      q, read_chunk_script(q, page_bytes, 0, may_compress), no_page);
 }
 
 std::string remove_files_script(const std::vector<std::string>& shell_words) {
@@ -319,6 +320,7 @@ void PageDecoder::feed(std::uint64_t offset, std::string_view bytes) {
   consumed_ += bytes.size();
   while (!bytes.empty() && (stage_ == Stage::size_line || stage_ == Stage::marker_line)) take_line(bytes);
   if (bytes.empty()) return;
+  if (stage_ == Stage::no_page) stage_ = Stage::damaged;  // nothing follows `none`
   if (stage_ == Stage::raw) {
     if (!base64_.feed(bytes, out_) || out_.size() - base_ > expected_) stage_ = Stage::damaged;
   } else if (stage_ == Stage::gzip) {
@@ -358,12 +360,15 @@ void PageDecoder::on_line() {
     stage_ = Stage::raw;
   } else if (line_ == "gzip") {
     stage_ = Stage::gzip;
+  } else if (line_ == "none" && page_bytes_ && size_ && *size_ > *page_bytes_) {
+    stage_ = Stage::no_page;
   } else {
     stage_ = Stage::damaged;
   }
 }
 
 void PageDecoder::finish(const std::string& path) {
+  if (stage_ == Stage::no_page) return;  // the caller reads the file by transfer
   if (stage_ == Stage::raw && base64_.finish(out_) && out_.size() - base_ == expected_) return;
   if (stage_ == Stage::gzip && base64_.finish(member_)) {
     auto data = gzip_decompress(member_, expected_);

@@ -220,3 +220,24 @@ TEST_CASE("read pages decoded as they arrive: the first page follows the file's 
   CHECK_FALSE(unsized.size().has_value());
   CHECK_THROWS_AS(unsized.finish(path), detail::DamagedOutputError);
 }
+
+TEST_CASE("read pages: `none` stands for the first page of a file larger than a page, and only there",
+          "[unit][workspace]") {
+  const std::string path = "/w/f";
+  std::string out;
+  auto larger = detail::PageDecoder::after_size_line(out, 1024);
+  feed_in_pieces(larger, "3000\nnone\n", 3);
+  larger.finish(path);  // nothing decoded: the data comes by transfer
+  CHECK(larger.size() == 3000u);
+  CHECK(out.empty());
+
+  std::string fits;
+  auto whole = detail::PageDecoder::after_size_line(fits, 1024);
+  whole.feed(0, "1024\nnone\n");  // a file of one page must come with it
+  CHECK_THROWS_AS(whole.finish(path), detail::DamagedOutputError);
+
+  std::string trailing;
+  auto more = detail::PageDecoder::after_size_line(trailing, 1024);
+  more.feed(0, "3000\nnone\nAAAA\n");
+  CHECK_THROWS_AS(more.finish(path), detail::DamagedOutputError);
+}

@@ -5,6 +5,7 @@
 // tests/integration/sandbox/transfer_test.cpp.
 #include <catch2/catch.hpp>
 
+#include <exedev/testing/co_check.hpp>
 #include <exedev/testing/run.hpp>
 #include <exedev/workspace/errors.hpp>
 #include <exedev/workspace/local_backend.hpp>
@@ -16,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <random>
 #include <sstream>
 
@@ -33,7 +35,7 @@ namespace {
 // A commands-only view of a LocalBackend that records scripts and their outputs, lets a test
 // act just before a script runs (to damage a temp file) or change it (to damage its data on the
 // way), and remembers a missing gzip as SandboxBackend does.
-class Transport final : public ws::WorkspaceBackend, public ws::SupportsCommands {
+class Transport : public ws::WorkspaceBackend, public ws::SupportsCommands {
  public:
   struct Call {
     std::string script;
@@ -78,6 +80,30 @@ class Transport final : public ws::WorkspaceBackend, public ws::SupportsCommands
  private:
   std::shared_ptr<ws::LocalBackend> local_;
   ws::ShellFilesystemLimits limits_;
+};
+
+// The same with a file transfer channel over the local files, as SandboxBackend has one over
+// SFTP: it counts its uploads and downloads, can be switched off, and can cut an upload short.
+class TransferringTransport final : public Transport, public ws::SupportsFileTransfer {
+ public:
+  using Transport::Transport;
+  Task<bool> file_transfer_available() override { co_return available; }
+  Task<void> upload(std::string path, ws::Bytes data) override {
+    ++uploads;
+    if (cut_uploads) data.resize(data.size() / 2);
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << data;
+    co_return;
+  }
+  Task<ws::Bytes> download(std::string path) override {
+    ++downloads;
+    std::ifstream in(path, std::ios::binary);
+    co_return ws::Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+
+  bool available = true;
+  bool cut_uploads = false;
+  int uploads = 0;
+  int downloads = 0;
 };
 
 // Marks of the scripts: the commit unpacks a gzip member; a compressed write checks for gzip.
@@ -308,6 +334,43 @@ TEST_CASE("shell transfers: the final request checks the SHA-256 digest, or the 
     });
     CHECK(file_bytes(dir / "target.bin") == new_data);
   }
+  CHECK_FALSE(temp_files_in(dir.path()));
+}
+
+TEST_CASE("shell transfers: over a file transfer channel large data moves whole, with no digest and no first page",
+          "[unit][workspace]") {
+  TempDir dir;
+  auto transport = std::make_shared<TransferringTransport>(dir.path(), ws::Env{});
+  ws::Workspace workspace(transport);
+  const auto data = random_bytes(200 * 1024);
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    co_await workspace.write_bytes("big.bin", data);
+    CHECK(file_bytes(dir / "big.bin") == data);
+    CHECK(transport->uploads == 1);
+    CHECK(transport->scripts_containing("sha256sum") == 0);  // the transfer's own integrity covers it
+    // The read's first script sends no page of a file the transfer will carry.
+    CO_CHECK(co_await workspace.read_bytes("big.bin") == data);
+    CHECK(transport->downloads == 1);
+    CHECK(transport->scripts_containing("printf 'none") == 1);
+    const auto first_script = std::find_if(transport->calls.begin(), transport->calls.end(), [](const auto& call) {
+      return call.script.find("printf 'none") != std::string::npos;
+    });
+    REQUIRE(first_script != transport->calls.end());
+    CHECK(first_script->result.stdout_text == "204800\nnone\n");
+    // Without the channel, the first script sends the first page and the rest follows in pages.
+    transport->available = false;
+    CO_CHECK(co_await workspace.read_bytes("big.bin") == data);
+    CHECK(transport->downloads == 1);
+    CHECK(transport->scripts_containing("printf 'none") == 1);
+    // An upload cut short fails the size check; the file is kept.
+    transport->available = true;
+    transport->cut_uploads = true;
+    const auto error = co_await error_of<ws::WorkspaceError>(workspace.write_bytes("big.bin", random_bytes(100 * 1024)));
+    REQUIRE(error);
+    CHECK(error->find("did not arrive intact") != std::string::npos);
+    CHECK(transport->uploads == 2);
+  });
+  CHECK(file_bytes(dir / "big.bin") == data);
   CHECK_FALSE(temp_files_in(dir.path()));
 }
 
