@@ -340,6 +340,8 @@ Task<bool> SandboxBackend::file_transfer_available() {
   detail::rethrow_access_mapped(error);
 }
 
+bool SandboxBackend::file_transfer_open() const noexcept { return impl_->route.sftp_open(); }
+
 Task<void> SandboxBackend::upload(std::string path, workspace::Bytes data) {
   const auto sftp = co_await impl_->sftp();
   if (!sftp) throw workspace::WorkspaceError("file transfer is not available on VM \"" + *impl_->target.name + "\"");

@@ -10,7 +10,6 @@
 #include "common/backoff.hpp"
 #include "common/coroutines.hpp"
 #include "sandbox/core.hpp"
-#include "sandbox/ssh_commands.hpp"
 #include "sandbox/ssh_vm.hpp"
 #include "ssh/key_sources.hpp"
 
@@ -103,10 +102,6 @@ Task<std::shared_ptr<ssh::Connection>> VmRoute::open(Client client, ProvisionSub
     std::string failure_text;
     try {
       connection_ = co_await ssh::Connection::open(*endpoint, ssh_);
-      // Every command and script is the same exec request (its program follows on stdin), so
-      // a channel can wait with it started: a command then skips the channel's opening and its
-      // exec request (two round trips).
-      connection_->keep_ready(std::string(ssh_exec_command));
       sftp_.reset();
       sftp_refused_ = false;
       if (!reconnecting) {
@@ -154,6 +149,8 @@ Task<std::shared_ptr<ssh::Connection>> VmRoute::open(Client client, ProvisionSub
     co_return nullptr;
   }
 }
+
+bool VmRoute::sftp_open() const noexcept { return sftp_ != nullptr && connection_ != nullptr && connection_->is_open(); }
 
 Task<std::shared_ptr<ssh::Sftp>> VmRoute::sftp(Client client, ProvisionSubject& target) {
   auto connected = co_await connection(client, target);

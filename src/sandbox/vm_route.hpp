@@ -37,6 +37,8 @@ class VmRoute {
   void drop(const std::shared_ptr<ssh::Connection>& connection);
 
   [[nodiscard]] std::optional<Transport> in_use() const noexcept;
+  /// The SFTP session is open on the current connection, and that connection stands.
+  [[nodiscard]] bool sftp_open() const noexcept;
 
   /// Closes the connection, if any (the route is decided again on next use).
   Task<void> close();

@@ -130,13 +130,13 @@ Task<Bytes> ShellFilesystem::read_bytes(std::string path) {
   // with one request per page.
   std::optional<std::uint64_t> previous;
   const std::size_t page = limits_.read_page_bytes;
-  // A file larger than a page comes by transfer when there is one: its first script sends no page.
-  bool transfer_available = false;
-  if (transfer_ != nullptr) transfer_available = co_await transfer_->file_transfer_available();
+  // A file larger than a page comes by transfer when the channel is open: its first script then
+  // sends no page. Only asked, never opened here: a small file's read needs no channel.
+  const bool transfer_open = transfer_ != nullptr && transfer_->file_transfer_open();
   for (int attempt = 0; attempt < kReadAttempts; ++attempt) {
     std::string data;
     auto decoder = PageDecoder::after_size_line(data, page);
-    co_await read_page(read_first_page_script(path, page, limits_.compress, transfer_available), decoder, path, "read");
+    co_await read_page(read_first_page_script(path, page, limits_.compress, transfer_open), decoder, path, "read");
     bool damaged = false;
     try {
       // The same size twice means the file did not change: the output itself was damaged.

@@ -151,6 +151,8 @@ class SandboxBackend final : public workspace::WorkspaceBackend,
 
   /// Over SSH: SFTP, once the backend is connected and the VM's sshd serves it.
   workspace::Task<bool> file_transfer_available() override;
+  /// True once this backend's SFTP session is open on a connection that stands.
+  [[nodiscard]] bool file_transfer_open() const noexcept override;
   workspace::Task<void> upload(std::string path, workspace::Bytes data) override;
   workspace::Task<workspace::Bytes> download(std::string path) override;
 

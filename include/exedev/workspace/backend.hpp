@@ -115,6 +115,9 @@ class SupportsFileTransfer {
   virtual ~SupportsFileTransfer() = default;
   /// Whether the channel can be used now (a backend may learn it only once connected).
   virtual Task<bool> file_transfer_available() = 0;
+  /// Whether the channel is known to be open, without opening anything (a hint for choosing
+  /// before an operation starts; false when unknown).
+  [[nodiscard]] virtual bool file_transfer_open() const noexcept { return false; }
   /// Replaces the contents of the existing regular file `path` (absolute, symlinks resolved)
   /// with `data`.
   virtual Task<void> upload(std::string path, Bytes data) = 0;

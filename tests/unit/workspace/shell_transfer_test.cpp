@@ -88,6 +88,7 @@ class TransferringTransport final : public Transport, public ws::SupportsFileTra
  public:
   using Transport::Transport;
   Task<bool> file_transfer_available() override { co_return available; }
+  [[nodiscard]] bool file_transfer_open() const noexcept override { return available; }
   Task<void> upload(std::string path, ws::Bytes data) override {
     ++uploads;
     if (cut_uploads) data.resize(data.size() / 2);
