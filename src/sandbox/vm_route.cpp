@@ -10,6 +10,7 @@
 #include "common/backoff.hpp"
 #include "common/coroutines.hpp"
 #include "sandbox/core.hpp"
+#include "sandbox/ssh_commands.hpp"
 #include "sandbox/ssh_vm.hpp"
 #include "ssh/key_sources.hpp"
 
@@ -102,6 +103,10 @@ Task<std::shared_ptr<ssh::Connection>> VmRoute::open(Client client, ProvisionSub
     std::string failure_text;
     try {
       connection_ = co_await ssh::Connection::open(*endpoint, ssh_);
+      // Every command and script is the same exec request (its program follows on stdin), so
+      // a channel can wait with it started: a command then skips the channel's opening and its
+      // exec request (two round trips).
+      connection_->keep_ready(std::string(ssh_exec_command));
       sftp_.reset();
       sftp_refused_ = false;
       if (!reconnecting) {

@@ -17,6 +17,7 @@
 #include <libssh2_sftp.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace exedev::ssh {
 
@@ -71,10 +72,144 @@ asio::awaitable<void> Connection::wait_for_change_until(bool sent, SessionDriver
 asio::awaitable<void> Connection::acquire_session_slot() {
   const Call call{"waiting for a session channel", true, false};
   driver_->throw_if_dropped(call);
-  while (open_sessions_ >= options_.max_sessions) {
-    co_await wait_for_change(false);
+  ++slot_waiters_;
+  std::exception_ptr failure;
+  try {
+    while (open_sessions_ >= options_.max_sessions) {
+      discard_ready_channel();
+      co_await wait_for_change(false);
+    }
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  --slot_waiters_;
+  if (failure) std::rethrow_exception(failure);
+  ++open_sessions_;
+}
+
+void Connection::keep_ready(std::string command) {
+  ready_command_ = std::move(command);
+  prepare_ready_channel();
+}
+
+asio::awaitable<LIBSSH2_CHANNEL*> Connection::ready_channel_or_slot(const std::string& command) {
+  const Call call{"waiting for a session channel", true, false};
+  const bool matches = !ready_command_.empty() && command == ready_command_;
+  bool claimed = false;
+  LIBSSH2_CHANNEL* channel = nullptr;
+  ++slot_waiters_;
+  std::exception_ptr failure;
+  try {
+    for (;;) {
+      driver_->throw_if_dropped(call);
+      if (matches) channel = take_ready_channel();
+      if (channel != nullptr) break;
+      if (matches && preparing_ready_ && (claimed || !ready_claimed_)) {
+        // The channel being made ready comes sooner than one of our own would.
+        ready_claimed_ = claimed = true;
+      } else if (open_sessions_ < options_.max_sessions) {
+        ++open_sessions_;
+        break;
+      } else {
+        discard_ready_channel();
+      }
+      co_await wait_for_change(false);
+    }
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  --slot_waiters_;
+  if (claimed) ready_claimed_ = false;
+  if (failure) std::rethrow_exception(failure);
+  co_return channel;
+}
+
+LIBSSH2_CHANNEL* Connection::take_ready_channel() {
+  LIBSSH2_CHANNEL* channel = std::exchange(ready_channel_, nullptr);
+  if (channel == nullptr) return nullptr;
+  if (driver_->dropped()) {
+    release_session_slot();  // the session frees the channel
+    return nullptr;
+  }
+  // What arrived while it waited is read into libssh2 (nothing consumed), so that a process
+  // killed meanwhile shows as the channel's end.
+  char unused = 0;
+  driver_->attempt(driver_->new_ticket(), [&] { return static_cast<long>(::libssh2_channel_read_ex(channel, 0, &unused, 0)); });
+  if (driver_->dropped()) {
+    release_session_slot();
+    return nullptr;
+  }
+  char* signal_name = nullptr;
+  ::libssh2_channel_get_exit_signal(channel, &signal_name, nullptr, nullptr, nullptr, nullptr, nullptr);
+  const bool killed = signal_name != nullptr;
+  if (killed) ::libssh2_free(driver_->session(), signal_name);
+  if (killed || ::libssh2_channel_eof(channel) != 0 || ::libssh2_channel_get_exit_status(channel) != 0) {
+    close_channel_in_background(channel, true);
+    return nullptr;
+  }
+  return channel;
+}
+
+void Connection::discard_ready_channel() {
+  LIBSSH2_CHANNEL* channel = std::exchange(ready_channel_, nullptr);
+  if (channel == nullptr) return;
+  if (driver_->dropped()) {
+    release_session_slot();
+    return;
+  }
+  close_channel_in_background(channel, true);  // its process reads EOF and ends
+}
+
+void Connection::prepare_ready_channel() {
+  if (ready_command_.empty() || ready_channel_ != nullptr || preparing_ready_ || closed_ || driver_->dropped() ||
+      slot_waiters_ > 0 || open_sessions_ >= options_.max_sessions) {
+    return;
   }
   ++open_sessions_;
+  preparing_ready_ = true;
+  ++background_tasks_;
+  auto preparing = [](std::shared_ptr<Connection> self) -> asio::awaitable<void> {
+    LIBSSH2_CHANNEL* channel = nullptr;
+    try {
+      co_await self->open_ready_channel(&channel);
+    } catch (...) {
+      // A channel kept ready is an optimisation: without it, the next exec opens its own.
+    }
+    self->preparing_ready_ = false;
+    if (channel != nullptr && !self->closed_ && !self->driver_->dropped()) {
+      self->ready_channel_ = channel;
+    } else if (channel != nullptr) {
+      self->close_channel_in_background(channel, true);
+    } else {
+      self->release_session_slot();
+    }
+    --self->background_tasks_;
+    self->state_.notify();
+  };
+  asio::co_spawn(driver_->executor(), preparing(shared_from_this()), asio::detached);
+}
+
+asio::awaitable<void> Connection::open_ready_channel(LIBSSH2_CHANNEL** opened) {
+  long rc = 0;
+  // One attempt: a refusal (a slot not yet freed by sshd) is not worth retrying for.
+  LIBSSH2_CHANNEL* channel = co_await try_open_channel("opening a channel kept ready", rc);
+  if (channel == nullptr) co_return;
+  const Call call{"the exec request of a channel kept ready", false, false};
+  std::exception_ptr failure;
+  try {
+    rc = co_await driver_->run(call, [&] {
+      return static_cast<long>(::libssh2_channel_process_startup(channel, "exec", 4, ready_command_.data(),
+                                                                 static_cast<unsigned int>(ready_command_.size())));
+    });
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  if (failure || rc != 0) {
+    close_channel_in_background(channel, false);
+    if (failure) std::rethrow_exception(failure);
+    co_return;
+  }
+  *opened = channel;
 }
 
 void Connection::release_session_slot() {
@@ -148,13 +283,13 @@ asio::awaitable<void> Connection::close_channel(LIBSSH2_CHANNEL* channel, bool h
 }
 
 void Connection::close_channel_in_background(LIBSSH2_CHANNEL* channel, bool holds_session_slot) {
-  ++background_closes_;
+  ++background_tasks_;
   auto self = shared_from_this();
   // Closing waits for the server's close, which may come only when the remote process ends;
   // the caller does not wait for it. `self` keeps the connection alive until then.
   auto closing = [](std::shared_ptr<Connection> connection, LIBSSH2_CHANNEL* ch, bool slot) -> asio::awaitable<void> {
     co_await connection->close_channel(ch, slot);
-    --connection->background_closes_;
+    --connection->background_tasks_;
     connection->state_.notify();
   };
   asio::co_spawn(driver_->executor(), closing(std::move(self), channel, holds_session_slot), asio::detached);
@@ -162,18 +297,21 @@ void Connection::close_channel_in_background(LIBSSH2_CHANNEL* channel, bool hold
 
 asio::awaitable<ExecResult> Connection::exec(ExecRequest request) {
   auto self = shared_from_this();
-  co_await acquire_session_slot();
-  LIBSSH2_CHANNEL* channel = nullptr;
-  try {
-    channel = co_await open_channel("opening a session channel");
-  } catch (...) {
-    release_session_slot();
-    throw;
+  LIBSSH2_CHANNEL* channel = co_await ready_channel_or_slot(request.command);
+  const bool started = channel != nullptr;
+  if (!started) {
+    try {
+      channel = co_await open_channel("opening a session channel");
+    } catch (...) {
+      release_session_slot();
+      throw;
+    }
   }
+  prepare_ready_channel();  // for the next exec, while this one runs
   std::exception_ptr failure;
   ExecResult result;
   try {
-    result = co_await run_on_channel(channel, request);
+    result = co_await run_on_channel(channel, request, started);
   } catch (...) {
     failure = std::current_exception();
   }
@@ -184,9 +322,9 @@ asio::awaitable<ExecResult> Connection::exec(ExecRequest request) {
   co_return result;
 }
 
-asio::awaitable<ExecResult> Connection::run_on_channel(LIBSSH2_CHANNEL* channel, ExecRequest& request) {
+asio::awaitable<ExecResult> Connection::run_on_channel(LIBSSH2_CHANNEL* channel, ExecRequest& request, bool started) {
   ExecResult result;
-  {
+  if (!started) {
     const Call call{"the exec request", false, false};
     const long rc = co_await driver_->run(call, [&] {
       return static_cast<long>(::libssh2_channel_process_startup(channel, "exec", 4, request.command.data(),
@@ -350,7 +488,8 @@ asio::awaitable<void> Connection::close() {
   } catch (const ConnectionError&) {
   }
   driver_->stop("was closed");
-  while (background_closes_ > 0) co_await state_.wait();
+  discard_ready_channel();  // freed with the session
+  while (background_tasks_ > 0) co_await state_.wait();
   co_await asio::this_coro::throw_if_cancelled(throw_if_cancelled_before);
 }
 

@@ -85,6 +85,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
   /// channel is open: ConnectionError with sent() == true (the command may have run).
   Task<ExecResult> exec(ExecRequest request);
 
+  /// Keeps one session channel open with `command` already started, so that the next exec of
+  /// exactly that command skips the channel's opening and its exec request (two round trips).
+  /// `command` must do nothing until its stdin arrives (as `/bin/sh` reading its program does):
+  /// it runs on the VM, idle, while the channel waits, and ends when the channel closes. The
+  /// waiting channel holds one of max_sessions and gives it up to anyone who waits for one. A
+  /// channel found ended when taken (its process was killed meanwhile) is replaced by a fresh
+  /// one; a kill in the round trip before it is taken looks, to that exec, like a kill of its
+  /// command.
+  void keep_ready(std::string command);
+
   /// The connection's one SFTP session (a session channel, counted in max_sessions), opened on
   /// first use and shared by concurrent callers. Cancellation: operation_aborted; an opening
   /// that was under way completes for the next caller.
@@ -130,7 +140,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Task<void> relay_channel_to_local(_LIBSSH2_CHANNEL* channel, boost::asio::ip::tcp::socket& local);
   Task<_LIBSSH2_CHANNEL*> open_channel(const char* what);
   Task<_LIBSSH2_CHANNEL*> try_open_channel(const char* what, long& rc);
-  Task<ExecResult> run_on_channel(_LIBSSH2_CHANNEL* channel, ExecRequest& request);
+  // `started`: the channel's exec request was made already (a channel kept ready).
+  Task<ExecResult> run_on_channel(_LIBSSH2_CHANNEL* channel, ExecRequest& request, bool started);
+  // For exec: the channel kept ready for `command` (started), else nullptr with a slot taken.
+  Task<_LIBSSH2_CHANNEL*> ready_channel_or_slot(const std::string& command);
+  // The channel kept ready, if it is there and its process has not ended; nullptr otherwise.
+  _LIBSSH2_CHANNEL* take_ready_channel();
+  // Closes the waiting ready channel, so that its slot goes to someone who waits for one.
+  void discard_ready_channel();
+  // Starts opening the next ready channel when there is none, a slot is free and nobody waits.
+  void prepare_ready_channel();
+  Task<void> open_ready_channel(_LIBSSH2_CHANNEL** opened);
 
   std::shared_ptr<SessionDriver> driver_;
   Endpoint endpoint_;
@@ -138,11 +158,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string fingerprint_;
   std::size_t open_sessions_ = 0;
   bool opening_channel_ = false;
-  int background_closes_ = 0;
+  int background_tasks_ = 0;  // channel closes and ready-channel openings close() waits for
+  int slot_waiters_ = 0;
+  std::string ready_command_;                    // empty: no channel kept ready
+  _LIBSSH2_CHANNEL* ready_channel_ = nullptr;    // started with ready_command_, holds a slot
+  bool preparing_ready_ = false;
+  bool ready_claimed_ = false;  // an exec waits for the ready channel being prepared
   std::shared_ptr<Sftp> sftp_;
   bool opening_sftp_ = false;
   bool closed_ = false;
-  detail::Event state_;  // a session slot, the channel opening, the SFTP session or a background close changed
+  detail::Event state_;  // a session slot, the channel opening, the SFTP session, the ready channel or a background task changed
 };
 
 struct SftpAttributes {
