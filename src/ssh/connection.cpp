@@ -127,16 +127,12 @@ asio::awaitable<LIBSSH2_CHANNEL*> Connection::ready_channel_or_slot(const std::s
 LIBSSH2_CHANNEL* Connection::take_ready_channel() {
   LIBSSH2_CHANNEL* channel = std::exchange(ready_channel_, nullptr);
   if (channel == nullptr) return nullptr;
-  if (driver_->dropped()) {
-    release_session_slot();  // the session frees the channel
-    return nullptr;
-  }
   // What arrived while it waited is read into libssh2 (nothing consumed), so that a process
   // killed meanwhile shows as the channel's end.
   char unused = 0;
-  driver_->attempt(driver_->new_ticket(), [&] { return static_cast<long>(::libssh2_channel_read_ex(channel, 0, &unused, 0)); });
+  if (!driver_->dropped()) driver_->attempt(driver_->new_ticket(), [&] { return static_cast<long>(::libssh2_channel_read_ex(channel, 0, &unused, 0)); });
   if (driver_->dropped()) {
-    release_session_slot();
+    close_channel_in_background(channel, true);  // frees the slot; the session frees the channel
     return nullptr;
   }
   char* signal_name = nullptr;
@@ -152,12 +148,8 @@ LIBSSH2_CHANNEL* Connection::take_ready_channel() {
 
 void Connection::discard_ready_channel() {
   LIBSSH2_CHANNEL* channel = std::exchange(ready_channel_, nullptr);
-  if (channel == nullptr) return;
-  if (driver_->dropped()) {
-    release_session_slot();
-    return;
-  }
-  close_channel_in_background(channel, true);  // its process reads EOF and ends
+  // Its process reads EOF and ends; on a dropped session only the slot is given back.
+  if (channel != nullptr) close_channel_in_background(channel, true);
 }
 
 void Connection::prepare_ready_channel() {
@@ -176,12 +168,12 @@ void Connection::prepare_ready_channel() {
       // A channel kept ready is an optimisation: without it, the next exec opens its own.
     }
     self->preparing_ready_ = false;
-    if (channel != nullptr && !self->closed_ && !self->driver_->dropped()) {
-      self->ready_channel_ = channel;
-    } else if (channel != nullptr) {
+    if (channel == nullptr) {
+      self->release_session_slot();
+    } else if (self->closed_ || self->driver_->dropped()) {
       self->close_channel_in_background(channel, true);
     } else {
-      self->release_session_slot();
+      self->ready_channel_ = channel;
     }
     --self->background_tasks_;
     self->state_.notify();

@@ -219,7 +219,7 @@ class Sftp : public std::enable_shared_from_this<Sftp> {
  private:
   Task<long> call(const char* what, bool mutating, std::function<long()> fn);
   [[noreturn]] void throw_error(long rc, const char* what, bool mutating, const std::string& path, std::errc refined = {});
-  Task<std::errc> refine_failure(const std::string& path, const char* operation);
+  Task<std::errc> refine_failure(long rc, const std::string& path, const char* operation);
   Task<SftpAttributes> stat_with(std::string path, int stat_type);
   Task<std::string> symlink_call(std::string path, int kind);
   Task<void> close_handle(_LIBSSH2_SFTP_HANDLE* handle);

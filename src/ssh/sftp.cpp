@@ -91,17 +91,20 @@ void Sftp::throw_error(long rc, const char* what, bool mutating, const std::stri
   throw fs::filesystem_error(fmt::format("SFTP {}", what), fs::path(path), std::make_error_code(code));
 }
 
-// SFTP version 3 (OpenSSH) answers most refusals with a bare FAILURE; what the path is now says
-// which one it was.
-asio::awaitable<std::errc> Sftp::refine_failure(const std::string& path, const char* operation) {
+// SFTP version 3 (OpenSSH) answers most refusals with a bare FAILURE (and rmdir's ENOTDIR with
+// NO_SUCH_FILE); what the path is now says which one it was. Any other outcome: errc{}.
+asio::awaitable<std::errc> Sftp::refine_failure(long rc, const std::string& path, const char* operation) {
   const std::string_view op(operation);
+  const auto status = rc == LIBSSH2_ERROR_SFTP_PROTOCOL ? ::libssh2_sftp_last_error(sftp_) : LIBSSH2_FX_OK;
+  const bool bare = status == LIBSSH2_FX_FAILURE || (op == "remove_dir" && status == LIBSSH2_FX_NO_SUCH_FILE);
+  if (!bare) co_return std::errc{};
   // A read follows symlinks; the others act on the path itself.
   const int stat_type = op == "read" ? LIBSSH2_SFTP_STAT : LIBSSH2_SFTP_LSTAT;
   LIBSSH2_SFTP_ATTRIBUTES raw{};
-  const long rc = co_await call("stat", false, [&] {
+  const long stat_rc = co_await call("stat", false, [&] {
     return static_cast<long>(::libssh2_sftp_stat_ex(sftp_, path.data(), length_of(path), stat_type, &raw));
   });
-  if (rc != 0) co_return op == "remove_dir" ? std::errc::no_such_file_or_directory : std::errc::io_error;
+  if (stat_rc != 0) co_return op == "remove_dir" ? std::errc::no_such_file_or_directory : std::errc::io_error;
   const auto attributes = attributes_of(raw);
   if (op == "make_dir") co_return std::errc::file_exists;
   if (op == "read" && attributes.is_dir()) co_return std::errc::is_a_directory;
@@ -145,10 +148,7 @@ asio::awaitable<std::string> Sftp::read_file(std::string path) {
         content.append(buffer.data(), static_cast<std::size_t>(n));
         continue;
       }
-      std::errc refined{};
-      if (n == LIBSSH2_ERROR_SFTP_PROTOCOL && ::libssh2_sftp_last_error(sftp_) == LIBSSH2_FX_FAILURE) {
-        refined = co_await refine_failure(path, "read");
-      }
+      const auto refined = co_await refine_failure(n, path, "read");
       throw_error(n, "read", false, path, refined);
     }
   } catch (...) {
@@ -250,10 +250,7 @@ asio::awaitable<void> Sftp::make_dir(std::string path, std::uint32_t mode) {
     return static_cast<long>(::libssh2_sftp_mkdir_ex(sftp_, path.data(), length_of(path), static_cast<long>(mode & 07777)));
   });
   if (rc == 0) co_return;
-  std::errc refined{};
-  if (rc == LIBSSH2_ERROR_SFTP_PROTOCOL && ::libssh2_sftp_last_error(sftp_) == LIBSSH2_FX_FAILURE) {
-    refined = co_await refine_failure(path, "make_dir");
-  }
+  const auto refined = co_await refine_failure(rc, path, "make_dir");
   throw_error(rc, "mkdir", true, path, refined);
 }
 
@@ -263,10 +260,7 @@ asio::awaitable<void> Sftp::remove_file(std::string path) {
     return static_cast<long>(::libssh2_sftp_unlink_ex(sftp_, path.data(), length_of(path)));
   });
   if (rc == 0) co_return;
-  std::errc refined{};
-  if (rc == LIBSSH2_ERROR_SFTP_PROTOCOL && ::libssh2_sftp_last_error(sftp_) == LIBSSH2_FX_FAILURE) {
-    refined = co_await refine_failure(path, "remove_file");
-  }
+  const auto refined = co_await refine_failure(rc, path, "remove_file");
   throw_error(rc, "unlink", true, path, refined);
 }
 
@@ -276,12 +270,8 @@ asio::awaitable<void> Sftp::remove_dir(std::string path) {
     return static_cast<long>(::libssh2_sftp_rmdir_ex(sftp_, path.data(), length_of(path)));
   });
   if (rc == 0) co_return;
-  std::errc refined{};
   // OpenSSH answers rmdir's ENOTDIR as NO_SUCH_FILE and ENOTEMPTY as FAILURE.
-  const auto status = rc == LIBSSH2_ERROR_SFTP_PROTOCOL ? ::libssh2_sftp_last_error(sftp_) : LIBSSH2_FX_OK;
-  if (status == LIBSSH2_FX_FAILURE || status == LIBSSH2_FX_NO_SUCH_FILE) {
-    refined = co_await refine_failure(path, "remove_dir");
-  }
+  const auto refined = co_await refine_failure(rc, path, "remove_dir");
   throw_error(rc, "rmdir", true, path, refined);
 }
 
