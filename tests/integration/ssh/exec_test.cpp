@@ -11,14 +11,12 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <chrono>
-#include <filesystem>
 
 #include <unistd.h>
 
 using namespace exedev;
 using namespace exedev::ssh_test;
 namespace asio = boost::asio;
-namespace fs = std::filesystem;
 using namespace asio::experimental::awaitable_operators;
 
 namespace {
