@@ -208,7 +208,9 @@ bool SshServer::start(const std::string& extra_config) {
         << "ClientAliveInterval 60\n"
         << "ClientAliveCountMax 3\n"
         << "AcceptEnv LANG LC_*\n"
-        // Local to the test.
+        // Local to the test. Sessions get an empty HOME, as the emulator's do: the user's login
+        // shell then reads no ~/.bashrc of the developer's (one that blocks would hang a test).
+        << "SetEnv HOME=" << (directory_ / "home").string() << "\n"
         << "UsePAM no\n"
         << "StrictModes no\n"
         << "AuthorizedKeysFile " << (directory_ / "authorized_keys").string() << "\n"
@@ -216,6 +218,7 @@ bool SshServer::start(const std::string& extra_config) {
         << extra_config << "\n";
   }
   fs::remove(log_path);
+  fs::create_directories(directory_ / "home");
   const int inotify = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
   ::inotify_add_watch(inotify, directory_.c_str(), IN_MODIFY | IN_CREATE);
   const int null_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);

@@ -11,12 +11,14 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <chrono>
+#include <filesystem>
 
 #include <unistd.h>
 
 using namespace exedev;
 using namespace exedev::ssh_test;
 namespace asio = boost::asio;
+namespace fs = std::filesystem;
 using namespace asio::experimental::awaitable_operators;
 
 namespace {
@@ -199,6 +201,39 @@ TEST_CASE("ssh exec: a channel kept ready runs the next exec of its command, and
         r = co_await run(*connection, ready, "echo alive\n");
         CHECK(r.stdout_bytes == "alive\n");
         CHECK(r.exit_code == 0);
+        co_await connection->close();
+      },
+      testing::RunLimits{.deadline = 60s});
+}
+
+TEST_CASE("ssh exec: a channel kept ready gives its session slot to work that needs one") {
+  Fixture f;
+  const auto dir = f.server.directory() / "barrier";
+  fs::create_directory(dir);
+  testing::run(
+      [&](auto executor) -> asio::awaitable<void> {
+        auto connection = co_await f.open();
+        connection->keep_ready("/bin/sh");
+        auto warm = co_await run(*connection, "/bin/sh", "echo warm\n");  // a ready channel waits after this
+        CHECK(warm.stdout_bytes == "warm\n");
+        // max_sessions (10) commands of another kind that end only once all ten have started: with
+        // the waiting channel keeping its slot, the tenth could never start.
+        auto one = [](Connection& c, std::string command) -> asio::awaitable<void> {
+          const auto r = co_await run(c, std::move(command));
+          CHECK(r.exit_code == 0);
+        };
+        using Op = decltype(asio::co_spawn(executor, one(*connection, {}), asio::deferred));
+        std::vector<Op> ops;
+        for (int i = 0; i < 10; ++i) {
+          const auto d = dir.string();
+          ops.push_back(asio::co_spawn(
+              executor,
+              one(*connection, "touch " + d + "/" + std::to_string(i) + "; until [ \"$(ls " + d + " | wc -l)\" -ge 10 ]; do sleep 0.01; done"),
+              asio::deferred));
+        }
+        auto group = asio::experimental::make_parallel_group(std::move(ops));
+        auto [order, errors] = co_await group.async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
+        for (const auto& error : errors) CHECK_FALSE(error);
         co_await connection->close();
       },
       testing::RunLimits{.deadline = 60s});
