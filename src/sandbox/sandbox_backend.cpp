@@ -342,10 +342,10 @@ Task<bool> SandboxBackend::file_transfer_available() {
 
 bool SandboxBackend::file_transfer_open() const noexcept { return impl_->route.sftp_open(); }
 
-Task<void> SandboxBackend::upload(std::string path, workspace::Bytes data) {
+Task<void> SandboxBackend::upload(std::string path, std::string_view data) {
   const auto sftp = co_await impl_->sftp();
   if (!sftp) throw workspace::WorkspaceError("file transfer is not available on VM \"" + *impl_->target.name + "\"");
-  co_await sftp->write_file(std::move(path), std::move(data), 0600);
+  co_await sftp->write_file(std::move(path), data, 0600);
 }
 
 Task<workspace::Bytes> SandboxBackend::download(std::string path) {

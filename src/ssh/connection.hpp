@@ -199,7 +199,9 @@ class Sftp : public std::enable_shared_from_this<Sftp> {
   /// close is answered later, before the next SFTP call proceeds).
   Task<std::string> read_file(std::string path);
   /// Writes `data` to `path` (created with `mode` if new, truncated); several writes in flight.
-  Task<void> write_file(std::string path, std::string data, std::uint32_t mode);
+  /// Returns once every write is acknowledged (the handle's close is answered later, as a
+  /// read's). `data` must stay valid until then.
+  Task<void> write_file(std::string path, std::string_view data, std::uint32_t mode);
   Task<SftpAttributes> stat(std::string path);  ///< follows symlinks
   Task<SftpAttributes> lstat(std::string path);
   Task<std::vector<SftpDirEntry>> list_dir(std::string path);  ///< without . and ..

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <stdexcept>
 
 #include <exedev/workspace/workspace.hpp>
@@ -77,6 +78,39 @@ Task<void> ShellFilesystem::read_page(std::string script, PageDecoder& decoder, 
   }
 }
 
+namespace {
+
+// The cancellation condition of a first page's script and a download beside it: the download
+// goes on only while the script says the file comes by transfer.
+struct KeepDownloadIfNoPage {
+  const PageDecoder& decoder;
+  boost::asio::cancellation_type_t operator()(const std::exception_ptr& script_error) const {
+    return script_error || !decoder.awaits_transfer() ? boost::asio::cancellation_type::terminal
+                                                      : boost::asio::cancellation_type::none;
+  }
+  boost::asio::cancellation_type_t operator()(const std::exception_ptr&, const Bytes&) const {
+    return boost::asio::cancellation_type::none;  // the script's answer decides
+  }
+};
+
+}  // namespace
+
+Task<std::optional<Bytes>> ShellFilesystem::first_page_beside_download(std::string script, PageDecoder& decoder,
+                                                                       std::string path) {
+  const auto executor = co_await boost::asio::this_coro::executor;
+  auto group = boost::asio::experimental::make_parallel_group(
+      boost::asio::co_spawn(executor, read_page(std::move(script), decoder, path, "read"), boost::asio::deferred),
+      boost::asio::co_spawn(executor, transfer_->download(path), boost::asio::deferred));
+  const KeepDownloadIfNoPage condition{decoder};
+  auto outcome = co_await group.async_wait(condition, boost::asio::use_awaitable);
+  // The script's error first: it names the path's problem as every other read does.
+  if (const auto& script_error = std::get<1>(outcome)) std::rethrow_exception(script_error);
+  if (!decoder.awaits_transfer()) co_return std::nullopt;
+  if (const auto& download_error = std::get<2>(outcome)) std::rethrow_exception(download_error);
+  std::optional<Bytes> data(std::move(std::get<3>(outcome)));  // named: GCC 12 and co_return conversions
+  co_return data;
+}
+
 Task<void> ShellFilesystem::discard(std::string script) { co_await sh(std::move(script)); }
 
 Task<void> ShellFilesystem::check(const CommandResult& result, const std::string& path, bool missing) {
@@ -131,12 +165,19 @@ Task<Bytes> ShellFilesystem::read_bytes(std::string path) {
   std::optional<std::uint64_t> previous;
   const std::size_t page = limits_.read_page_bytes;
   // A file larger than a page comes by transfer when the channel is open: its first script then
-  // sends no page. Only asked, never opened here: a small file's read needs no channel.
+  // sends no page, and the download runs beside it. Only asked, never opened here: a small
+  // file's read needs no channel.
   const bool transfer_open = transfer_ != nullptr && transfer_->file_transfer_open();
   for (int attempt = 0; attempt < kReadAttempts; ++attempt) {
     std::string data;
     auto decoder = PageDecoder::after_size_line(data, page);
-    co_await read_page(read_first_page_script(path, page, limits_.compress, transfer_open), decoder, path, "read");
+    auto script = read_first_page_script(path, page, limits_.compress, transfer_open);
+    std::optional<Bytes> downloaded;
+    if (transfer_open) {
+      downloaded = co_await first_page_beside_download(std::move(script), decoder, path);
+    } else {
+      co_await read_page(std::move(script), decoder, path, "read");
+    }
     bool damaged = false;
     try {
       // The same size twice means the file did not change: the output itself was damaged.
@@ -146,7 +187,10 @@ Task<Bytes> ShellFilesystem::read_bytes(std::string path) {
       }
       decoder.finish(path);
       const auto size = *decoder.size();
-      if (data.size() < size) {
+      if (downloaded) {
+        data = std::move(*downloaded);
+        damaged = data.size() != size;  // it changed between the script and the download
+      } else if (data.size() < size) {
         const bool by_transfer = co_await transfers(size - data.size());
         if (by_transfer) {
           data = co_await transfer_->download(path);
@@ -180,7 +224,7 @@ Task<bool> ShellFilesystem::write_chunked(std::string path, std::string temp_nam
   const auto begun = co_await sh(write_begin_script(path, temp_name, verify.gzip));
   if (verify.gzip && begun.exit_code == kMissingGzip) co_return false;
   co_await check(begun, path, false);
-  const auto destination = parse_realpath_output(begun.stdout_text, path);
+  const auto destination = parse_write_begin_output(begun.stdout_text, path);
   const auto temp = posix_join(posix_dirname(destination), temp_name);
   const std::size_t chunk = limits_.write_chunk_chars;
   const std::size_t block_bytes = chunk / 4 * 3;
@@ -213,12 +257,78 @@ Task<bool> ShellFilesystem::transfers(std::uint64_t bytes) {
   co_return co_await transfer_->file_transfer_available();
 }
 
+namespace {
+
+// The cancellation condition of a begin script and an upload beside it: the upload stops when
+// the script fails; the script always runs to its end.
+struct StopUploadIfBeginFails {
+  boost::asio::cancellation_type_t operator()(const std::exception_ptr& script_error, const CommandResult& begun) const {
+    return script_error || begun.exit_code != 0 ? boost::asio::cancellation_type::terminal
+                                                : boost::asio::cancellation_type::none;
+  }
+  boost::asio::cancellation_type_t operator()(const std::exception_ptr&) const {
+    return boost::asio::cancellation_type::none;
+  }
+};
+
+// Rethrows a failure unless it is the server refusing the path itself (a filesystem_error),
+// which a second try may not meet.
+void rethrow_unless_path_refused(const std::exception_ptr& failure) {
+  if (!failure) return;
+  try {
+    std::rethrow_exception(failure);
+  } catch (const std::filesystem::filesystem_error&) {
+  }
+}
+
+}  // namespace
+
+Task<std::pair<CommandResult, std::exception_ptr>> ShellFilesystem::begin_beside_upload(std::string script,
+                                                                                       std::string early_temp,
+                                                                                       std::string_view data) {
+  const auto executor = co_await boost::asio::this_coro::executor;
+  auto group = boost::asio::experimental::make_parallel_group(
+      boost::asio::co_spawn(executor, sh(std::move(script)), boost::asio::deferred),
+      boost::asio::co_spawn(executor, transfer_->upload(std::move(early_temp), data), boost::asio::deferred));
+  const StopUploadIfBeginFails condition;
+  auto outcome = co_await group.async_wait(condition, boost::asio::use_awaitable);
+  if (const auto& script_error = std::get<1>(outcome)) std::rethrow_exception(script_error);
+  std::pair<CommandResult, std::exception_ptr> result(std::move(std::get<2>(outcome)), std::get<3>(outcome));
+  co_return result;
+}
+
 Task<void> ShellFilesystem::write_transferred(std::string path, std::string temp_name, Bytes data, WriteCheck verify) {
-  const auto begun = co_await sh(write_begin_script(path, temp_name, false));
+  // The upload starts beside the begin script, into a temp file beside the path as given: most
+  // paths name their destination as it is. When the script finds the destination in another
+  // directory (a symlink on the way), or the server refused that upload's path (say, for a
+  // parent the script then made), the data goes again, into the temp file beside the
+  // destination; any other failure of the upload is the write's. Either temp file is the
+  // transfer's own: the script does not make it, and the cleanup removes both.
+  verify.transferred = true;
+  const auto as_given = normpath(path);
+  const auto begin = write_begin_script(path, temp_name, false, false);
+  std::optional<std::string> early_temp;
+  CommandResult begun;
+  std::exception_ptr early_failure;
+  if (as_given.front() == '/') {
+    early_temp = posix_join(posix_dirname(as_given), temp_name);
+    auto outcome = co_await begin_beside_upload(begin, *early_temp, data);
+    begun = std::move(outcome.first);
+    early_failure = outcome.second;
+  } else {
+    begun = co_await sh(begin);
+  }
   co_await check(begun, path, false);
-  const auto destination = parse_realpath_output(begun.stdout_text, path);
+  rethrow_unless_path_refused(early_failure);
+  const auto destination = parse_write_begin_output(begun.stdout_text, path);
   const auto temp = posix_join(posix_dirname(destination), temp_name);
-  co_await transfer_->upload(temp, std::move(data));
+  if (!early_temp || early_failure || *early_temp != temp) {
+    if (early_temp && !early_failure) {
+      const std::vector<std::string> elsewhere{shell_quote(*early_temp)};  // named: GCC 12 and braced lists in co_await
+      co_await discard(remove_files_script(elsewhere));
+    }
+    co_await transfer_->upload(temp, data);
+  }
   const auto committed = co_await sh(commit_script(shell_quote(destination), shell_quote(temp),
                                                    shell_quote(temp + ".decoded"), verify));
   if (committed.exit_code == kShortWrite) throw DamagedWriteError(path);

@@ -62,6 +62,7 @@ struct WriteCheck {
   std::uint64_t size = 0;
   std::string sha256;  ///< hex digest of the data; checked when not empty and the environment has sha256sum
   bool gzip = false;   ///< the data travels as one gzip member, unpacked before the checks
+  bool transferred = false;  ///< the temp file was made by a file transfer (owner's bits only)
 };
 
 // ---- posixpath helpers (Python semantics) ----
@@ -93,18 +94,21 @@ struct WriteCheck {
 /// write exits kMissingGzip first, having written nothing, when the environment has no gzip.
 [[nodiscard]] std::string write_whole_script(const std::string& path, const std::string& temp_name,
                                              const WriteCheck& check);
-/// The first request of a chunked write: prepares an empty temp file and prints the resolved
-/// destination (as realpath_script prints its value). `gzip`: as write_whole_script.
-[[nodiscard]] std::string write_begin_script(const std::string& path, const std::string& temp_name, bool gzip);
+/// The first request of a chunked write: prepares an empty temp file (unless `creates_temp` is
+/// false: a file transfer makes it) and prints the resolved destination (as realpath_script
+/// prints its value) unless it is `path` itself, normalized. `gzip`: as write_whole_script.
+[[nodiscard]] std::string write_begin_script(const std::string& path, const std::string& temp_name, bool gzip,
+                                             bool creates_temp = true);
 /// Writes the block in $1 (base64) at offset index × block_bytes of `temp`: the same block sent
 /// twice writes the same bytes at the same place.
 [[nodiscard]] std::string write_block_script(const std::string& temp, std::size_t block_bytes, std::size_t index);
 /// Unpacks the temp file (the data, or its gzip member) into `decoded` beside the destination,
 /// checks its size and digest (exit kShortWrite otherwise), then moves it over the destination
-/// (keeping the destination's mode bits). The three words are shell words.
+/// (keeping the destination's mode bits; a new destination made from a transferred temp file gets
+/// the mode bits of a file the shell creates). The three words are shell words.
 [[nodiscard]] std::string commit_script(const std::string& destination_word, const std::string& temp_word,
                                         const std::string& decoded_word, const WriteCheck& check);
-/// Removes a chunked or whole write's temp files, found again from `path`.
+/// Removes a chunked, whole or transferred write's temp files, found again from `path`.
 [[nodiscard]] std::string write_cleanup_script(const std::string& path, const std::string& temp_name);
 /// Type checks, then the size line and the first page (as read_chunk_script) of a regular file.
 /// With `no_page_when_larger`, a file larger than one page gets the line `none` instead (its
@@ -174,6 +178,8 @@ class PageDecoder {
   void finish(const std::string& path);
   /// The size line, once read (after_size_line).
   [[nodiscard]] std::optional<std::uint64_t> size() const noexcept { return size_; }
+  /// The script answered `none`: the file is larger than a page and comes by file transfer.
+  [[nodiscard]] bool awaits_transfer() const noexcept { return stage_ == Stage::no_page; }
 
  private:
   enum class Stage { size_line, marker_line, raw, gzip, no_page, damaged };
@@ -204,6 +210,8 @@ struct ListingOutput {
 [[nodiscard]] std::vector<FileEntry> parse_listing_records(const std::string& records, const std::string& path);
 /// `wc -c` line then base64 of the value.
 [[nodiscard]] std::string parse_realpath_output(const std::string& stdout_text, const std::string& path);
+/// write_begin_script's output: the destination it printed, else `path` normalized.
+[[nodiscard]] std::string parse_write_begin_output(const std::string& stdout_text, const std::string& path);
 /// Tool names printed by tool_probe_script().
 [[nodiscard]] std::vector<std::string> parse_missing_tools(const std::string& stdout_text);
 [[nodiscard]] std::string missing_tools_message(const std::vector<std::string>& tools);
@@ -243,6 +251,11 @@ class ShellFilesystem final : public SupportsFilesystem, public SupportsRealpath
   Task<CommandResult> sh_streaming(std::string script, ScriptStdoutSink on_stdout);
   /// One page script whose output `decoder` reads; a private status or a failure is thrown.
   Task<void> read_page(std::string script, PageDecoder& decoder, const std::string& path, const char* limit_what);
+  /// A read's first page script (written with no_page_when_larger) with the file's download by
+  /// transfer beside it, so that a large file costs one round trip fewer; the download is
+  /// cancelled as soon as the script shows that the page holds the file (or fails). Returns the
+  /// downloaded data when the script answered `none`.
+  Task<std::optional<Bytes>> first_page_beside_download(std::string script, PageDecoder& decoder, std::string path);
   Task<void> discard(std::string script);
   Task<void> check(const CommandResult& result, const std::string& path, bool missing);
   /// Pages from `first_index` on, appended to `data` until it holds `size` bytes.
@@ -259,8 +272,12 @@ class ShellFilesystem final : public SupportsFilesystem, public SupportsRealpath
   /// the scripts would need more than one command for).
   Task<bool> transfers(std::uint64_t bytes);
   /// Writes through the file transfer channel: the same begin and commit scripts as a chunked
-  /// write, with the raw data uploaded into the temp file between them.
+  /// write, with the raw data uploaded into the temp file, beside the begin script.
   Task<void> write_transferred(std::string path, std::string temp_name, Bytes data, WriteCheck verify);
+  /// The begin script with the upload into `early_temp` beside it; the upload is cancelled when
+  /// the script fails. Returns the script's result and the upload's failure, if any.
+  Task<std::pair<CommandResult, std::exception_ptr>> begin_beside_upload(std::string script, std::string early_temp,
+                                                                        std::string_view data);
   Task<void> write_block(std::string temp, std::string block, std::size_t block_bytes, std::size_t index,
                          std::string destination);
   Task<void> cleanup(std::string script);

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 
+#include <exedev/workspace/workspace.hpp>
+
 #include "common/base64.hpp"
 #include "workspace/data_codec.hpp"
 
@@ -122,9 +124,11 @@ std::string write_whole_script(const std::string& path, const std::string& temp_
   return script + commit_script("\"$dest\"", "\"$temp\"", "\"$decoded\"", check);
 }
 
-std::string write_begin_script(const std::string& path, const std::string& temp_name, bool gzip) {
+std::string write_begin_script(const std::string& path, const std::string& temp_name, bool gzip, bool creates_temp) {
+  // Printing the destination takes four processes; most writes name their file as it is.
   return gzip_check_fragment(gzip) + write_prepare_fragment(path, temp_name) +
-         ": > \"$temp\" || exit 1\n"
+         (creates_temp ? ": > \"$temp\" || exit 1\n" : "") +
+         "[ \"$dest\" = " + shell_quote(normpath(path)) + " ] && exit 0\n"
          "printf %s \"$dest\" | wc -c\n"
          "printf %s \"$dest\" | base64";
 }
@@ -149,6 +153,11 @@ std::string commit_script(const std::string& destination_word, const std::string
                                                     destination_word, temp_word, decoded_word, static_cast<int>(kShortWrite))
                                       : fmt::format("elif test -f {0} && ! {{ o={2}; cp {0} {2} && cat {1} > {2}; }}; then status=1\n",
                                                     destination_word, temp_word, decoded_word);
+  // A temp file made by the transfer has the owner's bits only; a new file gets the shell's (the
+  // environment's umask decides, as for a file the shell creates; chmod applies it).
+  const std::string mode = check.transferred ? fmt::format("elif ! test -e {0} && ! chmod =rw {1}; then status=1\n",
+                                                           destination_word, temp_word)
+                                             : std::string();
   const std::string digest = check.sha256.empty() ? std::string()
                                                   : fmt::format("elif sum=$(sha256sum < \"$o\" 2>/dev/null) && [ \"${{sum%% *}}\" != {0} ]; then status={1}\n",
                                                                 shell_quote(check.sha256), static_cast<int>(kShortWrite));
@@ -157,21 +166,25 @@ std::string commit_script(const std::string& destination_word, const std::string
       "if test -d {0}; then status=121\n"
       "elif test -e {0} && ! test -f {0}; then status=122\n"
       "elif test -e {0} && ! test -w {0}; then status=113\n"
-      "{6}"
+      "{6}{8}"
       "elif ! size=$(wc -c < \"$o\") || [ $size -ne {3} ]; then status={7}\n"
       "{4}"
       "else mv -f \"$o\" {0}; status=$?\n"
       "fi\n"
       "rm -f {1} {2}; exit $status",
       destination_word, temp_word, decoded_word, check.size, digest, check.gzip ? decoded_word : temp_word, fill,
-      static_cast<int>(kShortWrite));
+      static_cast<int>(kShortWrite), mode);
 }
 
 std::string write_cleanup_script(const std::string& path, const std::string& temp_name) {
+  // Also the temp file beside the path as given, where a transfer may have begun (write_transferred).
+  const auto as_given = normpath(path);
+  const std::string beside_as_given =
+      as_given.front() == '/' ? " " + shell_quote(posix_join(posix_dirname(as_given), temp_name)) : std::string();
   return realpath_fragment(path) +
          fmt::format("dest=$value; dir=${{dest%/*}}; [ -n \"$dir\" ] || dir=/\n"
-                     "rm -f \"$dir\"/{0} \"$dir\"/{0}.decoded \"$dir\"/{0}.[0-9]*",  // .[0-9]*: a whole write's
-                     shell_quote(temp_name));
+                     "rm -f \"$dir\"/{0} \"$dir\"/{0}.decoded \"$dir\"/{0}.[0-9]*{1}",  // .[0-9]*: a whole write's
+                     shell_quote(temp_name), beside_as_given);
 }
 
 std::string read_first_page_script(const std::string& path, std::size_t page_bytes, bool may_compress,
@@ -416,6 +429,13 @@ std::string parse_realpath_output(const std::string& stdout_text, const std::str
   auto value = decode_exact(rest, size, path);
   if (value.empty() || value.front() != '/') throw DamagedOutputError(path);
   return value;
+}
+
+std::string parse_write_begin_output(const std::string& stdout_text, const std::string& path) {
+  if (!stdout_text.empty()) return parse_realpath_output(stdout_text, path);
+  auto as_given = normpath(path);
+  if (as_given.front() != '/') throw DamagedOutputError(path);  // a relative path is never the destination as given
+  return as_given;
 }
 
 std::vector<std::string> parse_missing_tools(const std::string& stdout_text) {

@@ -50,6 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   require(!unpacked || unpacked->size() == size % 97, "gzip_decompress returns exactly the bytes expected or nothing");
   require(gzip_decompress(gzip_compress(text), text.size()) == text, "gzip members round-trip");
   parse([&] { (void)parse_realpath_output(text, path); });
+  parse([&] { (void)parse_write_begin_output(text, path); });
   parse([&] { (void)parse_missing_tools(text); });
   return 0;
 }

@@ -153,7 +153,7 @@ class SandboxBackend final : public workspace::WorkspaceBackend,
   workspace::Task<bool> file_transfer_available() override;
   /// True once this backend's SFTP session is open on a connection that stands.
   [[nodiscard]] bool file_transfer_open() const noexcept override;
-  workspace::Task<void> upload(std::string path, workspace::Bytes data) override;
+  workspace::Task<void> upload(std::string path, std::string_view data) override;
   workspace::Task<workspace::Bytes> download(std::string path) override;
 
   /// A listener on 127.0.0.1 (a port the system picks) whose connections reach `remote_port` on

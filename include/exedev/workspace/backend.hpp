@@ -118,9 +118,10 @@ class SupportsFileTransfer {
   /// Whether the channel is known to be open, without opening anything (a hint for choosing
   /// before an operation starts; false when unknown).
   [[nodiscard]] virtual bool file_transfer_open() const noexcept { return false; }
-  /// Replaces the contents of the existing regular file `path` (absolute, symlinks resolved)
-  /// with `data`.
-  virtual Task<void> upload(std::string path, Bytes data) = 0;
+  /// Makes `data` the contents of the regular file `path` (absolute, symlinks resolved): a
+  /// missing file is created readable and writable by its owner only, an existing one keeps its
+  /// mode. `data` is not copied: it must stay valid until the returned task completes.
+  virtual Task<void> upload(std::string path, std::string_view data) = 0;
   /// The contents of the regular file `path` (absolute).
   virtual Task<Bytes> download(std::string path) = 0;
 };

@@ -118,6 +118,45 @@ TEST_CASE("over SSH, commands keep /exec's contract and send no /exec request af
   }, limits(180s));
 }
 
+TEST_CASE("over SSH, a file written over SFTP has the mode, place and content the scripts give", "[integration]") {
+  SshSetup s;
+  Fixture f(s.emulator_options());
+  if (f.skip()) return;
+  exedev::testing::run([&](Executor) -> Task<void> {
+    auto backend = std::make_shared<exedev::SandboxBackend>(ssh_options(f, exedev::Transport::ssh, s.registered, std::nullopt));
+    exedev::workspace::Workspace w(backend);
+    const auto data = random_bytes(3 * 1024 * 1024);  // past one chunk: the data goes over SFTP
+    const auto modes = [&](std::string paths) -> Task<std::string> {
+      const auto r = co_await w.run(sh_c("stat -c %a " + paths));
+      co_return r.stdout_text;
+    };
+    co_await w.run(sh_c("mkdir real && ln -s real linked && touch made-by-the-shell"));
+    // New files, beside the path as given, through a symlinked directory, under new parents:
+    // each has the mode a file the shell makes has (the upload itself makes 0600).
+    co_await w.write_bytes("new.bin", data);
+    co_await w.write_bytes("linked/deep.bin", data);
+    co_await w.write_bytes("new/parents/file.bin", data);
+    const auto shell_mode = co_await modes("made-by-the-shell");
+    const auto new_modes = co_await modes("new.bin real/deep.bin new/parents/file.bin");
+    CHECK(new_modes == shell_mode + shell_mode + shell_mode);
+    const auto deep = co_await w.read_bytes("real/deep.bin");
+    CHECK(deep == data);
+    const auto under_new_parents = co_await w.read_bytes("new/parents/file.bin");
+    CHECK(under_new_parents == data);
+    // An existing file keeps its own mode.
+    co_await w.run(sh_c("chmod 751 new.bin"));
+    co_await w.write_bytes("new.bin", data + "more");
+    const auto kept_mode = co_await modes("new.bin");
+    CHECK(kept_mode == "751\n");
+    const auto rewritten = co_await w.read_bytes("new.bin");
+    CHECK(rewritten == data + "more");
+    // No temp file is left anywhere.
+    const auto temps = co_await w.run(sh_c("find . -name '.exedev-*' | wc -l"));
+    CHECK(temps.stdout_text == "0\n");
+    co_await backend->close();
+  }, limits(180s));
+}
+
 TEST_CASE("over SSH, the login environment is the one /exec gives", "[integration]") {
   SshSetup s;
   Fixture f(s.emulator_options());

@@ -143,6 +143,18 @@ TEST_CASE("realpath output parsing", "[unit][workspace]") {
   CHECK_THROWS_AS(detail::parse_realpath_output("6", "/tmp/x"), detail::DamagedOutputError);
 }
 
+TEST_CASE("a write's first script prints its destination only when it is not the path as given", "[unit][workspace]") {
+  const auto script = detail::write_begin_script("/w/./a//b.txt", ".exedev-t.tmp", false);
+  CHECK(script.find("[ \"$dest\" = /w/a/b.txt ] && exit 0") != std::string::npos);
+  CHECK(detail::parse_write_begin_output("", "/w/./a//b.txt") == "/w/a/b.txt");
+  CHECK(detail::parse_write_begin_output("6\n" + exedev::detail::base64_encode("/r/b.x") + "\n", "/w/a") == "/r/b.x");
+  // A relative path is never the destination as given: silence is damaged output there.
+  CHECK_THROWS_AS(detail::parse_write_begin_output("", "a/b.txt"), detail::DamagedOutputError);
+  // Without creates_temp the transfer makes the temp file; the script does not touch it.
+  CHECK(script.find(": > \"$temp\"") != std::string::npos);
+  CHECK(detail::write_begin_script("/w/a", ".exedev-t.tmp", false, false).find(": > \"$temp\"") == std::string::npos);
+}
+
 TEST_CASE("private exit codes map to path errors", "[unit][workspace]") {
   const auto code_of = [](int exit_code) {
     try {

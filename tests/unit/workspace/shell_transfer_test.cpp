@@ -11,6 +11,8 @@
 #include <exedev/workspace/local_backend.hpp>
 #include <exedev/workspace/workspace.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -84,15 +86,21 @@ class Transport : public ws::WorkspaceBackend, public ws::SupportsCommands {
 
 // The same with a file transfer channel over the local files, as SandboxBackend has one over
 // SFTP: it counts its uploads and downloads, can be switched off, and can cut an upload short.
+// An upload opens as sftp-server does (a new file gets 0600, before the umask; a refused path
+// is a filesystem_error).
 class TransferringTransport final : public Transport, public ws::SupportsFileTransfer {
  public:
   using Transport::Transport;
   Task<bool> file_transfer_available() override { co_return available; }
   [[nodiscard]] bool file_transfer_open() const noexcept override { return available; }
-  Task<void> upload(std::string path, ws::Bytes data) override {
+  Task<void> upload(std::string path, std::string_view data) override {
     ++uploads;
-    if (cut_uploads) data.resize(data.size() / 2);
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << data;
+    if (cut_uploads) data = data.substr(0, data.size() / 2);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) throw std::filesystem::filesystem_error("upload", path, std::error_code(errno, std::generic_category()));
+    const auto written = ::write(fd, data.data(), data.size());
+    ::close(fd);
+    if (written != static_cast<ssize_t>(data.size())) throw std::runtime_error("short upload");
     co_return;
   }
   Task<ws::Bytes> download(std::string path) override {
@@ -373,6 +381,57 @@ TEST_CASE("shell transfers: over a file transfer channel large data moves whole,
   });
   CHECK(file_bytes(dir / "big.bin") == data);
   CHECK_FALSE(temp_files_in(dir.path()));
+}
+
+TEST_CASE("shell transfers: the upload runs beside the first script, into the temp file beside the path as given",
+          "[unit][workspace]") {
+  TempDir dir;
+  auto transport = std::make_shared<TransferringTransport>(dir.path(), ws::Env{});
+  ws::Workspace workspace(transport);
+  const auto data = random_bytes(100 * 1024);
+  const mode_t umask_now = ::umask(022);
+  ::umask(umask_now);
+  const auto mode_of = [](const std::filesystem::path& path) {
+    struct stat st {};
+    ::stat(path.c_str(), &st);
+    return st.st_mode & 07777;
+  };
+  std::filesystem::create_directory(dir / "real");
+  std::filesystem::create_directory_symlink(dir / "real", dir / "linked");
+  std::ofstream(dir / "file") << "a file, not a directory";
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    // A new file: one upload, beside the script; the file has the mode a file the shell creates
+    // has, not the upload's 0600.
+    co_await workspace.write_bytes("fresh.bin", data);
+    CHECK(file_bytes(dir / "fresh.bin") == data);
+    CHECK(transport->uploads == 1);
+    CHECK(mode_of(dir / "fresh.bin") == (0666 & ~umask_now));
+    // An existing file keeps its mode.
+    std::filesystem::permissions(dir / "fresh.bin", static_cast<std::filesystem::perms>(0750));
+    co_await workspace.write_bytes("fresh.bin", data + "more");
+    CHECK(file_bytes(dir / "fresh.bin") == data + "more");
+    CHECK(transport->uploads == 2);
+    CHECK(mode_of(dir / "fresh.bin") == 0750);
+    // Through a symlinked directory the destination is elsewhere: the data goes again, beside it.
+    co_await workspace.write_bytes("linked/deep.bin", data);
+    CHECK(file_bytes(dir / "real/deep.bin") == data);
+    CHECK(transport->uploads == 4);
+    // Parents that do not exist yet: the first upload is refused, the script makes them, the
+    // second upload lands.
+    co_await workspace.write_bytes("missing/parents/new.bin", data);
+    CHECK(file_bytes(dir / "missing/parents/new.bin") == data);
+    CHECK(transport->uploads == 6);
+    // The script refuses the path (a parent is a file): the write fails with its error.
+    const auto error = co_await error_of<std::filesystem::filesystem_error>(workspace.write_bytes("file/x.bin", data));
+    REQUIRE(error);
+    CHECK(error->find("Not a directory") != std::string::npos);
+    // A small file's read, with the channel open, comes from the first script's page.
+    co_await workspace.write_text("small.txt", "small");
+    CO_CHECK(co_await workspace.read_text("small.txt") == "small");
+  });
+  CHECK_FALSE(temp_files_in(dir.path()));
+  CHECK_FALSE(temp_files_in(dir / "real"));
+  CHECK_FALSE(temp_files_in(dir / "missing/parents"));
 }
 
 TEST_CASE("shell transfers: without gzip a compressed write is refused once, sent as it is, and remembered",
