@@ -78,39 +78,6 @@ Task<void> ShellFilesystem::read_page(std::string script, PageDecoder& decoder, 
   }
 }
 
-namespace {
-
-// The cancellation condition of a first page's script and a download beside it: the download
-// goes on only while the script says the file comes by transfer.
-struct KeepDownloadIfNoPage {
-  const PageDecoder& decoder;
-  boost::asio::cancellation_type_t operator()(const std::exception_ptr& script_error) const {
-    return script_error || !decoder.awaits_transfer() ? boost::asio::cancellation_type::terminal
-                                                      : boost::asio::cancellation_type::none;
-  }
-  boost::asio::cancellation_type_t operator()(const std::exception_ptr&, const Bytes&) const {
-    return boost::asio::cancellation_type::none;  // the script's answer decides
-  }
-};
-
-}  // namespace
-
-Task<std::optional<Bytes>> ShellFilesystem::first_page_beside_download(std::string script, PageDecoder& decoder,
-                                                                       std::string path) {
-  const auto executor = co_await boost::asio::this_coro::executor;
-  auto group = boost::asio::experimental::make_parallel_group(
-      boost::asio::co_spawn(executor, read_page(std::move(script), decoder, path, "read"), boost::asio::deferred),
-      boost::asio::co_spawn(executor, transfer_->download(path), boost::asio::deferred));
-  const KeepDownloadIfNoPage condition{decoder};
-  auto outcome = co_await group.async_wait(condition, boost::asio::use_awaitable);
-  // The script's error first: it names the path's problem as every other read does.
-  if (const auto& script_error = std::get<1>(outcome)) std::rethrow_exception(script_error);
-  if (!decoder.awaits_transfer()) co_return std::nullopt;
-  if (const auto& download_error = std::get<2>(outcome)) std::rethrow_exception(download_error);
-  std::optional<Bytes> data(std::move(std::get<3>(outcome)));  // named: GCC 12 and co_return conversions
-  co_return data;
-}
-
 Task<void> ShellFilesystem::discard(std::string script) { co_await sh(std::move(script)); }
 
 Task<void> ShellFilesystem::check(const CommandResult& result, const std::string& path, bool missing) {
@@ -165,19 +132,14 @@ Task<Bytes> ShellFilesystem::read_bytes(std::string path) {
   std::optional<std::uint64_t> previous;
   const std::size_t page = limits_.read_page_bytes;
   // A file larger than a page comes by transfer when the channel is open: its first script then
-  // sends no page, and the download runs beside it. Only asked, never opened here: a small
-  // file's read needs no channel.
+  // sends no page. Only asked, never opened here: a small file's read needs no channel. The
+  // download never starts before the script has said the path is a regular file: SFTP's open
+  // of a FIFO would block sftp-server, and every SFTP call after it, until a writer came.
   const bool transfer_open = transfer_ != nullptr && transfer_->file_transfer_open();
   for (int attempt = 0; attempt < kReadAttempts; ++attempt) {
     std::string data;
     auto decoder = PageDecoder::after_size_line(data, page);
-    auto script = read_first_page_script(path, page, limits_.compress, transfer_open);
-    std::optional<Bytes> downloaded;
-    if (transfer_open) {
-      downloaded = co_await first_page_beside_download(std::move(script), decoder, path);
-    } else {
-      co_await read_page(std::move(script), decoder, path, "read");
-    }
+    co_await read_page(read_first_page_script(path, page, limits_.compress, transfer_open), decoder, path, "read");
     bool damaged = false;
     try {
       // The same size twice means the file did not change: the output itself was damaged.
@@ -187,10 +149,7 @@ Task<Bytes> ShellFilesystem::read_bytes(std::string path) {
       }
       decoder.finish(path);
       const auto size = *decoder.size();
-      if (downloaded) {
-        data = std::move(*downloaded);
-        damaged = data.size() != size;  // it changed between the script and the download
-      } else if (data.size() < size) {
+      if (data.size() < size) {
         const bool by_transfer = co_await transfers(size - data.size());
         if (by_transfer) {
           data = co_await transfer_->download(path);

@@ -178,8 +178,6 @@ class PageDecoder {
   void finish(const std::string& path);
   /// The size line, once read (after_size_line).
   [[nodiscard]] std::optional<std::uint64_t> size() const noexcept { return size_; }
-  /// The script answered `none`: the file is larger than a page and comes by file transfer.
-  [[nodiscard]] bool awaits_transfer() const noexcept { return stage_ == Stage::no_page; }
 
  private:
   enum class Stage { size_line, marker_line, raw, gzip, no_page, damaged };
@@ -251,11 +249,6 @@ class ShellFilesystem final : public SupportsFilesystem, public SupportsRealpath
   Task<CommandResult> sh_streaming(std::string script, ScriptStdoutSink on_stdout);
   /// One page script whose output `decoder` reads; a private status or a failure is thrown.
   Task<void> read_page(std::string script, PageDecoder& decoder, const std::string& path, const char* limit_what);
-  /// A read's first page script (written with no_page_when_larger) with the file's download by
-  /// transfer beside it, so that a large file costs one round trip fewer; the download is
-  /// cancelled as soon as the script shows that the page holds the file (or fails). Returns the
-  /// downloaded data when the script answered `none`.
-  Task<std::optional<Bytes>> first_page_beside_download(std::string script, PageDecoder& decoder, std::string path);
   Task<void> discard(std::string script);
   Task<void> check(const CommandResult& result, const std::string& path, bool missing);
   /// Pages from `first_index` on, appended to `data` until it holds `size` bytes.

@@ -3,6 +3,7 @@
 // cells of the SSH transport (dropped connection, paused and removed VMs, changed host key).
 #include "ssh_fixture.hpp"
 
+#include <exedev/testing/co_check.hpp>
 #include <exedev/workspace/workspace.hpp>
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -106,11 +107,11 @@ TEST_CASE("over SSH, commands keep /exec's contract and send no /exec request af
     co_await w.write_text("dir/small.txt", "hello");
     const auto back = co_await w.read_bytes("big.bin");
     CHECK(back == data);
-    CHECK(co_await w.read_text("dir/small.txt") == "hello");
+    CO_CHECK(co_await w.read_text("dir/small.txt") == "hello");
     const auto entries = co_await w.list_dir(".");
     CHECK(entries.size() == 2);
     co_await w.remove("dir");
-    CHECK_FALSE(co_await w.exists("dir"));
+    CO_CHECK_FALSE(co_await w.exists("dir"));
     // (Closing the client may then clean up provisioning's own run records on /exec.)
     for (const auto& command : f.emu().commands()) UNSCOPED_INFO("an /exec request: " << command.command);
     CHECK(f.emu().commands().empty());
@@ -153,6 +154,14 @@ TEST_CASE("over SSH, a file written over SFTP has the mode, place and content th
     // No temp file is left anywhere.
     const auto temps = co_await w.run(sh_c("find . -name '.exedev-*' | wc -l"));
     CHECK(temps.stdout_text == "0\n");
+    // With SFTP open, a FIFO's read is refused by the script before any SFTP open (which would
+    // block sftp-server until a writer came), and SFTP serves the next read.
+    CHECK(backend->file_transfer_open());
+    co_await w.run(sh_c("mkfifo pipe"));
+    const auto refused = co_await capture(w.read_bytes("pipe"));
+    CHECK(refused);
+    const auto after_fifo = co_await w.read_bytes("new.bin");
+    CHECK(after_fifo == data + "more");
     co_await backend->close();
   }, limits(180s));
 }
@@ -418,9 +427,9 @@ TEST_CASE("an sshd that refuses SFTP: files travel through exec channels, exactl
     CHECK(backend->transport_in_use() == exedev::Transport::ssh);
     f.emu().clear_commands();
 
-    CHECK_FALSE(co_await backend->file_transfer_available());
+    CO_CHECK_FALSE(co_await backend->file_transfer_available());
     co_await w.write_text("notes/small.txt", "small\n");
-    CHECK(co_await w.read_text("notes/small.txt") == "small\n");
+    CO_CHECK(co_await w.read_text("notes/small.txt") == "small\n");
     co_await w.write_bytes("large.bin", large);
     const auto back = co_await w.read_bytes("large.bin");
     CHECK(back.size() == large.size());
@@ -428,7 +437,7 @@ TEST_CASE("an sshd that refuses SFTP: files travel through exec channels, exactl
     // Overwritten by a smaller file: nothing of the larger one is left.
     const auto smaller = random_bytes(1500 * 1024);
     co_await w.write_bytes("large.bin", smaller);
-    CHECK(co_await w.read_bytes("large.bin") == smaller);
+    CO_CHECK(co_await w.read_bytes("large.bin") == smaller);
     const auto entry = co_await w.stat("large.bin");
     CHECK(entry.size == smaller.size());
     for (const auto& command : f.emu().commands()) UNSCOPED_INFO("an /exec request: " << command.command);
