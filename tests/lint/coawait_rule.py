@@ -19,7 +19,11 @@ init-statement (`if (const auto v = co_await f(); v)`), a condition declaration
 (`if (auto v = co_await f())`) and a named task (`if (co_await std::move(task))`) are correct. And in the public headers no function takes an options
 struct that carries EXEDEV_COAWAIT_GUARD as a defaulted argument (`f(Options o = {})`): the
 default is a temporary of the caller's co_await; an overload without it builds it inside.
-  coawait_rule.py INCLUDE_DIR PATH...   (files or folders of .cpp/.hpp; exit 1 on a finding)
+And no co_await inside a Catch2 assertion (`CHECK(co_await f() == x)`): Catch2 also evaluates the
+expression inside __builtin_constant_p, where GCC 12 runs the co_await again, so the operation
+runs more than once; CO_CHECK and its kin (exedev/testing/co_check.hpp) evaluate it once.
+  coawait_rule.py INCLUDE_DIR PATH...   (files or folders of .cpp/.hpp; exit 1 on a finding;
+  headers under a `tests` folder are test support, not public: no defaulted-argument rule)
 """
 import os
 import re
@@ -111,6 +115,27 @@ def condition_findings(code):
                 yield open_at + 1 + start + a.start()
 
 
+# The assertions Catch2 2.13 builds on INTERNAL_CATCH_TEST, whose expression also goes through
+# __builtin_constant_p (the THROWS and THAT families do not).
+ASSERTION = re.compile(r'\b(?:(?:CHECK|REQUIRE)(?:_FALSE|_NOFAIL)?|CHECKED_IF|CHECKED_ELSE)\s*\(')
+
+
+def assertion_findings(code):
+    """co_await inside a Catch2 assertion's expression (not inside a lambda's body there)."""
+    for m in ASSERTION.finditer(code):
+        open_at = m.end() - 1
+        end = closing(code, open_at, '()')
+        k = open_at
+        while k < end:
+            if code[k] == '{':
+                k = closing(code, k, '{}')
+                continue
+            if code.startswith('co_await', k) and not (code[k - 1].isalnum() or code[k - 1] == '_'):
+                yield k
+                break
+            k += 1
+
+
 def declared_structs(paths):
     """Every struct the tree declares, and those that end with EXEDEV_COAWAIT_GUARD."""
     structs, guarded = set(), set()
@@ -131,6 +156,8 @@ def findings(path, guarded, public, structs):
             yield f'{path}:{line_of(code, at)}: {what} inside a co_await expression; name it first'
     for at in condition_findings(code):
         yield f'{path}:{line_of(code, at)}: a co_await in an if or while condition; await into a named value first'
+    for at in assertion_findings(code):
+        yield f'{path}:{line_of(code, at)}: a co_await inside a Catch2 assertion; use CO_CHECK or await into a named value first'
     if public and guarded:
         names = '|'.join(sorted(guarded))
         for m in re.finditer(r'[(,]\s*(?:const\s+)?(?:[\w:]+::)?(' + names + r')\b\s*&?\s*\w+\s*=\s*[^,)]*', code):
@@ -142,7 +169,10 @@ def main():
     structs, guarded = declared_structs([include_dir] + sys.argv[2:])
     problems = []
     for path in sources(sys.argv[2:]):
-        public = os.path.abspath(path).startswith(include_dir + os.sep) or path.endswith('.hpp')
+        where = os.path.abspath(path)
+        parts = where.split(os.sep)
+        test_support = 'tests' in parts and 'planted' not in parts
+        public = where.startswith(include_dir + os.sep) or (path.endswith('.hpp') and not test_support)
         problems.extend(findings(path, guarded, public, structs))
     return report(problems)
 

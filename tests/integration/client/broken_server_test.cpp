@@ -107,7 +107,8 @@ class BrokenServer {
         bodies_.push_back(buffer.substr(header_end, length));
       }
       buffer.erase(0, header_end + length);
-      if (!co_await answer(socket)) co_return;
+      const bool answered = co_await answer(socket);
+      if (!answered) co_return;
     }
   }
 

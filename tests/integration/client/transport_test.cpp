@@ -1,6 +1,8 @@
 // The transport against the emulator: keep-alive, replaced connections, TLS verification.
 #include "support.hpp"
 
+#include <exedev/testing/co_check.hpp>
+
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
@@ -14,8 +16,8 @@ TEST_CASE("keep-alive: many sequential requests share one connection") {
   exedev::testing::run([&](boost::asio::any_io_executor ex) -> Task0 {
     Client c(ex, f.options());
     co_await make_vm(c, "keep-vm");
-    for (int i = 0; i < 20; ++i) CHECK((co_await c.list_vms()).size() == 1);
-    for (int i = 0; i < 3; ++i) CHECK((co_await c.run("keep-vm", "echo hi")).stdout_bytes == "hi\n");
+    for (int i = 0; i < 20; ++i) CO_CHECK((co_await c.list_vms()).size() == 1);
+    for (int i = 0; i < 3; ++i) CO_CHECK((co_await c.run("keep-vm", "echo hi")).stdout_bytes == "hi\n");
     CHECK(f.emu.connections_accepted() == 1);
     // Copies share the pool.
     Client copy = c;

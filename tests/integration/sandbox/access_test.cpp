@@ -2,6 +2,8 @@
 // command, whatever HTTP status exe.dev used (403 for `cmds`, 422 for a tag-scoped key).
 #include "fixture.hpp"
 
+#include <exedev/testing/co_check.hpp>
+
 using namespace sbx;
 
 namespace {
@@ -28,7 +30,7 @@ TEST_CASE("a tag-scoped token's refused pause and resume raise ExeDevAccessError
     auto options = f.client_options();
     options.token = f.emu().issue_token(tag_scoped(f.scope()));
     auto scoped = f.vms(exedev::Client(ex, options));
-    CHECK((co_await scoped.inspect(state.ref)).name == state.name);  // ls is allowed
+    CO_CHECK((co_await scoped.inspect(state.ref)).name == state.name);  // ls is allowed
 
     const auto paused = expect_error<exedev::ExeDevAccessError>(co_await capture(scoped.pause(state.ref)));
     CHECK(paused.status() == std::optional<unsigned>(403));

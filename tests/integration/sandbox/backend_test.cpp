@@ -2,6 +2,8 @@
 // refs, repeated outcome-unknown errors), attaching, commands and their error mapping, closing.
 #include "fixture.hpp"
 
+#include <exedev/testing/co_check.hpp>
+
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
 #include <algorithm>
@@ -111,7 +113,7 @@ TEST_CASE("a cancelled first operation keeps the VM it made and the next operati
     const auto error = co_await cancel_when(sh(*backend, "true"), [&] { return !f.emu().vms().empty(); });
     CHECK(is_cancellation(error));
     REQUIRE(backend->ref());
-    CHECK((co_await sh(*backend, "echo again")).stdout_text == "again\n");
+    CO_CHECK((co_await sh(*backend, "echo again")).stdout_text == "again\n");
     co_await backend->close();
   });
   CHECK(f.emu().vms().size() == 1);
@@ -135,7 +137,7 @@ TEST_CASE("attaching by ref never creates, resumes or changes a VM", "[integrati
     // The spec of an attach only says where commands start; it must already exist.
     auto attached = f.backend(state.ref, f.spec({.working_dir = "app"}));
     CHECK(attached->ref() == state.ref);
-    CHECK((co_await sh(*attached, "pwd -P")).stdout_text.find("/app") != std::string::npos);
+    CO_CHECK((co_await sh(*attached, "pwd -P")).stdout_text.find("/app") != std::string::npos);
     const auto spec_2 = f.spec({.working_dir = "not-made"});
     auto wrong_dir = f.backend(state.ref, spec_2);
     expect_error<exedev::workspace::WorkspaceError>(co_await capture(wrong_dir->working_dir()));
@@ -164,7 +166,7 @@ TEST_CASE("a command refused because the VM is paused resumes it and runs exactl
     const auto result = co_await sh(*backend, "echo ran >> runs.txt; cat runs.txt");
     CHECK(result.exit_code == 0);
     CHECK(result.stdout_text == "ran\n");
-    CHECK((co_await vms.inspect(state.ref)).status.kind == exedev::VMStatus::Kind::running);
+    CO_CHECK((co_await vms.inspect(state.ref)).status.kind == exedev::VMStatus::Kind::running);
     co_await backend->close();
     co_await vms.close();
   }, limits(300s));
@@ -183,7 +185,11 @@ TEST_CASE("a VM deleted during a command fails it with VMNotFoundError", "[integ
     const std::string mark = "\"$HOME/.command-running\"";
     auto remover = [&]() -> Task<void> {
       auto c = f.client(ex);
-      while ((co_await c.run(name, "test -e " + mark)).exit_code != 0) co_await sleep_for(20ms);
+      for (;;) {
+        const auto probe = co_await c.run(name, "test -e " + mark);
+        if (probe.exit_code == 0) break;
+        co_await sleep_for(20ms);
+      }
       co_await c.remove_vms(one(name));
       co_await c.close();
     };
@@ -213,7 +219,7 @@ TEST_CASE("a command whose result is unknown raises CommandOutcomeUnknownError a
         co_await capture(sh(*backend, "echo ran >> once.txt; echo done")));
     CHECK(error.vm_name() == name);
     f.emu().clear_faults();
-    CHECK((co_await sh(*backend, "cat once.txt")).stdout_text == "ran\n");
+    CO_CHECK((co_await sh(*backend, "cat once.txt")).stdout_text == "ran\n");
     co_await backend->close();
   }, limits(300s));
 }
@@ -360,18 +366,18 @@ TEST_CASE("close closes only a client the backend made, never touches the VM, an
   if (f.skip("the emulator's connection count")) return;
   exedev::testing::run([&](Executor ex) -> Task<void> {
     auto backend = f.backend(std::nullopt, f.spec());
-    CHECK((co_await sh(*backend, "echo one")).stdout_text == "one\n");
+    CO_CHECK((co_await sh(*backend, "echo one")).stdout_text == "one\n");
     co_await backend->close();
     for (int i = 0; i < 100 && f.emu().open_connections() > 0; ++i) co_await sleep_for(20ms);
     CHECK(f.emu().open_connections() == 0);
-    CHECK((co_await sh(*backend, "echo two")).stdout_text == "two\n");  // a new client
+    CO_CHECK((co_await sh(*backend, "echo two")).stdout_text == "two\n");  // a new client
     co_await backend->close();
 
     auto given = f.client(ex);
     auto shared = f.backend(backend->ref(), f.spec(), {}, given);
-    CHECK((co_await sh(*shared, "echo three")).stdout_text == "three\n");
+    CO_CHECK((co_await sh(*shared, "echo three")).stdout_text == "three\n");
     co_await shared->close();
-    CHECK((co_await given.list_vms()).size() == 1);  // still open and usable
+    CO_CHECK((co_await given.list_vms()).size() == 1);  // still open and usable
     co_await given.close();
   });
   REQUIRE(f.emu().vms().size() == 1);

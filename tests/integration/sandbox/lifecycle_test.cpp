@@ -2,6 +2,8 @@
 // every VM named.
 #include "fixture.hpp"
 
+#include <exedev/testing/co_check.hpp>
+
 #include <algorithm>
 
 using namespace sbx;
@@ -31,11 +33,11 @@ TEST_CASE("lifecycle: inspect, pause after a flush, resume, get_vm, destroy", "[
       CHECK(std::any_of(commands.begin(), pause, [&](const auto& c) { return c.command == "ssh" && c.vm == name; }));
     }
     // Only resume resumes: inspect, get_vm and pause leave a paused VM paused.
-    CHECK((co_await vms.inspect(name)).status.kind == exedev::VMStatus::Kind::paused);
+    CO_CHECK((co_await vms.inspect(name)).status.kind == exedev::VMStatus::Kind::paused);
     auto handle = co_await vms.get_vm(name);
     CHECK(handle.name == name);
-    CHECK((co_await vms.pause(name)).status.kind == exedev::VMStatus::Kind::paused);
-    CHECK((co_await vms.inspect(name)).status.kind == exedev::VMStatus::Kind::paused);
+    CO_CHECK((co_await vms.pause(name)).status.kind == exedev::VMStatus::Kind::paused);
+    CO_CHECK((co_await vms.inspect(name)).status.kind == exedev::VMStatus::Kind::paused);
 
     const auto resumed = co_await vms.resume(name);
     CHECK(resumed.status.kind == exedev::VMStatus::Kind::running);
@@ -70,7 +72,7 @@ TEST_CASE("every operation on a VM without the scope tag is refused and leaves i
     co_await raw.new_vm(options);
     f.emu().clear_commands();
     auto vms = f.vms();
-    CHECK(expect_error<exedev::VMOutOfScopeError>(co_await capture(vms.inspect(name))).scope_tag() == f.scope());
+    CO_CHECK(expect_error<exedev::VMOutOfScopeError>(co_await capture(vms.inspect(name))).scope_tag() == f.scope());
     expect_error<exedev::VMOutOfScopeError>(co_await capture(vms.pause(name)));
     expect_error<exedev::VMOutOfScopeError>(co_await capture(vms.resume(name)));
     expect_error<exedev::VMOutOfScopeError>(co_await capture(vms.get_vm(name)));
@@ -118,15 +120,15 @@ TEST_CASE("VMs closes only a client it made, and close never touches a VM", "[in
       co_await vms.provision(spec_3);
       co_await vms.close();
       // The given client still works: close() did not close it.
-      CHECK_FALSE((co_await given.list_vms()).empty());
+      CO_CHECK_FALSE((co_await given.list_vms()).empty());
     }
     auto owned = f.vms();
-    CHECK((co_await owned.inspect("kept-one")).status.kind == exedev::VMStatus::Kind::running);
+    CO_CHECK((co_await owned.inspect("kept-one")).status.kind == exedev::VMStatus::Kind::running);
     co_await owned.close();
     co_await owned.close();  // idempotent
     co_await given.close();
     // A closed manager makes a new client on its next use.
-    CHECK((co_await owned.inspect("kept-one")).name == "kept-one");
+    CO_CHECK((co_await owned.inspect("kept-one")).name == "kept-one");
     co_await owned.close();
   });
   REQUIRE(f.emu().vm("kept-one"));
@@ -232,9 +234,9 @@ TEST_CASE("a tag-scoped token never reaches another tag's VM", "[integration]") 
     const auto listed = co_await scoped.list_vms();
     REQUIRE(listed.size() == 1);
     CHECK(listed[0].name == "alpha-vm");
-    CHECK((co_await scoped.run("alpha-vm", "echo in scope")).stdout_bytes == "in scope\n");
-    CHECK(co_await capture(scoped.run("beta-vm", "touch reached")));
-    CHECK(co_await capture(scoped.pause_vm("beta-vm")));
+    CO_CHECK((co_await scoped.run("alpha-vm", "echo in scope")).stdout_bytes == "in scope\n");
+    CO_CHECK(co_await capture(scoped.run("beta-vm", "touch reached")));
+    CO_CHECK(co_await capture(scoped.pause_vm("beta-vm")));
     const auto removed = co_await capture(scoped.remove_vms(one("beta-vm")));
     (void)removed;  // refused, or answered without deleting: the checks below tell
 

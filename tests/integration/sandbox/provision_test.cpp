@@ -2,6 +2,8 @@
 // driven by the emulator's faults, each checked against the emulator's record afterwards.
 #include "fixture.hpp"
 
+#include <exedev/testing/co_check.hpp>
+
 #include <algorithm>
 
 using namespace sbx;
@@ -300,7 +302,7 @@ TEST_CASE("lookup: found, not_found, conflict, ambiguous; it never creates or ch
   const VMSpec untagged({.name = named});
   exedev::testing::run([&](Executor ex) -> Task<void> {
     auto vms = f.vms();
-    CHECK((co_await vms.lookup(one_spec)).status == LookupStatus::not_found);
+    CO_CHECK((co_await vms.lookup(one_spec)).status == LookupStatus::not_found);
     co_await vms.provision(one_spec);
     const auto found = co_await vms.lookup(one_spec);
     CHECK(found.status == LookupStatus::found);

@@ -2,6 +2,8 @@
 // the VM, vms() and destroy().
 #include "fixture.hpp"
 
+#include <exedev/testing/co_check.hpp>
+
 using namespace sbx;
 using exedev::workspace::Command;
 
@@ -42,7 +44,7 @@ TEST_CASE("Sandbox gives each run a workspace: a new VM, the same VM by ref, or 
     CHECK(*fresh != *first);
     // The VM outlives its run; vms() and destroy() manage it.
     auto vms = sandbox.vms();
-    CHECK((co_await vms.inspect(*first)).status.kind == exedev::VMStatus::Kind::running);
+    CO_CHECK((co_await vms.inspect(*first)).status.kind == exedev::VMStatus::Kind::running);
     co_await vms.close();
     const bool outcome_3 = co_await sandbox.destroy(*fresh);  // (not inside CHECK: GCC 12 and Catch's temporaries)
     CHECK(outcome_3);

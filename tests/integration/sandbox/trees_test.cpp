@@ -5,6 +5,7 @@
 #include "fixture.hpp"
 #include "support/sshd_server.hpp"
 
+#include <exedev/testing/co_check.hpp>
 #include <exedev/workspace/local_backend.hpp>
 #include <exedev/workspace/workspace.hpp>
 
@@ -192,12 +193,12 @@ void round_trip(exedev::Transport transport) {
     REQUIRE_FALSE(reports.empty());
     CHECK(reports.back().bytes_done == reports.back().bytes_total);
     CHECK(reports.back().files_done == 6);
-    CHECK(co_await sh(w, "stat -c '%a' tree/run.sh tree/big.bin tree/empty") == "755\n640\n755\n");
-    CHECK(co_await sh(w, "readlink tree/link_in; cat tree/link_in; test -e tree/.git || echo no-git") ==
+    CO_CHECK(co_await sh(w, "stat -c '%a' tree/run.sh tree/big.bin tree/empty") == "755\n640\n755\n");
+    CO_CHECK(co_await sh(w, "readlink tree/link_in; cat tree/link_in; test -e tree/.git || echo no-git") ==
           "src/a/b/c.txt\nnested\nno-git\n");
-    CHECK(co_await sh(w, "test -e tree/src/link_out || test -L tree/src/link_out || echo refused") == "refused\n");
-    CHECK(co_await sh(w, "wc -c < tree/zero.bin; wc -c < tree/big.bin") == "0\n8388608\n");
-    CHECK(co_await sh(w, "ls -a | grep -c exedev-tree || true") == "0\n");
+    CO_CHECK(co_await sh(w, "test -e tree/src/link_out || test -L tree/src/link_out || echo refused") == "refused\n");
+    CO_CHECK(co_await sh(w, "wc -c < tree/zero.bin; wc -c < tree/big.bin") == "0\n8388608\n");
+    CO_CHECK(co_await sh(w, "ls -a | grep -c exedev-tree || true") == "0\n");
 
     // Unchanged: only the manifest travels (on /exec: one request).
     f.emu().clear_commands();
@@ -214,7 +215,7 @@ void round_trip(exedev::Transport transport) {
     const TreeTransferResult changed = co_await w.upload_tree(source.string(), "tree", tree_options());
     CHECK(changed.files_sent == 2);
     CHECK(changed.entries_removed == 1);
-    CHECK(co_await sh(w, "cat tree/link_in 'tree/new dir/new.txt'; test -e tree/zero.bin || echo gone") == "edited\nnew\ngone\n");
+    CO_CHECK(co_await sh(w, "cat tree/link_in 'tree/new dir/new.txt'; test -e tree/zero.bin || echo gone") == "edited\nnew\ngone\n");
 
     // Download into a fresh directory: the same tree, bytes, modes and links.
     const fs::path copy = local.path / "copy";
@@ -234,8 +235,8 @@ void round_trip(exedev::Transport transport) {
     write_file(source / "more.bin", random_bytes(2 * 1024 * 1024, 9));
     const auto cancelled = co_await upload_cancelled_at_first_progress(w, source.string(), "tree");
     CHECK(is_cancellation(cancelled));
-    CHECK(co_await sh(w, "cd tree && find . | LC_ALL=C sort | cksum; cat big.bin | cksum") == before);
-    CHECK(co_await sh(w, "ls -a | grep -c exedev-tree || true") == "0\n");
+    CO_CHECK(co_await sh(w, "cd tree && find . | LC_ALL=C sort | cksum; cat big.bin | cksum") == before);
+    CO_CHECK(co_await sh(w, "ls -a | grep -c exedev-tree || true") == "0\n");
 
     co_await backend->close();
   }, limits(600s));

@@ -1,6 +1,8 @@
 // Files over SFTP against a private OpenSSH sshd (its sftp-server).
 #include "fixture.hpp"
 
+#include <exedev/testing/co_check.hpp>
+
 #include "common/coroutines.hpp"
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -82,7 +84,7 @@ TEST_CASE("ssh sftp: stat, lstat, list_dir, make_dir, rename, remove, realpath, 
     CHECK(fs::is_directory(dir / "sub"));
     co_await sftp->write_file(d + "/sub/a.txt", "hello", 0644);
     co_await sftp->symlink("sub/a.txt", d + "/link");
-    CHECK(co_await error_of(sftp->symlink("elsewhere", d + "/link")) == std::errc::file_exists);
+    CO_CHECK(co_await error_of(sftp->symlink("elsewhere", d + "/link")) == std::errc::file_exists);
     CHECK(fs::read_symlink(dir / "link") == "sub/a.txt");
     CO_CHECK(co_await sftp->read_link(d + "/link") == "sub/a.txt");
 

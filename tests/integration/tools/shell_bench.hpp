@@ -148,7 +148,11 @@ Task<std::string> check_until(tools::Shell& shell, std::string id, std::string n
 
 /// Waits until `path` exists in the workspace and returns its contents.
 Task<std::string> wait_for_file(ws::Workspace& workspace, std::string path) {
-  while (!co_await workspace.exists(path)) co_await sleep_for(50ms);
+  for (;;) {
+    const bool there = co_await workspace.exists(path);
+    if (there) break;
+    co_await sleep_for(50ms);
+  }
   for (;;) {
     auto text = co_await workspace.read_text(path);
     if (!text.empty() && text.back() == '\n') co_return text;

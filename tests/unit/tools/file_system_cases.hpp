@@ -4,6 +4,7 @@
 // Each case works in a fresh directory below the working directory, so cases share one
 // environment (one VM on the emulator).
 
+#include <exedev/testing/co_check.hpp>
 #include <exedev/tools/file_system.hpp>
 #include <exedev/workspace/workspace.hpp>
 
@@ -116,7 +117,7 @@ inline asio::awaitable<void> hash_conflicts(std::shared_ptr<ws::Workspace> works
                              R"({"path": ")" + d + R"(/f.txt", "content": "new\n", "expected_hash": "000000000000"})"),
                "Conflict: file '" + d + "/f.txt' has changed (expected hash:000000000000, got hash:911169ddaaf1). "
                "Re-read the file and retry.");
-  CHECK(co_await workspace->read_bytes(d + "/f.txt") == "a\nb\n");
+  CO_CHECK(co_await workspace->read_bytes(d + "/f.txt") == "a\nb\n");
   EXPECT_SUCCESS(co_await call(files, "write_file",
                                R"({"path": ")" + d + R"(/f.txt", "content": "new\n", "expected_hash": "911169ddaaf1"})"),
                  "Wrote 4 chars (1 lines) to " + d + "/f.txt. [hash:7aa7a5359173]");
@@ -149,7 +150,7 @@ inline asio::awaitable<void> edit_formats(std::shared_ptr<ws::Workspace> workspa
   co_await workspace->write_bytes(f, "a\nb\n");
   EXPECT_SUCCESS(co_await call(files, "edit_file", R"({"path": ")" + f + R"(", "old_text": "b", "new_text": "B"})"),
                  "Edited " + f + ". [hash:6f0b6bdc14ef]");
-  CHECK(co_await workspace->read_bytes(f) == "a\nB\n");
+  CO_CHECK(co_await workspace->read_bytes(f) == "a\nB\n");
   EXPECT_RETRY(co_await call(files, "edit_file", R"({"path": ")" + f + R"(", "old_text": "zzz", "new_text": "B"})"),
                "old_text not found in " + f + ". No changes were written.");
   co_await workspace->write_bytes(f, "x x\n");
@@ -165,12 +166,12 @@ inline asio::awaitable<void> edit_formats(std::shared_ptr<ws::Workspace> workspa
   EXPECT_SUCCESS(co_await call(files, "edit_file", R"({"path": ")" + f + R"(", "replacements": [
                      {"old_text": "one", "new_text": "1"}, {"old_text": "1\ntwo", "new_text": "2"}]})"),
                  "Edited " + f + ". [hash:78aada416f02]");
-  CHECK(co_await workspace->read_bytes(f) == "2\nthree\n");
+  CO_CHECK(co_await workspace->read_bytes(f) == "2\nthree\n");
   // A failing replacement writes nothing.
   EXPECT_RETRY(co_await call(files, "edit_file", R"({"path": ")" + f + R"(", "replacements": [
                    {"old_text": "three", "new_text": "3"}, {"old_text": "missing", "new_text": "m"}]})"),
                "replacement 2 not found in " + f + ". No changes were written.");
-  CHECK(co_await workspace->read_bytes(f) == "2\nthree\n");
+  CO_CHECK(co_await workspace->read_bytes(f) == "2\nthree\n");
   EXPECT_RETRY(co_await call(files, "edit_file", R"({"path": ")" + d + R"(/missing", "old_text": "a", "new_text": "b"})"),
                "File not found: " + d + "/missing");
   co_await workspace->write_bytes(d + "/bin", std::string("a\0b", 3));
@@ -205,7 +206,7 @@ inline asio::awaitable<void> directories(std::shared_ptr<ws::Workspace> workspac
 
   EXPECT_SUCCESS(co_await call(files, "create_directory", R"({"path": ")" + d + R"(/x/y"})"),
                  "Created directory: " + d + "/x/y");
-  CHECK((co_await workspace->stat(d + "/x/y")).is_dir);
+  CO_CHECK((co_await workspace->stat(d + "/x/y")).is_dir);
   EXPECT_SUCCESS(co_await call(files, "create_directory", R"({"path": ")" + d + R"(/x/y"})"),
                  "Created directory: " + d + "/x/y");
   EXPECT_RETRY(co_await call(files, "create_directory", R"({"path": ")" + d + R"(/b.txt"})"),
@@ -238,7 +239,7 @@ inline asio::awaitable<void> confinement(std::shared_ptr<ws::Workspace> workspac
                "`/etc/hostname` is outside the project root `" + root + "`; use a path inside it.");
   // An absolute path inside the root is fine.
   co_await workspace->write_bytes(d + "/in.txt", "in\n");
-  CHECK((co_await call(files, "read_file", R"({"path": ")" + root + "/" + d + R"(/in.txt"})")).outcome ==
+  CO_CHECK((co_await call(files, "read_file", R"({"path": ")" + root + "/" + d + R"(/in.txt"})")).outcome ==
         ToolOutcome::success);
   // Symlink escapes: a file link, a directory link, and a write through a directory link.
   co_await sh(*workspace, "ln -s /etc/hostname " + d + "/file-escape && ln -s /etc " + d + "/dir-escape");
@@ -253,7 +254,7 @@ inline asio::awaitable<void> confinement(std::shared_ptr<ws::Workspace> workspac
                           "through a symlink");
   // A link inside the root is followed.
   co_await sh(*workspace, "ln -s in.txt " + d + "/inner-link");
-  CHECK((co_await call(files, "read_file", R"({"path": ")" + d + R"(/inner-link"})")).outcome == ToolOutcome::success);
+  CO_CHECK((co_await call(files, "read_file", R"({"path": ")" + d + R"(/inner-link"})")).outcome == ToolOutcome::success);
   // Read-only patterns, on both spellings.
   EXPECT_RETRY(co_await call(files, "write_file", R"({"path": ")" + d + R"(/.env", "content": "K=V"})"),
                "Path '" + d + "/.env' is protected (matches '**/.env').");
@@ -261,7 +262,7 @@ inline asio::awaitable<void> confinement(std::shared_ptr<ws::Workspace> workspac
   co_await sh(*workspace, "ln -s .env " + d + "/envlink");
   EXPECT_RETRY(co_await call(files, "edit_file", R"({"path": ")" + d + R"(/envlink", "old_text": "K", "new_text": "L"})"),
                "Path '" + d + "/.env' is protected (matches '**/.env').");
-  CHECK((co_await call(files, "read_file", R"({"path": ")" + d + R"(/envlink"})")).outcome == ToolOutcome::success);
+  CO_CHECK((co_await call(files, "read_file", R"({"path": ")" + d + R"(/envlink"})")).outcome == ToolOutcome::success);
   EXPECT_RETRY(co_await call(files, "create_directory", R"({"path": ")" + d + R"(/.git/hooks"})"),
                "Path '" + d + "/.git/hooks' is protected (matches '**/.git/*').");
   // Denied and allowed patterns.
@@ -284,7 +285,7 @@ inline asio::awaitable<void> confinement(std::shared_ptr<ws::Workspace> workspac
   open.root_dir = "/";
   open.read_only_patterns = {};
   tools::FileSystem everywhere(workspace, open);
-  CHECK((co_await call(everywhere, "file_info", R"({"path": ")" + d + R"(/file-escape"})")).outcome ==
+  CO_CHECK((co_await call(everywhere, "file_info", R"({"path": ")" + d + R"(/file-escape"})")).outcome ==
         ToolOutcome::success);
 }
 
@@ -297,18 +298,18 @@ inline asio::awaitable<void> read_only_modes(std::shared_ptr<ws::Workspace> work
   tools::FileSystemOptions read_only;
   read_only.read_only = true;
   tools::FileSystem viewer(workspace, read_only);
-  CHECK(names(co_await viewer.tools()) == "read_file list_directory search_files find_files file_info ");
+  CO_CHECK(names(co_await viewer.tools()) == "read_file list_directory search_files find_files file_info ");
   EXPECT_RETRY(co_await call(viewer, "write_file", R"({"path": "x", "content": "x"})"),
                "Unknown tool name: 'write_file'. Available tools: 'read_file', 'list_directory', 'search_files', "
                "'find_files', 'file_info'");
   tools::FileSystem full(workspace);
-  CHECK(names(co_await full.tools()) ==
+  CO_CHECK(names(co_await full.tools()) ==
         "read_file write_file edit_file list_directory search_files find_files create_directory file_info ");
   auto locked = std::make_shared<ws::ReadOnlyWorkspace>(workspace);
   tools::FileSystemOptions everything;
   everything.tools = tools::file_system_tool_names();
   tools::FileSystem over_read_only(locked, everything);
-  CHECK(names(co_await over_read_only.tools()) ==
+  CO_CHECK(names(co_await over_read_only.tools()) ==
         "read_file list_directory search_files find_files file_info list_files grep ");
 }
 
@@ -439,13 +440,13 @@ inline asio::awaitable<void> confinement_where_the_files_are(std::shared_ptr<ws:
                "Path '" + d + "/private' is denied by pattern '*/private'.");
   EXPECT_RETRY(co_await call(guarded, "create_directory", R"({"path": ")" + d + R"(/dir-link/sub"})"),
                "Path '" + d + "/private/sub' is denied by pattern '*/private/*'.");
-  CHECK(co_await workspace->read_bytes(d + "/private/key.txt") == "secret\n");
-  CHECK_FALSE(co_await workspace->exists(d + "/private/sub"));
+  CO_CHECK(co_await workspace->read_bytes(d + "/private/key.txt") == "secret\n");
+  CO_CHECK_FALSE(co_await workspace->exists(d + "/private/sub"));
   // A link whose real path passes is followed, for writes too.
   co_await sh(*workspace, "ln -s public.txt " + d + "/public-link");
   EXPECT_SUCCESS(co_await call(guarded, "write_file", R"({"path": ")" + d + R"(/public-link", "content": "p\n"})"),
                  "Wrote 2 chars (1 lines) to " + d + "/public-link. [hash:" + std::string("fd6641673e7f") + "]");
-  CHECK(co_await workspace->read_bytes(d + "/public.txt") == "p\n");
+  CO_CHECK(co_await workspace->read_bytes(d + "/public.txt") == "p\n");
   co_await sh(*workspace, "rm -rf '" + outside + "'");
 }
 

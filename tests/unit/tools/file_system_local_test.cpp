@@ -3,6 +3,7 @@
 #include "unit/tools/file_system_cases.hpp"
 #include "unit/workspace/support.hpp"
 
+#include <exedev/testing/co_check.hpp>
 #include <exedev/testing/commands_only.hpp>
 #include <exedev/testing/run.hpp>
 #include <exedev/tools/errors.hpp>
@@ -100,7 +101,7 @@ TEST_CASE("FileSystem ends the run when the workspace is gone", "[tools][file_sy
   const std::string path = dir->path();
   exedev::testing::run([&](boost::asio::any_io_executor) -> boost::asio::awaitable<void> {
     tools::FileSystem files(workspace);
-    CHECK((co_await fs_cases::call(files, "list_directory", "{}")).outcome == tools::ToolOutcome::success);
+    CO_CHECK((co_await fs_cases::call(files, "list_directory", "{}")).outcome == tools::ToolOutcome::success);
     std::filesystem::remove_all(path);
     const auto result = co_await fs_cases::call(files, "read_file", R"({"path": "x"})");
     CHECK(result.outcome == tools::ToolOutcome::end_run);
