@@ -264,13 +264,11 @@ Task<void> ShellFilesystem::write_transferred(std::string path, std::string temp
   // destination; any other failure of the upload is the write's. Either temp file is the
   // transfer's own: the script does not make it, and the cleanup removes both.
   verify.transferred = true;
-  const auto as_given = normpath(path);
   const auto begin = write_begin_script(path, temp_name, false, false);
-  std::optional<std::string> early_temp;
+  const auto early_temp = temp_beside_path_as_given(path, temp_name);
   CommandResult begun;
   std::exception_ptr early_failure;
-  if (as_given.front() == '/') {
-    early_temp = posix_join(posix_dirname(as_given), temp_name);
+  if (early_temp) {
     auto outcome = co_await begin_beside_upload(begin, *early_temp, data);
     begun = std::move(outcome.first);
     early_failure = outcome.second;

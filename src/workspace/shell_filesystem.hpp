@@ -108,6 +108,9 @@ struct WriteCheck {
 /// the mode bits of a file the shell creates). The three words are shell words.
 [[nodiscard]] std::string commit_script(const std::string& destination_word, const std::string& temp_word,
                                         const std::string& decoded_word, const WriteCheck& check);
+/// The temp file `temp_name` beside `path` as given (normalized, no symlink resolved), where a
+/// transferred write's upload starts; nullopt for a relative path.
+[[nodiscard]] std::optional<std::string> temp_beside_path_as_given(const std::string& path, const std::string& temp_name);
 /// Removes a chunked, whole or transferred write's temp files, found again from `path`.
 [[nodiscard]] std::string write_cleanup_script(const std::string& path, const std::string& temp_name);
 /// Type checks, then the size line and the first page (as read_chunk_script) of a regular file.

@@ -179,11 +179,16 @@ std::string commit_script(const std::string& destination_word, const std::string
       static_cast<int>(kShortWrite), mode, done);
 }
 
+std::optional<std::string> temp_beside_path_as_given(const std::string& path, const std::string& temp_name) {
+  const auto as_given = normpath(path);
+  if (as_given.front() != '/') return std::nullopt;
+  return posix_join(posix_dirname(as_given), temp_name);
+}
+
 std::string write_cleanup_script(const std::string& path, const std::string& temp_name) {
   // Also the temp file beside the path as given, where a transfer may have begun (write_transferred).
-  const auto as_given = normpath(path);
-  const std::string beside_as_given =
-      as_given.front() == '/' ? " " + shell_quote(posix_join(posix_dirname(as_given), temp_name)) : std::string();
+  const auto early_temp = temp_beside_path_as_given(path, temp_name);
+  const std::string beside_as_given = early_temp ? " " + shell_quote(*early_temp) : std::string();
   return realpath_fragment(path) +
          fmt::format("dest=$value; dir=${{dest%/*}}; [ -n \"$dir\" ] || dir=/\n"
                      "rm -f \"$dir\"/{0} \"$dir\"/{0}.decoded \"$dir\"/{0}.[0-9]*{1}",  // .[0-9]*: a whole write's

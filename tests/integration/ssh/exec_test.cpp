@@ -195,8 +195,8 @@ TEST_CASE("ssh exec: a channel kept ready runs the next exec of its command, and
         CHECK(r.stdout_bytes == "1\n");
         // Killed while it waits: the next exec does not take the dead channel (whose end arrived
         // before this command's own, since sshd saw it first).
-        r = co_await run(*connection, "pkill -KILL -f -- '^/bin/sh -s [r]eady-kept-" + std::to_string(::getpid()) +
-                                          "$'; while " + waiting + " | grep -qv '^0$'; do sleep 0.01; done");
+        const std::string kept = "'^/bin/sh -s [r]eady-kept-" + std::to_string(::getpid()) + "$'";
+        r = co_await run(*connection, "pkill -KILL -f -- " + kept + " && pidwait -f -- " + kept + "; [ \"$(" + waiting + ")\" = 0 ]");
         CHECK(r.exit_code == 0);
         r = co_await run(*connection, ready, "echo alive\n");
         CHECK(r.stdout_bytes == "alive\n");
