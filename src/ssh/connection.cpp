@@ -186,13 +186,9 @@ asio::awaitable<void> Connection::open_ready_channel(LIBSSH2_CHANNEL** opened) {
   // One attempt: a refusal (a slot not yet freed by sshd) is not worth retrying for.
   LIBSSH2_CHANNEL* channel = co_await try_open_channel("opening a channel kept ready", rc);
   if (channel == nullptr) co_return;
-  const Call call{"the exec request of a channel kept ready", false, false};
   std::exception_ptr failure;
   try {
-    rc = co_await driver_->run(call, [&] {
-      return static_cast<long>(::libssh2_channel_process_startup(channel, "exec", 4, ready_command_.data(),
-                                                                 static_cast<unsigned int>(ready_command_.size())));
-    });
+    rc = co_await request_exec(channel, ready_command_, "the exec request of a channel kept ready");
   } catch (...) {
     failure = std::current_exception();
   }
@@ -207,6 +203,24 @@ asio::awaitable<void> Connection::open_ready_channel(LIBSSH2_CHANNEL** opened) {
 void Connection::release_session_slot() {
   --open_sessions_;
   state_.notify();
+}
+
+asio::awaitable<long> Connection::request_exec(LIBSSH2_CHANNEL* channel, const std::string& command, const char* what) {
+  const Call call{what, false, false};
+  co_await lock_channel_opening();
+  long rc = 0;
+  std::exception_ptr failure;
+  try {
+    rc = co_await driver_->run(call, [&] {
+      return static_cast<long>(::libssh2_channel_process_startup(channel, "exec", 4, command.data(),
+                                                                 static_cast<unsigned int>(command.size())));
+    });
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  unlock_channel_opening();
+  if (failure) std::rethrow_exception(failure);
+  co_return rc;
 }
 
 asio::awaitable<void> Connection::lock_channel_opening() {
@@ -317,11 +331,7 @@ asio::awaitable<ExecResult> Connection::exec(ExecRequest request) {
 asio::awaitable<ExecResult> Connection::run_on_channel(LIBSSH2_CHANNEL* channel, ExecRequest& request, bool started) {
   ExecResult result;
   if (!started) {
-    const Call call{"the exec request", false, false};
-    const long rc = co_await driver_->run(call, [&] {
-      return static_cast<long>(::libssh2_channel_process_startup(channel, "exec", 4, request.command.data(),
-                                                                 static_cast<unsigned int>(request.command.size())));
-    });
+    const long rc = co_await request_exec(channel, request.command, "the exec request");
     if (rc != 0) {
       throw ConnectionError(fmt::format("SSH: {} refused the exec request: {}", driver_->where(), driver_->last_error_message()),
                             false, libssh2_error(static_cast<int>(rc)));

@@ -128,8 +128,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
  private:
   Task<void> wait_for_change(bool sent);
   Task<void> wait_for_change_until(bool sent, std::chrono::steady_clock::time_point deadline);
+  // Held while a channel is opened or a request on one awaits its reply: libssh2 1.10 takes the
+  // reply to another channel's request, read while it waits for one, as its own waiter's failure.
   Task<void> lock_channel_opening();
   void unlock_channel_opening();
+  // The exec request of `command` on `channel`, under that lock; libssh2's return code.
+  Task<long> request_exec(_LIBSSH2_CHANNEL* channel, const std::string& command, const char* what);
   Task<void> acquire_session_slot();
   void release_session_slot();
   // `holds_session_slot`: a session channel (exec, SFTP), whose close frees a max_sessions slot.
