@@ -76,7 +76,7 @@ asio::awaitable<void> Connection::acquire_session_slot() {
   std::exception_ptr failure;
   try {
     while (open_sessions_ >= options_.max_sessions) {
-      discard_ready_channel();
+      give_up_idle_sessions();
       co_await wait_for_change(false);
     }
   } catch (...) {
@@ -111,7 +111,7 @@ asio::awaitable<LIBSSH2_CHANNEL*> Connection::ready_channel_or_slot(const std::s
         ++open_sessions_;
         break;
       } else {
-        discard_ready_channel();
+        give_up_idle_sessions();
       }
       co_await wait_for_change(false);
     }
@@ -436,27 +436,12 @@ asio::awaitable<std::shared_ptr<Sftp>> Connection::sftp() {
   if (sftp_) co_return sftp_;
   opening_sftp_ = true;
   std::exception_ptr failure;
-  LIBSSH2_SFTP* sftp = nullptr;
-  long rc = 0;
+  std::shared_ptr<Sftp> opened;
   bool slot_taken = false;
   try {
     co_await acquire_session_slot();
     slot_taken = true;
-    co_await lock_channel_opening();
-    try {
-      rc = co_await driver_->run(call, [&] {
-        sftp = ::libssh2_sftp_init(driver_->session());
-        return sftp != nullptr ? 0L : static_cast<long>(::libssh2_session_last_errno(driver_->session()));
-      });
-    } catch (...) {
-      unlock_channel_opening();
-      throw;
-    }
-    unlock_channel_opening();
-    if (sftp == nullptr) {
-      throw ConnectionError(fmt::format("SSH: {} refused the SFTP subsystem: {}", driver_->where(), driver_->last_error_message()),
-                            false, libssh2_error(static_cast<int>(rc)));
-    }
+    opened = co_await start_sftp("opening SFTP");
   } catch (...) {
     failure = std::current_exception();
   }
@@ -466,10 +451,91 @@ asio::awaitable<std::shared_ptr<Sftp>> Connection::sftp() {
     state_.notify();
     std::rethrow_exception(failure);
   }
-  driver_->set_sftp(sftp);
-  sftp_ = std::make_shared<Sftp>(driver_, sftp, weak_from_this());
+  sftp_ = std::move(opened);
   state_.notify();
   co_return sftp_;
+}
+
+asio::awaitable<std::shared_ptr<Sftp>> Connection::start_sftp(const char* what) {
+  const Call call{what, false, false};
+  co_await lock_channel_opening();
+  LIBSSH2_SFTP* sftp = nullptr;
+  long rc = 0;
+  std::exception_ptr failure;
+  try {
+    rc = co_await driver_->run(call, [&] {
+      sftp = ::libssh2_sftp_init(driver_->session());
+      return sftp != nullptr ? 0L : static_cast<long>(::libssh2_session_last_errno(driver_->session()));
+    });
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  unlock_channel_opening();
+  if (failure) std::rethrow_exception(failure);
+  if (sftp == nullptr) {
+    throw ConnectionError(fmt::format("SSH: {} refused the SFTP subsystem: {}", driver_->where(), driver_->last_error_message()),
+                          false, libssh2_error(static_cast<int>(rc)));
+  }
+  driver_->add_sftp(sftp);
+  co_return std::make_shared<Sftp>(driver_, sftp, weak_from_this());
+}
+
+std::shared_ptr<Sftp> Connection::upload_lane() {
+  if (!upload_lane_) open_upload_lane();
+  return upload_lane_;
+}
+
+void Connection::open_upload_lane() {
+  // One slot is always left free for commands, and none is taken from anyone waiting.
+  if (upload_lane_ || opening_upload_lane_ || !sftp_ || closed_ || driver_->dropped() || slot_waiters_ > 0 ||
+      open_sessions_ + 2 > options_.max_sessions) {
+    return;
+  }
+  ++open_sessions_;
+  opening_upload_lane_ = true;
+  ++background_tasks_;
+  auto opening = [](std::shared_ptr<Connection> self) -> asio::awaitable<void> {
+    std::shared_ptr<Sftp> lane;
+    try {
+      lane = co_await self->start_sftp("opening a second SFTP session");
+    } catch (...) {
+      // A second session only speeds large uploads up: without it, they go on the first.
+    }
+    self->opening_upload_lane_ = false;
+    if (!lane) {
+      self->release_session_slot();
+    } else if (!self->closed_ && !self->driver_->dropped()) {
+      self->upload_lane_ = std::move(lane);
+    }  // else freed with the session
+    --self->background_tasks_;
+    self->state_.notify();
+  };
+  asio::co_spawn(driver_->executor(), opening(shared_from_this()), asio::detached);
+}
+
+void Connection::discard_idle_upload_lane() {
+  // Idle: no upload holds it (an upload's handles, closing in the background, hold it too).
+  if (upload_lane_ && upload_lane_.use_count() == 1) shut_down_upload_lane();
+}
+
+void Connection::retire_upload_lane(const std::shared_ptr<Sftp>& lane) {
+  if (lane && lane == upload_lane_) shut_down_upload_lane();
+}
+
+void Connection::shut_down_upload_lane() {
+  ++background_tasks_;
+  auto closing = [](std::shared_ptr<Connection> self, std::shared_ptr<Sftp> lane) -> asio::awaitable<void> {
+    co_await lane->shut_down();
+    self->release_session_slot();
+    --self->background_tasks_;
+    self->state_.notify();
+  };
+  asio::co_spawn(driver_->executor(), closing(shared_from_this(), std::move(upload_lane_)), asio::detached);
+}
+
+void Connection::give_up_idle_sessions() {
+  discard_ready_channel();
+  discard_idle_upload_lane();
 }
 
 asio::awaitable<void> Connection::close() {

@@ -100,6 +100,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
   /// that was under way completes for the next caller.
   Task<std::shared_ptr<Sftp>> sftp();
 
+  /// A second SFTP session, for the far half of a large upload: sshd's session window (2 MiB)
+  /// holds each channel to about that much per round trip, so two channels move twice as much.
+  /// nullptr while there is none; then this starts opening one in the background, once the first
+  /// session is open, when that leaves a max_sessions slot free and nobody waits for one. It
+  /// gives its slot up, while no upload uses it, to anyone who waits for one.
+  std::shared_ptr<Sftp> upload_lane();
+  /// Lets `lane` go (when it is still the upload lane) and shuts it down, freeing its slot: for a
+  /// lane that failed while the connection stands. Whoever still uses it gets ConnectionError.
+  void retire_upload_lane(const std::shared_ptr<Sftp>& lane);
+
   /// Carries one local TCP connection to `host`:`port` as the VM's sshd sees them, over a
   /// direct-tcpip channel, both ways, until both directions have ended (each side's end of
   /// stream is passed on as EOF) or either side is gone. These channels take no max_sessions
@@ -155,6 +165,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Starts opening the next ready channel when there is none, a slot is free and nobody waits.
   void prepare_ready_channel();
   Task<void> open_ready_channel(_LIBSSH2_CHANNEL** opened);
+  // An SFTP session on a slot the caller holds.
+  Task<std::shared_ptr<Sftp>> start_sftp(const char* what);
+  void open_upload_lane();
+  // Shuts the upload lane down, so that its slot goes to someone who waits for one, unless in use.
+  void discard_idle_upload_lane();
+  void shut_down_upload_lane();
+  // Everything that holds a slot only to save time: the ready channel, an idle upload lane.
+  void give_up_idle_sessions();
 
   std::shared_ptr<SessionDriver> driver_;
   Endpoint endpoint_;
@@ -170,6 +188,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool ready_claimed_ = false;  // an exec waits for the ready channel being prepared
   std::shared_ptr<Sftp> sftp_;
   bool opening_sftp_ = false;
+  std::shared_ptr<Sftp> upload_lane_;  // a second SFTP session, holds a slot
+  bool opening_upload_lane_ = false;
   bool closed_ = false;
   detail::Event state_;  // a session slot, the channel opening, the SFTP session, the ready channel or a background task changed
 };
@@ -221,6 +241,9 @@ class Sftp : public std::enable_shared_from_this<Sftp> {
   Task<std::string> read_link(std::string path);
   /// `ln -s` on an exec channel (libssh2 1.10's SSH_FXP_SYMLINK answers wrongly, see sftp.cpp).
   Task<void> symlink(std::string target, std::string link_path);
+  /// Ends the SFTP session (its channel). Never throws: on a dropped connection the session frees
+  /// it. Nothing else may use this Sftp then.
+  Task<void> shut_down();
 
  private:
   Task<long> call(const char* what, bool mutating, std::function<long()> fn);
@@ -232,11 +255,17 @@ class Sftp : public std::enable_shared_from_this<Sftp> {
   void close_handle_in_background(_LIBSSH2_SFTP_HANDLE* handle);
   Task<void> run_command(std::string tool, std::string arguments, const char* what, std::string path);
   Task<_LIBSSH2_SFTP_HANDLE*> open_handle(const std::string& path, unsigned long flags, long mode, int type);
+  // Whether the upload lane's half failed for the lane's own sake (its channel, not the file, nor
+  // the connection, nor a cancellation).
+  [[nodiscard]] bool lane_broke(const std::exception_ptr& error) const;
+  // Writes `data` at `offset` through `handle`, then closes it in the background, whatever happened.
+  Task<void> write_through(_LIBSSH2_SFTP_HANDLE* handle, std::string path, std::string_view data, std::uint64_t offset);
 
   std::shared_ptr<SessionDriver> driver_;
   _LIBSSH2_SFTP* sftp_;
   std::weak_ptr<Connection> connection_;
   detail::Event idle_;
+  bool shut_down_ = false;
   bool busy_ = false;  // one libssh2 SFTP call at a time (libssh2 keeps per-session state per request kind)
 };
 

@@ -53,7 +53,7 @@ SessionDriver::SessionDriver(asio::ip::tcp::socket socket, std::string where)
 SessionDriver::~SessionDriver() {
   // The callbacks fail from here on (stopped_), so freeing sends nothing and never waits.
   stopped_ = true;
-  if (sftp_ != nullptr) ::libssh2_sftp_shutdown(sftp_);
+  for (auto* sftp : sftps_) ::libssh2_sftp_shutdown(sftp);
   ::libssh2_session_free(session_);
 }
 

@@ -37,6 +37,7 @@
 #include <optional>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include <sys/types.h>
 
@@ -99,8 +100,10 @@ class SessionDriver : public std::enable_shared_from_this<SessionDriver> {
   /// Marks the session closed: no libssh2 call after this, every waiter wakes with
   /// ConnectionError, the pump ends and the socket closes. Idempotent.
   void stop(const std::string& reason);
-  /// The SFTP session to shut down before the session is freed.
-  void set_sftp(_LIBSSH2_SFTP* sftp) noexcept { sftp_ = sftp; }
+  /// The SFTP sessions to shut down before the session is freed: added when opened, removed
+  /// once shut down.
+  void add_sftp(_LIBSSH2_SFTP* sftp) { sftps_.push_back(sftp); }
+  void remove_sftp(_LIBSSH2_SFTP* sftp) { std::erase(sftps_, sftp); }
 
   /// An event notified whenever the driver's state changes in a way non-libssh2 waiters care
   /// about (dropped, stopped).
@@ -116,7 +119,7 @@ class SessionDriver : public std::enable_shared_from_this<SessionDriver> {
   boost::asio::ip::tcp::socket socket_;
   std::string where_;
   _LIBSSH2_SESSION* session_ = nullptr;
-  _LIBSSH2_SFTP* sftp_ = nullptr;
+  std::vector<_LIBSSH2_SFTP*> sftps_;
 
   std::uint64_t last_ticket_ = 0;
   std::uint64_t outbound_owner_ = 0;  // the ticket whose packet is half-sent, or 0

@@ -6,7 +6,10 @@
 #include "ssh/ssh_errors.hpp"
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/system/system_error.hpp>
 
@@ -15,6 +18,8 @@
 #include <libssh2_sftp.h>
 
 #include <algorithm>
+#include <chrono>
+#include <array>
 #include <filesystem>
 #include <sys/stat.h>
 
@@ -34,6 +39,9 @@ constexpr std::size_t read_buffer = 2 * 1024 * 1024;
 // connection costs sshd a fresh mmap per step (docs/performance.md, B9: a connection's first
 // 8 MiB up took 1.17 s with 4 MiB in flight, 0.48 s with 2 MiB; later ones 0.15 s with either).
 constexpr std::size_t write_window = 2 * 1024 * 1024;
+// Larger writes go in two halves, over the connection's two SFTP sessions when it has both:
+// each half then takes half the round trips sshd's window costs.
+constexpr std::size_t split_above = 2 * write_window;
 
 SftpAttributes attributes_of(const LIBSSH2_SFTP_ATTRIBUTES& raw) {
   SftpAttributes out;
@@ -44,6 +52,13 @@ SftpAttributes attributes_of(const LIBSSH2_SFTP_ATTRIBUTES& raw) {
 }
 
 unsigned int length_of(const std::string& text) { return static_cast<unsigned int>(text.size()); }
+
+// Rethrows the first failure, in completion order, of a parallel group of two.
+void rethrow_first_failure(const std::array<std::size_t, 2>& order, const std::array<std::exception_ptr, 2>& errors) {
+  for (const auto index : order) {
+    if (errors[index]) std::rethrow_exception(errors[index]);
+  }
+}
 
 }  // namespace
 
@@ -65,6 +80,9 @@ asio::awaitable<long> Sftp::call(const char* what, bool mutating, std::function<
     if (exedev::detail::was_cancelled(cancellation)) exedev::detail::throw_cancelled();
   }
   driver_->throw_if_dropped(call);
+  if (shut_down_) {
+    throw ConnectionError(fmt::format("SSH: SFTP {} on {}: that SFTP session was shut down", what, driver_->where()), false);
+  }
   busy_ = true;
   std::exception_ptr failure;
   long rc = 0;
@@ -176,10 +194,76 @@ void Sftp::close_handle_in_background(LIBSSH2_SFTP_HANDLE* handle) {
 
 asio::awaitable<void> Sftp::write_file(std::string path, std::string_view data, std::uint32_t mode) {
   auto self = shared_from_this();
-  LIBSSH2_SFTP_HANDLE* handle = co_await open_handle(path, LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_TRUNC,
-                                                     static_cast<long>(mode & 07777), LIBSSH2_SFTP_OPENFILE);
+  std::shared_ptr<Sftp> lane;
+  if (data.size() > split_above) {
+    if (auto connection = connection_.lock()) lane = connection->upload_lane();
+  }
+  constexpr unsigned long truncating = LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_TRUNC;
+  const auto file_mode = static_cast<long>(mode & 07777);
+  if (!lane) {
+    LIBSSH2_SFTP_HANDLE* handle = co_await open_handle(path, truncating, file_mode, LIBSSH2_SFTP_OPENFILE);
+    co_await write_through(handle, std::move(path), data, 0);
+    co_return;
+  }
+  // Both handles in one round trip, either may create the file but only the near one truncates
+  // it; no write goes before both are open, so none can come before the truncation. Then each
+  // half goes on its own session.
+  const auto executor = co_await asio::this_coro::executor;
+  auto opening = asio::experimental::make_parallel_group(
+      asio::co_spawn(executor, open_handle(path, truncating, file_mode, LIBSSH2_SFTP_OPENFILE), asio::deferred),
+      asio::co_spawn(executor, lane->open_handle(path, LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT, file_mode, LIBSSH2_SFTP_OPENFILE), asio::deferred));
+  auto opened = co_await opening.async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
+  LIBSSH2_SFTP_HANDLE* near = std::get<2>(opened);
+  LIBSSH2_SFTP_HANDLE* far = std::get<4>(opened);
+  const std::array open_errors{std::get<1>(opened), std::get<3>(opened)};
+  if (near != nullptr && lane_broke(open_errors[1])) {
+    // The second session broke (its sftp-server gone): it is let go, and the whole file goes
+    // on this one.
+    if (auto connection = connection_.lock()) connection->retire_upload_lane(lane);
+    co_await write_through(near, std::move(path), data, 0);
+    co_return;
+  }
+  if (open_errors[0] || open_errors[1]) {
+    if (near != nullptr) close_handle_in_background(near);
+    if (far != nullptr) lane->close_handle_in_background(far);
+    rethrow_first_failure(std::get<0>(opened), open_errors);
+  }
+  const auto half = data.size() / 2;
+  auto writing = asio::experimental::make_parallel_group(
+      asio::co_spawn(executor, write_through(near, path, data.substr(0, half), 0), asio::deferred),
+      asio::co_spawn(executor, lane->write_through(far, path, data.substr(half), half), asio::deferred));
+  auto written = co_await writing.async_wait(asio::experimental::wait_for_one_error(), asio::use_awaitable);
+  const std::array write_errors{std::get<1>(written), std::get<2>(written)};
+  if (!write_errors[0] && !write_errors[1]) co_return;
+  // As above, when the second session broke during its half: the whole file goes again on this
+  // one, which starts with a truncation.
+  if (lane_broke(write_errors[1])) {
+    if (auto connection = connection_.lock()) connection->retire_upload_lane(lane);
+    LIBSSH2_SFTP_HANDLE* handle = co_await open_handle(path, truncating, file_mode, LIBSSH2_SFTP_OPENFILE);
+    co_await write_through(handle, std::move(path), data, 0);
+    co_return;
+  }
+  // The other half was cancelled because of the first failure.
+  rethrow_first_failure(std::get<0>(written), write_errors);
+}
+
+bool Sftp::lane_broke(const std::exception_ptr& error) const {
+  if (!error || driver_->dropped() || exedev::detail::is_cancellation(error)) return false;
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    return e.code() == errc::connection_failed;
+  } catch (...) {
+    return false;
+  }
+}
+
+asio::awaitable<void> Sftp::write_through(LIBSSH2_SFTP_HANDLE* handle, std::string path, std::string_view data,
+                                          std::uint64_t offset) {
+  auto self = shared_from_this();
   std::exception_ptr failure;
   try {
+    ::libssh2_sftp_seek64(handle, offset);
     std::size_t acked = 0;
     while (acked < data.size()) {
       // libssh2 keeps the packets of earlier calls in flight and queues only what is new in
@@ -199,6 +283,20 @@ asio::awaitable<void> Sftp::write_file(std::string path, std::string_view data, 
   // close after acknowledged writes to a local filesystem has nothing left to fail on.
   close_handle_in_background(handle);
   if (failure) std::rethrow_exception(failure);
+}
+
+asio::awaitable<void> Sftp::shut_down() {
+  auto self = shared_from_this();
+  // Whoever still holds this Sftp is refused from here on, before libssh2 frees the session.
+  shut_down_ = true;
+  while (busy_) co_await idle_.wait();
+  try {
+    const Call call{"shutdown", false, false};
+    co_await driver_->run(call, [&] { return static_cast<long>(::libssh2_sftp_shutdown(sftp_)); });
+  } catch (...) {
+    co_return;  // dropped meanwhile: the session frees it
+  }
+  driver_->remove_sftp(sftp_);
 }
 
 asio::awaitable<SftpAttributes> Sftp::stat_with(std::string path, int stat_type) {

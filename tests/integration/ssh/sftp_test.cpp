@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <algorithm>
+#include <csignal>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 
@@ -35,6 +37,38 @@ template <typename T>
 asio::awaitable<std::errc> error_of(asio::awaitable<T> task) {
   const auto e = co_await expect_throw<fs::filesystem_error>(std::move(task));
   co_return static_cast<std::errc>(e.code().value());
+}
+
+// The sftp-server processes serving this fixture's sshd (their HOME is its own), oldest first.
+std::vector<pid_t> sftp_servers_of(const Fixture& f) {
+  const auto home = "HOME=" + (f.server.directory() / "home").string();
+  std::vector<std::pair<unsigned long long, pid_t>> found;  // (start time, pid)
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const auto name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (read_local(entry.path() / "comm") != "sftp-server\n") continue;
+    const auto environment = read_local(entry.path() / "environ");
+    if (environment.find(home + '\0') == std::string::npos) continue;
+    // Field 22 of stat, after the parenthesised command name.
+    std::istringstream stat(read_local(entry.path() / "stat").substr(read_local(entry.path() / "stat").rfind(')') + 2));
+    std::string field;
+    for (int i = 3; i < 22; ++i) stat >> field;
+    unsigned long long start = 0;
+    stat >> start;
+    found.emplace_back(start, static_cast<pid_t>(std::stoi(name)));
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<pid_t> pids;
+  for (const auto& [start, pid] : found) pids.push_back(pid);
+  return pids;
+}
+
+// Channels open one at a time, so a second SFTP session that was being opened is open once a
+// command's own channel has been.
+asio::awaitable<void> let_channel_openings_finish(Connection& connection) {
+  ssh::ExecRequest request;
+  request.command = "true";
+  co_await connection.exec(std::move(request));
 }
 
 }  // namespace
@@ -67,6 +101,63 @@ TEST_CASE("ssh sftp: 8 MiB written and read back exactly, with the mode of a new
         CO_CHECK(co_await sftp->read_file((dir / "empty").string()) == "");
         // The same session for every caller.
         CO_CHECK(co_await connection->sftp() == sftp);
+        co_await connection->close();
+      },
+      testing::RunLimits{.deadline = 120s});
+}
+
+TEST_CASE("ssh sftp: a large write goes in halves over a second session, which yields its slot and is let go when it breaks") {
+  Fixture f;
+  const auto dir = f.server.directory() / "lanes";
+  fs::create_directory(dir);
+  const auto path = (dir / "big.bin").string();
+  testing::run(
+      [&](auto) -> asio::awaitable<void> {
+        auto options = f.options();
+        options.max_sessions = 3;  // the SFTP session, the second one, one left for commands
+        auto opening = Connection::open(f.endpoint(), options);
+        auto connection = co_await std::move(opening);
+        auto sftp = co_await connection->sftp();
+        CHECK(connection->upload_lane() == nullptr);  // asked: it opens in the background
+        co_await let_channel_openings_finish(*connection);
+        REQUIRE(connection->upload_lane() != nullptr);
+        CHECK(sftp_servers_of(f).size() == 2);
+
+        // A new file gets its mode; a shorter file over a longer one leaves nothing of the old.
+        const auto big = random_bytes(9 << 20, 3);
+        co_await sftp->write_file(path, big, 0640);
+        CO_CHECK(read_local(path) == big);
+        struct stat file_stat {};
+        ::stat(path.c_str(), &file_stat);
+        CHECK((file_stat.st_mode & 0777) == (0640 & ~0022 & 0777));
+        const auto smaller = random_bytes(5 << 20, 4);
+        co_await sftp->write_file(path, smaller, 0600);
+        CO_CHECK(read_local(path) == smaller);
+        ::stat(path.c_str(), &file_stat);
+        CHECK((file_stat.st_mode & 0777) == (0640 & ~0022 & 0777));
+
+        // Two commands that wait for each other need two slots: the idle second session gives
+        // its up (else the reader waits forever and the test's deadline fails it).
+        const auto fifo = dir / "meeting";
+        REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+        ssh::ExecRequest reader;
+        reader.command = "cat " + fifo.string();
+        ssh::ExecRequest writer;
+        writer.command = "echo met > " + fifo.string();
+        auto met = co_await (connection->exec(std::move(reader)) && connection->exec(std::move(writer)));
+        CHECK(std::get<0>(met).stdout_bytes == "met\n");
+        CHECK(connection->upload_lane() == nullptr);  // given up (and asked for again)
+
+        // A second session whose sftp-server dies is let go; the write goes whole on the first.
+        co_await let_channel_openings_finish(*connection);
+        REQUIRE(connection->upload_lane() != nullptr);
+        const auto servers = sftp_servers_of(f);
+        REQUIRE(servers.size() == 2);
+        REQUIRE(::kill(servers.back(), SIGKILL) == 0);
+        const auto third = random_bytes(6 << 20, 5);
+        co_await sftp->write_file(path, third, 0644);
+        CO_CHECK(read_local(path) == third);
+        CHECK(connection->upload_lane() == nullptr);
         co_await connection->close();
       },
       testing::RunLimits{.deadline = 120s});
