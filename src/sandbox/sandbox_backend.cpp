@@ -113,6 +113,11 @@ namespace {
 
 // Over SSH the scripts' pages and chunks travel on channels, not in 64 KiB requests; data past
 // one chunk goes over SFTP (SupportsFileTransfer), so pages stay small enough to answer at once.
+// What a script may print: a command's output, and the header lines of a read's whole file (a
+// size of at most 20 digits, a marker).
+constexpr std::size_t kScriptHeaderRoom = 64;
+constexpr std::size_t max_script_output_bytes = max_command_output_bytes + kScriptHeaderRoom;
+
 workspace::ShellFilesystemLimits ssh_shell_filesystem_limits() {
   workspace::ShellFilesystemLimits limits;
   limits.read_page_bytes = 1024 * 1024;
@@ -120,6 +125,9 @@ workspace::ShellFilesystemLimits ssh_shell_filesystem_limits() {
   limits.listing_inline_bytes = 1024 * 1024;
   limits.write_window = 4;
   limits.compress = false;  // the link is faster than the VM's gzip
+  // A script's stdout is the channel's own bytes: a file as large as a command's output may be
+  // comes whole, behind its size line and marker (kScriptHeaderRoom).
+  limits.raw_read_bytes = max_command_output_bytes;
   return limits;
 }
 
@@ -222,7 +230,7 @@ struct SandboxBackend::Impl {
     auto c = co_await client.get();
     ScriptOptions options;
     options.args = std::move(args);
-    options.max_output_bytes = max_command_output_bytes;
+    options.max_output_bytes = max_script_output_bytes;
     options.idempotent = idempotent;  // the client re-sends it when an answer is lost
     options.on_stdout = std::move(on_stdout);
     auto recovering = with_recovery(c, name, [&] { return run_script_once(c, name, script, options); });

@@ -232,6 +232,9 @@ Task<RunResult> ssh_run_script(std::shared_ptr<ssh::Connection> connection, std:
   ssh::ExecRequest request;
   request.command = std::string(ssh_exec_command);
   request.stdin_data = ssh_script_program(script, options.args);
+  // A script's output may be a whole file (ShellFilesystemLimits::raw_read_bytes): room for all
+  // of it to flow at once.
+  request.extra_receive_window = static_cast<std::uint32_t>(options.max_output_bytes);
   std::string stdout_bytes;
   std::uint64_t offset = 0;
   bool over_limit = false;

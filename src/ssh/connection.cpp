@@ -339,6 +339,11 @@ asio::awaitable<ExecResult> Connection::run_on_channel(LIBSSH2_CHANNEL* channel,
   }
   // From here on the command may run: a drop is sent() == true.
   const Call call{"a command", true, true};
+  if (request.extra_receive_window > 0) {
+    co_await driver_->run(call, [&] {
+      return static_cast<long>(::libssh2_channel_receive_window_adjust2(channel, request.extra_receive_window, 0, nullptr));
+    });
+  }
   const auto ticket = driver_->new_ticket();
   std::string buffer(read_chunk, '\0');
   std::size_t written = 0;

@@ -46,6 +46,10 @@ struct ExecRequest {
   /// 0 = unlimited. Past it (stdout + stderr), exec closes the channel and throws
   /// exedev::OutputLimitError with the output collected up to the limit.
   std::size_t max_output_bytes = 0;
+  /// Added to the channel's receive window (libssh2's 2 MiB) before stdin is sent: that much
+  /// more output may arrive without waiting for a window adjustment's round trip. For output
+  /// that is large and read as it comes (a file on a script's stdout).
+  std::uint32_t extra_receive_window = 0;
   EXEDEV_COAWAIT_GUARD;
 };
 

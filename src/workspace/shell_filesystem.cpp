@@ -127,8 +127,9 @@ Task<std::string> ShellFilesystem::read_pages(std::string source_word, std::uint
 }
 
 Task<Bytes> ShellFilesystem::read_bytes(std::string path) {
-  // One request holds the type checks, the size and the first page; a larger file continues
-  // with one request per page.
+  // One request holds the type checks, the size and the first page (or, where the scripts'
+  // output is raw and wide, the whole file up to raw_read_bytes); a larger file continues with
+  // one request per page.
   std::optional<std::uint64_t> previous;
   const std::size_t page = limits_.read_page_bytes;
   // A file larger than a page comes by transfer when the channel is open: its first script then
@@ -139,7 +140,8 @@ Task<Bytes> ShellFilesystem::read_bytes(std::string path) {
   for (int attempt = 0; attempt < kReadAttempts; ++attempt) {
     std::string data;
     auto decoder = PageDecoder::after_size_line(data, page);
-    co_await read_page(read_first_page_script(path, page, limits_.compress, transfer_open), decoder, path, "read");
+    co_await read_page(read_first_page_script(path, page, limits_.compress, transfer_open, limits_.raw_read_bytes), decoder,
+                       path, "read");
     bool damaged = false;
     try {
       // The same size twice means the file did not change: the output itself was damaged.

@@ -114,10 +114,11 @@ struct WriteCheck {
 /// Removes a chunked, whole or transferred write's temp files, found again from `path`.
 [[nodiscard]] std::string write_cleanup_script(const std::string& path, const std::string& temp_name);
 /// Type checks, then the size line and the first page (as read_chunk_script) of a regular file.
-/// With `no_page_when_larger`, a file larger than one page gets the line `none` instead (its
-/// data is to come by file transfer, so a page would be sent for nothing).
+/// A file of at most `raw_bytes_at_most` bytes (0: none) comes whole instead, raw, behind the
+/// line `bytes`. With `no_page_when_larger`, a file larger than one page gets the line `none`
+/// instead (its data is to come by file transfer, so a page would be sent for nothing).
 [[nodiscard]] std::string read_first_page_script(const std::string& path, std::size_t page_bytes, bool may_compress,
-                                                 bool no_page_when_larger = false);
+                                                 bool no_page_when_larger = false, std::size_t raw_bytes_at_most = 0);
 [[nodiscard]] std::string remove_files_script(const std::vector<std::string>& shell_words);
 /// The shell word naming the listing temp file `name` in the environment's $TMPDIR.
 [[nodiscard]] std::string listing_temp_word(const std::string& name);
@@ -171,7 +172,8 @@ class PageDecoder {
   /// A page of exactly `expected` bytes, appended to `out`.
   PageDecoder(std::string& out, std::size_t expected);
   /// read_first_page_script's output: the file's size line, then a page of
-  /// min(page_bytes, size) bytes, or `none` for a file larger than page_bytes.
+  /// min(page_bytes, size) bytes, `bytes` and the whole file raw, or `none` for a file larger
+  /// than page_bytes.
   [[nodiscard]] static PageDecoder after_size_line(std::string& out, std::size_t page_bytes);
 
   /// The stdout bytes at `offset`; offset 0 again (the script was sent again) starts over.
@@ -183,7 +185,7 @@ class PageDecoder {
   [[nodiscard]] std::optional<std::uint64_t> size() const noexcept { return size_; }
 
  private:
-  enum class Stage { size_line, marker_line, raw, gzip, no_page, damaged };
+  enum class Stage { size_line, marker_line, bytes, raw, gzip, no_page, damaged };
   void restart();
   void take_line(std::string_view& bytes);
   void on_line();

@@ -196,15 +196,19 @@ std::string write_cleanup_script(const std::string& path, const std::string& tem
 }
 
 std::string read_first_page_script(const std::string& path, std::size_t page_bytes, bool may_compress,
-                                   bool no_page_when_larger) {
+                                   bool no_page_when_larger, std::size_t raw_bytes_at_most) {
   const auto q = shell_quote(path);
+  // `head -c $size`: a file that grew since `wc` still sends the size it said.
+  const std::string whole = raw_bytes_at_most > 0 ? fmt::format("if [ $size -le {} ]; then printf 'bytes\\n'; head -c $size < {}; exit; fi\n",
+                                                                raw_bytes_at_most, q)
+                                                  : std::string();
   const std::string no_page =
       no_page_when_larger ? fmt::format("if [ $size -gt {} ]; then printf 'none\\n'; exit 0; fi\n", page_bytes) : std::string();
   return fmt::format(
       "if test -d {0}; then exit 121; elif test -f {0}; then test -r {0} || exit 113; "
       "elif test -e {0}; then exit 122; else exit 102; fi\n"
-      "size=$(wc -c < {0}) || exit 1\nprintf '%s\\n' $size\n{2}{1}",
-      q, read_chunk_script(q, page_bytes, 0, may_compress), no_page);
+      "size=$(wc -c < {0}) || exit 1\nprintf '%s\\n' $size\n{3}{2}{1}",
+      q, read_chunk_script(q, page_bytes, 0, may_compress), no_page, whole);
 }
 
 std::string remove_files_script(const std::vector<std::string>& shell_words) {
@@ -342,7 +346,10 @@ void PageDecoder::feed(std::uint64_t offset, std::string_view bytes) {
   while (!bytes.empty() && (stage_ == Stage::size_line || stage_ == Stage::marker_line)) take_line(bytes);
   if (bytes.empty()) return;
   if (stage_ == Stage::no_page) stage_ = Stage::damaged;  // nothing follows `none`
-  if (stage_ == Stage::raw) {
+  if (stage_ == Stage::bytes) {
+    if (out_.size() - base_ + bytes.size() > expected_) stage_ = Stage::damaged;
+    else out_.append(bytes);
+  } else if (stage_ == Stage::raw) {
     if (!base64_.feed(bytes, out_) || out_.size() - base_ > expected_) stage_ = Stage::damaged;
   } else if (stage_ == Stage::gzip) {
     if (!base64_.feed(bytes, member_)) stage_ = Stage::damaged;
@@ -381,6 +388,10 @@ void PageDecoder::on_line() {
     stage_ = Stage::raw;
   } else if (line_ == "gzip") {
     stage_ = Stage::gzip;
+  } else if (line_ == "bytes" && size_) {
+    // The whole file, raw: as many bytes as the size line said (never reserved ahead).
+    stage_ = Stage::bytes;
+    expected_ = static_cast<std::size_t>(*size_);
   } else if (line_ == "none" && page_bytes_ && size_ && *size_ > *page_bytes_) {
     stage_ = Stage::no_page;
   } else {
@@ -390,6 +401,7 @@ void PageDecoder::on_line() {
 
 void PageDecoder::finish(const std::string& path) {
   if (stage_ == Stage::no_page) return;  // the caller reads the file by transfer
+  if (stage_ == Stage::bytes && out_.size() - base_ == expected_) return;
   if (stage_ == Stage::raw && base64_.finish(out_) && out_.size() - base_ == expected_) return;
   if (stage_ == Stage::gzip && base64_.finish(member_)) {
     auto data = gzip_decompress(member_, expected_);

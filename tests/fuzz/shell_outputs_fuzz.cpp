@@ -46,6 +46,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto expected = size % 97;
     require(decode_page(text, expected, path).size() == expected, "decode_page returns exactly the bytes expected");
   });
+  parse([&] {
+    // A read's first script output: the whole file (`bytes`), a first page, or `none`.
+    std::string out;
+    auto decoder = PageDecoder::after_size_line(out, 64);
+    decoder.feed(0, text);
+    decoder.finish(path);
+    require(decoder.size().has_value(), "a finished first page has a size line");
+    const auto file_size = *decoder.size();
+    require(out.size() == file_size || out.size() == 64 || (out.empty() && file_size > 64),
+            "a first page holds the whole file, one page, or nothing after `none`");
+  });
   const auto unpacked = gzip_decompress(text, size % 97);
   require(!unpacked || unpacked->size() == size % 97, "gzip_decompress returns exactly the bytes expected or nothing");
   require(gzip_decompress(gzip_compress(text), text.size()) == text, "gzip members round-trip");

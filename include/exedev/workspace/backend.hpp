@@ -62,6 +62,10 @@ struct ShellFilesystemLimits {
   /// would take more than one command and whose sample compresses, and read pages the
   /// environment finds compressible. Random data never does.
   bool compress = false;
+  /// A file of at most this many bytes comes back raw on its read script's stdout (0: never):
+  /// for a backend whose script output is 8-bit clean and as wide as its output limit (SSH).
+  /// Larger files come by SupportsFileTransfer when it is open, else in pages.
+  std::size_t raw_read_bytes = 0;
 };
 
 /// Optional command execution. Without it, Workspace::run throws WorkspaceUsageError.

@@ -417,7 +417,10 @@ TEST_CASE("an sshd that refuses SFTP: files travel through exec channels, exactl
   Fixture f(emulator_options);
   if (f.skip("the emulator's SSH endpoints without SFTP")) return;
   LogLines log;
-  const auto large = random_bytes(3 * 1024 * 1024 + 12345);  // several write chunks and read pages
+  // Several write chunks; read whole on its script's channel (up to max_command_output_bytes).
+  const auto large = random_bytes(3 * 1024 * 1024 + 12345);
+  // Past that, read in pages.
+  const auto largest = random_bytes(exedev::max_command_output_bytes + 12345);
   exedev::testing::run([&](Executor) -> Task<void> {
     auto o = ssh_options(f, exedev::Transport::ssh, s.registered, std::nullopt);
     o.logger = log.logger();
@@ -434,6 +437,8 @@ TEST_CASE("an sshd that refuses SFTP: files travel through exec channels, exactl
     const auto back = co_await w.read_bytes("large.bin");
     CHECK(back.size() == large.size());
     CHECK(back == large);
+    co_await w.write_bytes("largest.bin", largest);
+    CO_CHECK(co_await w.read_bytes("largest.bin") == largest);
     // Overwritten by a smaller file: nothing of the larger one is left.
     const auto smaller = random_bytes(1500 * 1024);
     co_await w.write_bytes("large.bin", smaller);

@@ -221,6 +221,38 @@ TEST_CASE("read pages decoded as they arrive: the first page follows the file's 
   CHECK_THROWS_AS(unsized.finish(path), detail::DamagedOutputError);
 }
 
+TEST_CASE("read pages: `bytes` carries the whole file raw, exactly as many bytes as the size line says",
+          "[unit][workspace]") {
+  const std::string path = "/w/f";
+  std::string data = text(5000);
+  data[10] = '\0';
+  data[20] = '\n';
+  data[30] = static_cast<char>(0xff);
+  std::string out = "kept";
+  auto whole = detail::PageDecoder::after_size_line(out, 1024);  // larger than a page: no matter
+  feed_in_pieces(whole, "5000\nbytes\n" + data, 11);
+  whole.finish(path);
+  CHECK(out == "kept" + data);
+
+  std::string short_out;
+  auto cut = detail::PageDecoder::after_size_line(short_out, 1024);
+  cut.feed(0, "5000\nbytes\n" + data.substr(0, 4999));
+  CHECK_THROWS_AS(cut.finish(path), detail::DamagedOutputError);
+  CHECK(short_out.empty());
+
+  std::string long_out;
+  auto longer = detail::PageDecoder::after_size_line(long_out, 1024);
+  longer.feed(0, "5000\nbytes\n" + data + "x");
+  CHECK_THROWS_AS(longer.finish(path), detail::DamagedOutputError);
+  CHECK(long_out.empty());
+
+  // Without a size line first (a plain page), `bytes` means nothing.
+  std::string plain_out;
+  detail::PageDecoder plain(plain_out, 4);
+  plain.feed(0, "bytes\nabcd");
+  CHECK_THROWS_AS(plain.finish(path), detail::DamagedOutputError);
+}
+
 TEST_CASE("read pages: `none` stands for the first page of a file larger than a page, and only there",
           "[unit][workspace]") {
   const std::string path = "/w/f";

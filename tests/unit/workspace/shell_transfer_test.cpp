@@ -62,6 +62,8 @@ class Transport : public ws::WorkspaceBackend, public ws::SupportsCommands {
     co_return result;
   }
   [[nodiscard]] ws::ShellFilesystemLimits shell_filesystem_limits() const override { return limits_; }
+  /// As a backend whose scripts' stdout is raw (SandboxBackend over SSH) says.
+  void set_raw_read_bytes(std::size_t bytes) { limits_.raw_read_bytes = bytes; }
   void note_gzip_missing() override {
     ++gzip_missing_notes;
     limits_.compress = false;
@@ -381,6 +383,39 @@ TEST_CASE("shell transfers: over a file transfer channel large data moves whole,
   });
   CHECK(file_bytes(dir / "big.bin") == data);
   CHECK_FALSE(temp_files_in(dir.path()));
+}
+
+TEST_CASE("shell transfers: where scripts' stdout is raw, a file up to raw_read_bytes comes whole with its first script",
+          "[unit][workspace]") {
+  TempDir dir;
+  auto transport = std::make_shared<TransferringTransport>(dir.path(), ws::Env{});
+  transport->set_raw_read_bytes(256 * 1024);
+  ws::Workspace workspace(transport);
+  const auto text = source_text(200 * 1024);  // several pages of 64 KiB
+  std::ofstream(dir / "text.txt", std::ios::binary) << text;
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    const auto before = transport->calls.size();
+    CO_CHECK(co_await workspace.read_bytes("text.txt") == text);
+    CHECK(transport->calls.size() == before + 1);  // one script, no download, no pages
+    CHECK(transport->downloads == 0);
+    CHECK(transport->calls.back().result.stdout_text.starts_with("204800\nbytes\n"));
+    // An empty file too.
+    std::ofstream(dir / "empty.txt", std::ios::binary).flush();
+    CO_CHECK(co_await workspace.read_bytes("empty.txt") == "");
+    // A larger file comes by the transfer, as before.
+    const auto larger = source_text(300 * 1024);
+    std::ofstream(dir / "larger.txt", std::ios::binary) << larger;
+    CO_CHECK(co_await workspace.read_bytes("larger.txt") == larger);
+    CHECK(transport->downloads == 1);
+    // Bytes cut on the way are a damaged read (tried again, then reported), never a short file.
+    transport->after_run = [](ws::CommandResult result) {
+      if (result.stdout_text.find("\nbytes\n") != std::string::npos) result.stdout_text.pop_back();
+      return result;
+    };
+    const auto damaged = co_await error_of<ws::WorkspaceError>(workspace.read_bytes("text.txt"));
+    REQUIRE(damaged);
+    CHECK(damaged->find("damaged or incomplete output") != std::string::npos);
+  });
 }
 
 TEST_CASE("shell transfers: the upload runs beside the first script, into the temp file beside the path as given",
