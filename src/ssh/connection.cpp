@@ -206,15 +206,19 @@ void Connection::release_session_slot() {
 }
 
 asio::awaitable<long> Connection::request_exec(LIBSSH2_CHANNEL* channel, const std::string& command, const char* what) {
+  co_return co_await run_under_opening_lock(what, [&] {
+    return static_cast<long>(::libssh2_channel_process_startup(channel, "exec", 4, command.data(),
+                                                               static_cast<unsigned int>(command.size())));
+  });
+}
+
+asio::awaitable<long> Connection::run_under_opening_lock(const char* what, std::function<long()> fn) {
   const Call call{what, false, false};
   co_await lock_channel_opening();
   long rc = 0;
   std::exception_ptr failure;
   try {
-    rc = co_await driver_->run(call, [&] {
-      return static_cast<long>(::libssh2_channel_process_startup(channel, "exec", 4, command.data(),
-                                                                 static_cast<unsigned int>(command.size())));
-    });
+    rc = co_await driver_->run(call, std::move(fn));
   } catch (...) {
     failure = std::current_exception();
   }
@@ -257,20 +261,11 @@ asio::awaitable<LIBSSH2_CHANNEL*> Connection::open_channel(const char* what) {
 asio::awaitable<LIBSSH2_CHANNEL*> Connection::try_open_channel(const char* what, long& rc) {
   // libssh2 keeps the state of a channel being opened in the session: one opening at a time,
   // each run to its end.
-  co_await lock_channel_opening();
   LIBSSH2_CHANNEL* channel = nullptr;
-  std::exception_ptr failure;
-  try {
-    const Call call{what, false, false};
-    rc = co_await driver_->run(call, [&] {
-      channel = ::libssh2_channel_open_session(driver_->session());
-      return channel != nullptr ? 0L : static_cast<long>(::libssh2_session_last_errno(driver_->session()));
-    });
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  unlock_channel_opening();
-  if (failure) std::rethrow_exception(failure);
+  rc = co_await run_under_opening_lock(what, [&] {
+    channel = ::libssh2_channel_open_session(driver_->session());
+    return channel != nullptr ? 0L : static_cast<long>(::libssh2_session_last_errno(driver_->session()));
+  });
   co_return channel;
 }
 
@@ -462,21 +457,11 @@ asio::awaitable<std::shared_ptr<Sftp>> Connection::sftp() {
 }
 
 asio::awaitable<std::shared_ptr<Sftp>> Connection::start_sftp(const char* what) {
-  const Call call{what, false, false};
-  co_await lock_channel_opening();
   LIBSSH2_SFTP* sftp = nullptr;
-  long rc = 0;
-  std::exception_ptr failure;
-  try {
-    rc = co_await driver_->run(call, [&] {
-      sftp = ::libssh2_sftp_init(driver_->session());
-      return sftp != nullptr ? 0L : static_cast<long>(::libssh2_session_last_errno(driver_->session()));
-    });
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  unlock_channel_opening();
-  if (failure) std::rethrow_exception(failure);
+  const long rc = co_await run_under_opening_lock(what, [&] {
+    sftp = ::libssh2_sftp_init(driver_->session());
+    return sftp != nullptr ? 0L : static_cast<long>(::libssh2_session_last_errno(driver_->session()));
+  });
   if (sftp == nullptr) {
     throw ConnectionError(fmt::format("SSH: {} refused the SFTP subsystem: {}", driver_->where(), driver_->last_error_message()),
                           false, libssh2_error(static_cast<int>(rc)));

@@ -146,6 +146,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // reply to another channel's request, read while it waits for one, as its own waiter's failure.
   Task<void> lock_channel_opening();
   void unlock_channel_opening();
+  // One libssh2 call (an opening, a request) run to its end under that lock; its return code.
+  Task<long> run_under_opening_lock(const char* what, std::function<long()> fn);
   // The exec request of `command` on `channel`, under that lock; libssh2's return code.
   Task<long> request_exec(_LIBSSH2_CHANNEL* channel, const std::string& command, const char* what);
   Task<void> acquire_session_slot();

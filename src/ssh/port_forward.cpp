@@ -48,23 +48,13 @@ asio::awaitable<void> throw_if_cancelled() {
 
 asio::awaitable<LIBSSH2_CHANNEL*> Connection::open_direct_tcpip(const std::string& host, std::uint16_t port,
                                                                  const tcp::endpoint& origin) {
-  co_await lock_channel_opening();
   LIBSSH2_CHANNEL* channel = nullptr;
-  long rc = 0;
-  std::exception_ptr failure;
   const std::string origin_host = origin.address().to_string();
-  try {
-    // Like every channel opening, run to its end whatever happens to the caller.
-    const Call call{"opening a forwarded connection", false, false};
-    rc = co_await driver_->run(call, [&] {
-      channel = ::libssh2_channel_direct_tcpip_ex(driver_->session(), host.c_str(), port, origin_host.c_str(), origin.port());
-      return channel != nullptr ? 0L : static_cast<long>(::libssh2_session_last_errno(driver_->session()));
-    });
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  unlock_channel_opening();
-  if (failure) std::rethrow_exception(failure);
+  // Like every channel opening, run to its end whatever happens to the caller.
+  const long rc = co_await run_under_opening_lock("opening a forwarded connection", [&] {
+    channel = ::libssh2_channel_direct_tcpip_ex(driver_->session(), host.c_str(), port, origin_host.c_str(), origin.port());
+    return channel != nullptr ? 0L : static_cast<long>(::libssh2_session_last_errno(driver_->session()));
+  });
   if (channel == nullptr) {
     throw ConnectionError(fmt::format("SSH: {} refused to open a connection to {}:{} on the VM (nothing listening there, "
                                       "or TCP forwarding disabled): {}",
