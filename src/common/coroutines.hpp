@@ -19,6 +19,16 @@
 
 namespace exedev::detail {
 
+/// Rethrows the first failure, in completion order, of an experimental::parallel_group: `order`
+/// is the group's completion order, `errors` its operations' exception_ptrs by index (awaited
+/// with wait_for_one_error, the others were cancelled because of that one).
+template <typename Order, typename Errors>
+void rethrow_first_failure(const Order& order, const Errors& errors) {
+  for (const auto index : order) {
+    if (errors[index]) std::rethrow_exception(errors[index]);
+  }
+}
+
 /// Whether `error` is a cancellation (a system_error with operation_aborted).
 inline bool is_cancellation(const std::exception_ptr& error) {
   try {

@@ -111,13 +111,13 @@ workspace::ShellFilesystemLimits exedev_shell_filesystem_limits(const workspace:
 
 namespace {
 
-// Over SSH the scripts' pages and chunks travel on channels, not in 64 KiB requests; data past
-// one chunk goes over SFTP (SupportsFileTransfer), so pages stay small enough to answer at once.
 // What a script may print: a command's output, and the header lines of a read's whole file (a
 // size of at most 20 digits, a marker).
 constexpr std::size_t kScriptHeaderRoom = 64;
 constexpr std::size_t max_script_output_bytes = max_command_output_bytes + kScriptHeaderRoom;
 
+// Over SSH the scripts' pages and chunks travel on channels, not in 64 KiB requests; data past
+// one chunk goes over SFTP (SupportsFileTransfer), so pages stay small enough to answer at once.
 workspace::ShellFilesystemLimits ssh_shell_filesystem_limits() {
   workspace::ShellFilesystemLimits limits;
   limits.read_page_bytes = 1024 * 1024;

@@ -217,10 +217,7 @@ class TreeJob {
     }
     auto group = asio::experimental::make_parallel_group(std::move(ops));
     auto outcome = co_await group.async_wait(asio::experimental::wait_for_one_error(), asio::use_awaitable);
-    // The first failure in completion order: the others were cancelled because of it.
-    for (const auto index : std::get<0>(outcome)) {
-      if (const auto& error = std::get<1>(outcome)[index]) std::rethrow_exception(error);
-    }
+    detail::rethrow_first_failure(std::get<0>(outcome), std::get<1>(outcome));
   }
 
   /// The file `<job>/out` (`size` bytes), read in pages.

@@ -264,6 +264,8 @@ class Sftp : public std::enable_shared_from_this<Sftp> {
   // Whether the upload lane's half failed for the lane's own sake (its channel, not the file, nor
   // the connection, nor a cancellation).
   [[nodiscard]] bool lane_broke(const std::exception_ptr& error) const;
+  // The whole of `data` on this session, from a truncating open.
+  Task<void> write_whole(std::string path, std::string_view data, std::uint32_t mode);
   // Writes `data` at `offset` through `handle`, then closes it in the background, whatever happened.
   Task<void> write_through(_LIBSSH2_SFTP_HANDLE* handle, std::string path, std::string_view data, std::uint64_t offset);
 

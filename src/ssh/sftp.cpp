@@ -9,8 +9,8 @@
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/parallel_group.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
 
 #include <fmt/format.h>
@@ -18,7 +18,6 @@
 #include <libssh2_sftp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <array>
 #include <filesystem>
 #include <sys/stat.h>
@@ -42,6 +41,8 @@ constexpr std::size_t write_window = 2 * 1024 * 1024;
 // Larger writes go in two halves, over the connection's two SFTP sessions when it has both:
 // each half then takes half the round trips sshd's window costs.
 constexpr std::size_t split_above = 2 * write_window;
+// A write's open: created if missing, emptied if not.
+constexpr unsigned long truncating = LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_TRUNC;
 
 SftpAttributes attributes_of(const LIBSSH2_SFTP_ATTRIBUTES& raw) {
   SftpAttributes out;
@@ -53,12 +54,7 @@ SftpAttributes attributes_of(const LIBSSH2_SFTP_ATTRIBUTES& raw) {
 
 unsigned int length_of(const std::string& text) { return static_cast<unsigned int>(text.size()); }
 
-// Rethrows the first failure, in completion order, of a parallel group of two.
-void rethrow_first_failure(const std::array<std::size_t, 2>& order, const std::array<std::exception_ptr, 2>& errors) {
-  for (const auto index : order) {
-    if (errors[index]) std::rethrow_exception(errors[index]);
-  }
-}
+long file_mode_of(std::uint32_t mode) { return static_cast<long>(mode & 07777); }
 
 }  // namespace
 
@@ -198,11 +194,8 @@ asio::awaitable<void> Sftp::write_file(std::string path, std::string_view data, 
   if (data.size() > split_above) {
     if (auto connection = connection_.lock()) lane = connection->upload_lane();
   }
-  constexpr unsigned long truncating = LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_TRUNC;
-  const auto file_mode = static_cast<long>(mode & 07777);
   if (!lane) {
-    LIBSSH2_SFTP_HANDLE* handle = co_await open_handle(path, truncating, file_mode, LIBSSH2_SFTP_OPENFILE);
-    co_await write_through(handle, std::move(path), data, 0);
+    co_await write_whole(std::move(path), data, mode);
     co_return;
   }
   // Both handles in one round trip, either may create the file but only the near one truncates
@@ -210,8 +203,9 @@ asio::awaitable<void> Sftp::write_file(std::string path, std::string_view data, 
   // half goes on its own session.
   const auto executor = co_await asio::this_coro::executor;
   auto opening = asio::experimental::make_parallel_group(
-      asio::co_spawn(executor, open_handle(path, truncating, file_mode, LIBSSH2_SFTP_OPENFILE), asio::deferred),
-      asio::co_spawn(executor, lane->open_handle(path, LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT, file_mode, LIBSSH2_SFTP_OPENFILE), asio::deferred));
+      asio::co_spawn(executor, open_handle(path, truncating, file_mode_of(mode), LIBSSH2_SFTP_OPENFILE), asio::deferred),
+      asio::co_spawn(executor, lane->open_handle(path, LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT, file_mode_of(mode), LIBSSH2_SFTP_OPENFILE),
+                     asio::deferred));
   auto opened = co_await opening.async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
   LIBSSH2_SFTP_HANDLE* near = std::get<2>(opened);
   LIBSSH2_SFTP_HANDLE* far = std::get<4>(opened);
@@ -226,7 +220,7 @@ asio::awaitable<void> Sftp::write_file(std::string path, std::string_view data, 
   if (open_errors[0] || open_errors[1]) {
     if (near != nullptr) close_handle_in_background(near);
     if (far != nullptr) lane->close_handle_in_background(far);
-    rethrow_first_failure(std::get<0>(opened), open_errors);
+    exedev::detail::rethrow_first_failure(std::get<0>(opened), open_errors);
   }
   const auto half = data.size() / 2;
   auto writing = asio::experimental::make_parallel_group(
@@ -239,12 +233,16 @@ asio::awaitable<void> Sftp::write_file(std::string path, std::string_view data, 
   // one, which starts with a truncation.
   if (lane_broke(write_errors[1])) {
     if (auto connection = connection_.lock()) connection->retire_upload_lane(lane);
-    LIBSSH2_SFTP_HANDLE* handle = co_await open_handle(path, truncating, file_mode, LIBSSH2_SFTP_OPENFILE);
-    co_await write_through(handle, std::move(path), data, 0);
+    co_await write_whole(std::move(path), data, mode);
     co_return;
   }
-  // The other half was cancelled because of the first failure.
-  rethrow_first_failure(std::get<0>(written), write_errors);
+  exedev::detail::rethrow_first_failure(std::get<0>(written), write_errors);
+}
+
+asio::awaitable<void> Sftp::write_whole(std::string path, std::string_view data, std::uint32_t mode) {
+  auto self = shared_from_this();
+  LIBSSH2_SFTP_HANDLE* handle = co_await open_handle(path, truncating, file_mode_of(mode), LIBSSH2_SFTP_OPENFILE);
+  co_await write_through(handle, std::move(path), data, 0);
 }
 
 bool Sftp::lane_broke(const std::exception_ptr& error) const {

@@ -201,10 +201,7 @@ Task<bool> ShellFilesystem::write_chunked(std::string path, std::string temp_nam
     }
     auto group = boost::asio::experimental::make_parallel_group(std::move(ops));
     auto outcome = co_await group.async_wait(boost::asio::experimental::wait_for_one_error(), boost::asio::use_awaitable);
-    // The first failure in completion order: the others were cancelled because of it.
-    for (const auto index : std::get<0>(outcome)) {
-      if (const auto& error = std::get<1>(outcome)[index]) std::rethrow_exception(error);
-    }
+    exedev::detail::rethrow_first_failure(std::get<0>(outcome), std::get<1>(outcome));
   }
   const auto committed = co_await sh(commit_script(shell_quote(destination), shell_quote(temp),
                                                    shell_quote(temp + ".decoded"), verify));

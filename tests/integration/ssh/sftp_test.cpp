@@ -50,7 +50,8 @@ std::vector<pid_t> sftp_servers_of(const Fixture& f) {
     const auto environment = read_local(entry.path() / "environ");
     if (environment.find(home + '\0') == std::string::npos) continue;
     // Field 22 of stat, after the parenthesised command name.
-    std::istringstream stat(read_local(entry.path() / "stat").substr(read_local(entry.path() / "stat").rfind(')') + 2));
+    const auto stat_line = read_local(entry.path() / "stat");
+    std::istringstream stat(stat_line.substr(stat_line.rfind(')') + 2));
     std::string field;
     for (int i = 3; i < 22; ++i) stat >> field;
     unsigned long long start = 0;
