@@ -253,6 +253,9 @@ WhoAmI parse_whoami_answer(std::string_view body) {
     WhoAmI who;
     who.email = str(o, {"email"});
     who.region = str(o, {"region"});
+    who.ssh_keys = objects<AccountKey>(o, "ssh_keys", [](const json& key) {
+      return AccountKey{str(key, {"public_key"}), str(key, {"fingerprint"}), str(key, {"name"})};
+    });
     if (who.email.empty()) throw ProtocolError("exe.dev answered \"whoami\" without an email");
     return who;
   });

@@ -23,9 +23,19 @@ struct RemoveResult {
   std::vector<std::string> failed;  ///< Missing or not deletable (exe.dev still answers 200).
 };
 
+/// One SSH key of the account, as `whoami` lists it.
+struct AccountKey {
+  std::string public_key;   ///< `<type> <base64>`
+  std::string fingerprint;  ///< `SHA256:<base64 without padding>`, as ssh-keygen -l prints it
+  std::string name;         ///< may be empty
+};
+
 struct WhoAmI {
   std::string email;
   std::string region;
+  /// The account's SSH keys (registered with `ssh-key add` and API keys). A tag-scoped token
+  /// sees only the keys of its tag, so an empty list does not mean the account has none.
+  std::vector<AccountKey> ssh_keys;
 };
 
 /// The raw answer to one /exec request.

@@ -94,6 +94,17 @@ TEST_CASE("tag, whoami and untyped answers") {
       R"({"email":"me@example.com","region":"lax","region_display":"Los Angeles, USA","ssh_keys":[]})");
   CHECK(who.email == "me@example.com");
   CHECK(who.region == "lax");
+  CHECK(who.ssh_keys.empty());
+  const auto keyed = parse_whoami_answer(
+      R"({"email":"me@example.com","ssh_keys":[{"public_key":"ssh-ed25519 AAAA","fingerprint":"SHA256:abc",)"
+      R"("name":"laptop","current":false},{"public_key":"ssh-rsa BBBB","fingerprint":"SHA256:def","current":true}]})");
+  REQUIRE(keyed.ssh_keys.size() == 2);
+  CHECK(keyed.ssh_keys[0].public_key == "ssh-ed25519 AAAA");
+  CHECK(keyed.ssh_keys[0].fingerprint == "SHA256:abc");
+  CHECK(keyed.ssh_keys[0].name == "laptop");
+  CHECK(keyed.ssh_keys[1].fingerprint == "SHA256:def");
+  CHECK(keyed.ssh_keys[1].name.empty());
+  CHECK_THROWS_AS(parse_whoami_answer(R"({"email":"me@example.com","ssh_keys":{}})"), ProtocolError);
   CHECK_NOTHROW(parse_object_answer(R"({"vm_name":"x","status":"paused"})", "pause"));
   CHECK_NOTHROW(parse_object_answer("", "pause"));
   CHECK_THROWS_AS(parse_object_answer("<html>", "pause"), ProtocolError);
