@@ -89,6 +89,12 @@ class Client {
   Task<void> clear_comment(std::string name);
   /// `whoami`. Read-only: cancellation changes nothing.
   Task<WhoAmI> whoami();
+  /// The account as `whoami` answered it first for this client: asked once, then kept for every
+  /// copy of this Client (the SSH transport learns the account's keys from it; two callers at
+  /// once may both ask). Cancellation: as whoami; nothing is kept.
+  Task<WhoAmI> account();
+  /// Forgets what account() kept, so that its next call asks again (e.g. after `ssh-key add`).
+  void forget_account();
   /// `resize <vm>` (std::invalid_argument without any option; nothing is sent). exe.dev refuses
   /// it to a tag-scoped token. Cancellation: the VM may or may not have been resized.
   Task<ResizeResult> resize_vm(std::string name, ResizeVMOptions options);

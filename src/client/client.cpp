@@ -253,6 +253,16 @@ Task<WhoAmI> Client::whoami() {
   co_return detail::parse_whoami_answer(co_await impl->call(line, no_secrets));
 }
 
+Task<WhoAmI> Client::account() {
+  auto impl = impl_;
+  if (impl->account) co_return *impl->account;
+  auto answer = co_await whoami();
+  impl->account = answer;
+  co_return answer;
+}
+
+void Client::forget_account() { impl_->account.reset(); }
+
 Task<ResizeResult> Client::resize_vm(std::string name, ResizeVMOptions options) {
   auto impl = impl_;
   const auto line = detail::resize_vm_line(name, options);

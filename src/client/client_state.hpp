@@ -32,6 +32,8 @@ struct ClientState {
   /// The token's rate-limit model, shared in the process; made on first use (the token may be
   /// missing until then).
   std::shared_ptr<RateLimitModel> rate_limit;
+  /// Client::account()'s first answer.
+  std::optional<WhoAmI> account;
 
   void log(LogLevel level, std::string_view text) const {
     if (options.logger) options.logger(level, text);
