@@ -119,7 +119,7 @@ std::string archive_script(bool list_gzip) {
   return decode_arg("job", 1) + decode_arg("dir", 2) +
          fmt::format(
              "cd -P -- \"$dir\" || exit 21\n"
-             "{0} \"$job/list\" | tar -c --format=pax --null --no-recursion --verbatim-files-from -T - -f \"$job/out.tar\" || exit 40\n"
+             "{0} \"$job/list\" | tar -c --format=pax --hard-dereference --null --no-recursion --verbatim-files-from -T - -f \"$job/out.tar\" || exit 40\n"
              "t=$(wc -c < \"$job/out.tar\") || exit 40\n"
              "kind=tar\n"
              "if command -v gzip >/dev/null 2>&1 && gzip -c \"$job/out.tar\" > \"$job/out.gz\"; then\n"
@@ -388,6 +388,8 @@ Task<TreeTransferResult> SandboxBackend::download_tree(std::string remote_dir, s
   }
   TreeManifest source = std::move(listed->manifest);
   result.refused = std::move(listed->others);
+  // The VM's modes: permission bits only, never set-id or sticky (the host may run as root).
+  restrict_modes(source, options.keep_remote_mode_bits ? 0777 : 0777 & ~process_umask());
   apply_filter(source, filter);
   for (auto& path : drop_escaping_symlinks(source)) result.refused.push_back(std::move(path));
   count_tree(source, result);

@@ -221,6 +221,11 @@ struct TreeTransferOptions {
   std::vector<std::string> excludes{};
   /// Called as the archive moves, on the caller's executor; must not throw.
   std::function<void(const TreeProgress&)> on_progress{};
+  /// download_tree: files and directories get the permission bits (0777) they have in the
+  /// environment, filtered by this process's umask (as files this process creates are); true
+  /// keeps the environment's permission bits unfiltered. Set-user-id, set-group-id and sticky
+  /// bits never arrive either way (docs/workspace.md, "Trees").
+  bool keep_remote_mode_bits = false;
   EXEDEV_COAWAIT_GUARD;
 };
 
