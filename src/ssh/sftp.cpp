@@ -1,5 +1,6 @@
 // Sftp: files over the connection's one SFTP session.
 #include "common/coroutines.hpp"
+#include "common/inert_text.hpp"
 #include "common/shell_quote.hpp"
 #include "ssh/connection.hpp"
 #include "ssh/session_driver.hpp"
@@ -467,7 +468,8 @@ asio::awaitable<void> Sftp::run_command(std::string tool, std::string arguments,
                          : message.find("Permission denied") != std::string_view::npos ? std::errc::permission_denied
                          : message.find("Not a directory") != std::string_view::npos   ? std::errc::not_a_directory
                                                                                        : std::errc::io_error;
-  const std::string first_line(message.substr(0, message.find('\n')));
+  // The VM's text: inert in the message.
+  const std::string first_line = exedev::detail::inert_text(message.substr(0, message.find('\n')));
   throw fs::filesystem_error(fmt::format("SFTP {} ({})", what, first_line), fs::path(path), std::make_error_code(code));
 }
 

@@ -13,6 +13,7 @@
 
 #include "common/base64.hpp"
 #include "common/coroutines.hpp"
+#include "common/inert_text.hpp"
 #include "common/random_ids.hpp"
 #include "workspace/data_codec.hpp"
 #include "workspace/shield.hpp"
@@ -173,11 +174,11 @@ Task<Bytes> ShellFilesystem::read_bytes(std::string path) {
 }
 
 Task<void> ShellFilesystem::write_block(std::string temp, std::string block, std::size_t block_bytes,
-                                        std::size_t index, std::string destination) {
+                                        std::size_t index, std::string path) {
   std::vector<std::string> args;
   args.push_back(std::move(block));
   const auto result = co_await sh(write_block_script(temp, block_bytes, index), std::move(args), true);
-  co_await check(result, destination, false);
+  co_await check(result, path, false);
 }
 
 Task<bool> ShellFilesystem::write_chunked(std::string path, std::string temp_name, std::string encoded,
@@ -196,7 +197,8 @@ Task<bool> ShellFilesystem::write_chunked(std::string path, std::string temp_nam
     using Op = decltype(boost::asio::co_spawn(executor, write_block({}, {}, 0, 0, {}), boost::asio::deferred));
     std::vector<Op> ops;
     for (std::size_t index = first; index < last; ++index) {
-      auto writing = write_block(temp, encoded.substr(index * chunk, chunk), block_bytes, index, destination);
+      // Errors name the caller's path: `destination` is the environment's answer.
+      auto writing = write_block(temp, encoded.substr(index * chunk, chunk), block_bytes, index, path);
       ops.push_back(boost::asio::co_spawn(executor, std::move(writing), boost::asio::deferred));
     }
     auto group = boost::asio::experimental::make_parallel_group(std::move(ops));
@@ -206,7 +208,7 @@ Task<bool> ShellFilesystem::write_chunked(std::string path, std::string temp_nam
   const auto committed = co_await sh(commit_script(shell_quote(destination), shell_quote(temp),
                                                    shell_quote(temp + ".decoded"), verify));
   if (committed.exit_code == kShortWrite) throw DamagedWriteError(path);
-  co_await check(committed, destination, false);
+  co_await check(committed, path, false);
   co_return true;
 }
 
@@ -288,7 +290,7 @@ Task<void> ShellFilesystem::write_transferred(std::string path, std::string temp
   const auto committed = co_await sh(commit_script(shell_quote(destination), shell_quote(temp),
                                                    shell_quote(temp + ".decoded"), verify));
   if (committed.exit_code == kShortWrite) throw DamagedWriteError(path);
-  co_await check(committed, destination, false);
+  co_await check(committed, path, false);
 }
 
 std::optional<std::string> ShellFilesystem::compressed_payload(const Bytes& data) const {
@@ -399,11 +401,11 @@ Task<bool> ShellFilesystem::exists(std::string path) {
   if (result.exit_code == 0) co_return true;
   if (result.exit_code == 1) co_return false;
   // A broken transport (ssh's 255, a missing `test`'s 127) must never read as "absent".
-  auto message = strip(result.stderr_text);
-  if (message.empty()) {
-    message = fmt::format("could not check whether '{}' exists (exit code {})", path, result.exit_code);
-  }
-  throw WorkspaceError(message);
+  const auto reason = strip(result.stderr_text);
+  const auto message = reason.empty()
+                           ? fmt::format("could not check whether '{}' exists (exit code {})", path, result.exit_code)
+                           : exedev::detail::inert_text(reason);
+  throw WorkspaceScriptError(message, PartialOutput{result.stdout_text, result.stderr_text});
 }
 
 Task<std::string> ShellFilesystem::realpath(std::string path) {

@@ -46,6 +46,16 @@ class WorkspaceOutputLimitError : public WorkspaceError, public WithPartialOutpu
   std::size_t limit_;
 };
 
+/// A command the workspace ran for one of its own operations (a file operation's script, a
+/// background job's control command) failed and gave its reason on stderr. The environment chose
+/// that text: what() holds it made inert (control characters, escape sequences and invalid
+/// UTF-8 written as `\xNN`, at most 1 KiB of it); output() holds stdout and stderr as they came.
+class WorkspaceScriptError : public WorkspaceError, public WithPartialOutput {
+ public:
+  WorkspaceScriptError(const std::string& message, PartialOutput output)
+      : WorkspaceError(message), WithPartialOutput(std::move(output)) {}
+};
+
 /// A mutation was refused because the workspace is read-only.
 class WorkspaceReadOnlyError : public WorkspaceError {
  public:
