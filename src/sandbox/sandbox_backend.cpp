@@ -106,6 +106,8 @@ workspace::ShellFilesystemLimits exedev_shell_filesystem_limits(const workspace:
   limits.write_window = transfer.reference_mode ? 1 : transfer.write_window;
   limits.read_page_bytes = transfer.reference_mode ? kReferencePageBytes : transfer.read_page_bytes;
   limits.compress = transfer.compression && !transfer.reference_mode;
+  limits.max_read_bytes = transfer.max_read_bytes;
+  limits.max_listing_bytes = transfer.max_listing_bytes;
   return limits;
 }
 
@@ -118,8 +120,11 @@ constexpr std::size_t max_script_output_bytes = max_command_output_bytes + kScri
 
 // Over SSH the scripts' pages and chunks travel on channels, not in 64 KiB requests; data past
 // one chunk goes over SFTP (SupportsFileTransfer), so pages stay small enough to answer at once.
-workspace::ShellFilesystemLimits ssh_shell_filesystem_limits() {
+// `exec_limits`: the limits of /exec, whose maxima (FileTransferOptions) hold over SSH too.
+workspace::ShellFilesystemLimits ssh_shell_filesystem_limits(const workspace::ShellFilesystemLimits& exec_limits) {
   workspace::ShellFilesystemLimits limits;
+  limits.max_read_bytes = exec_limits.max_read_bytes;
+  limits.max_listing_bytes = exec_limits.max_listing_bytes;
   limits.read_page_bytes = 1024 * 1024;
   limits.write_chunk_chars = 1024 * 1024;
   limits.listing_inline_bytes = 1024 * 1024;
@@ -332,7 +337,7 @@ std::optional<WorkspaceRef> SandboxBackend::ref() const {
 }
 
 workspace::ShellFilesystemLimits SandboxBackend::shell_filesystem_limits() const {
-  return impl_->route.in_use() == Transport::ssh ? ssh_shell_filesystem_limits() : impl_->limits;
+  return impl_->route.in_use() == Transport::ssh ? ssh_shell_filesystem_limits(impl_->limits) : impl_->limits;
 }
 
 std::optional<Transport> SandboxBackend::transport_in_use() const { return impl_->route.in_use(); }
@@ -356,10 +361,10 @@ Task<void> SandboxBackend::upload(std::string path, std::string_view data) {
   co_await sftp->write_file(std::move(path), data, 0600);
 }
 
-Task<workspace::Bytes> SandboxBackend::download(std::string path) {
+Task<workspace::Bytes> SandboxBackend::download(std::string path, std::uint64_t size) {
   const auto sftp = co_await impl_->sftp();
   if (!sftp) throw workspace::WorkspaceError("file transfer is not available on VM \"" + *impl_->target.name + "\"");
-  co_return co_await sftp->read_file(std::move(path));
+  co_return co_await sftp->read_file(std::move(path), size);
 }
 
 Task<PortForward> SandboxBackend::forward_port(std::uint16_t remote_port) {

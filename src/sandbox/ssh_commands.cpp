@@ -14,6 +14,8 @@ namespace {
 
 // The marker line is bounded: a longer line before it is noise and dropped as it streams.
 constexpr std::size_t kMaxMarkerLine = 256;
+// The longest status an end mark carries ("-2147483648"): a longer line after a mark is data.
+constexpr std::size_t kMostStatusChars = 11;
 
 void require_boundary(const std::string& boundary) {
   if (boundary.empty() || boundary.size() > 64 ||
@@ -116,11 +118,18 @@ std::string EndMarkerReader::feed(std::string_view bytes) {
     if (at == std::string::npos) break;
     const auto digits = at + mark_.size();
     const auto nl = pending_.find('\n', digits);
-    if (nl == std::string::npos) {
+    if (nl == std::string::npos && pending_.size() - digits <= kMostStatusChars) {
       // The status is still on its way: everything before the mark is data.
       out.append(pending_, 0, at);
       pending_.erase(0, at);
       return out;
+    }
+    if (nl == std::string::npos || nl - digits > kMostStatusChars) {
+      // A mark with no status line after it (a forged or garbled one): data, and nothing more
+      // is held back for it, so the reader's state stays bounded.
+      out.append(pending_, 0, digits);
+      pending_.erase(0, digits);
+      continue;
     }
     int code = 0;
     const auto [end, ec] = std::from_chars(pending_.data() + digits, pending_.data() + nl, code);

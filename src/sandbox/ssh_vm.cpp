@@ -4,6 +4,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <stdexcept>
@@ -25,6 +26,10 @@ namespace {
 constexpr std::string_view kBoundaryAlphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 // How long the stop of a command's process group may take: TERM, 5 s, KILL, and the channel.
 constexpr auto kStopBound = std::chrono::seconds(10);
+
+// Thrown from a script's stdout callback when the script passes its output limit: it ends the
+// exec, which closes the channel.
+struct ScriptOutputPastLimit {};
 
 // Why a running command is being ended before it exits by itself.
 enum class StopReason { none, timeout, output_limit, callback_failed };
@@ -114,6 +119,7 @@ Task<void> stop_group(std::shared_ptr<ssh::Connection> connection, std::optional
   ssh::ExecRequest request;
   request.command = std::string(ssh_exec_command);
   request.stdin_data = ssh_stop_program(*pgid);
+  request.max_output_bytes = ssh_script_stderr_bytes;  // it prints nothing; a VM's flood ends it
   ssh::ExecResult result;
   auto stopping = capture(exec_into(connection, std::move(request), &result));
   auto bound = sleep_for(kStopBound);
@@ -235,36 +241,47 @@ Task<RunResult> ssh_run_script(std::shared_ptr<ssh::Connection> connection, std:
   // A script's output may be a whole file (ShellFilesystemLimits::raw_read_bytes): room for all
   // of it to flow at once.
   request.extra_receive_window = static_cast<std::uint32_t>(options.max_output_bytes);
+  // The channel's own bound on both streams together: past it the exec closes the channel at
+  // once (the VM's writer then meets a closed pipe), whatever the VM keeps sending.
+  request.max_output_bytes = options.max_output_bytes + ssh_script_stderr_bytes;
   std::string stdout_bytes;
+  std::string stderr_bytes;
   std::uint64_t offset = 0;
-  bool over_limit = false;
   std::exception_ptr sink_error;
   request.on_stdout = [&](std::string_view bytes) {
-    if (over_limit || sink_error) return;
-    if (offset + bytes.size() > options.max_output_bytes) {
-      over_limit = true;
-      return;
-    }
+    if (offset + bytes.size() > options.max_output_bytes) throw ScriptOutputPastLimit{};  // closes the channel
     if (options.on_stdout) {
       try {
         options.on_stdout(offset, bytes);
       } catch (...) {
         sink_error = std::current_exception();
+        throw;
       }
     } else {
       stdout_bytes.append(bytes);
     }
     offset += bytes.size();
   };
-  request.on_stderr = nullptr;  // collected by the exec
+  // As on /exec: the first ssh_script_stderr_bytes of stderr are kept, the rest is counted only.
+  request.on_stderr = [&](std::string_view bytes) {
+    stderr_bytes.append(bytes.substr(0, ssh_script_stderr_bytes - std::min(ssh_script_stderr_bytes, stderr_bytes.size())));
+  };
   ssh::ExecResult result;
-  co_await exec_into(connection, std::move(request), &result);
-  if (sink_error) std::rethrow_exception(sink_error);
-  if (over_limit) {
-    throw OutputLimitError("a script wrote more than " + std::to_string(options.max_output_bytes) + " bytes of output",
-                           options.max_output_bytes, PartialOutput{std::move(stdout_bytes), std::move(result.stderr_bytes)});
+  std::exception_ptr failure;
+  try {
+    co_await exec_into(connection, std::move(request), &result);
+  } catch (const ScriptOutputPastLimit&) {
+    failure = std::current_exception();
+  } catch (const OutputLimitError&) {
+    failure = std::current_exception();
   }
-  co_return RunResult{result.exit_code, std::move(stdout_bytes), std::move(result.stderr_bytes)};
+  if (sink_error) std::rethrow_exception(sink_error);
+  if (failure) {
+    throw OutputLimitError("a script wrote more than " + std::to_string(options.max_output_bytes) +
+                               " bytes of output (ScriptOptions::max_output_bytes); its channel was closed",
+                           options.max_output_bytes, PartialOutput{std::move(stdout_bytes), std::move(stderr_bytes)});
+  }
+  co_return RunResult{result.exit_code, std::move(stdout_bytes), std::move(stderr_bytes)};
 }
 
 }  // namespace exedev::detail

@@ -29,10 +29,16 @@ namespace exedev::detail {
 /// operation_aborted is raised.
 Task<RunResult> ssh_run(std::shared_ptr<ssh::Connection> connection, std::string shell_line, ClientRunOptions options);
 
+/// Bytes of a script's stderr kept, as on /exec (client/script_exec.cpp); more is counted
+/// against the output limit and dropped.
+inline constexpr std::size_t ssh_script_stderr_bytes = 64 * 1024;
+
 /// A script with Client::run_script's contract (positional base64 args, stdin at EOF, stdout
-/// streamed to on_stdout from offset 0, max_output_bytes). Throws OutputLimitError past the
-/// limit, ConnectionError (sent() true) when the connection dropped while it ran. Cancellation
-/// closes its channel (the script is short and bounded, as on /exec).
+/// streamed to on_stdout from offset 0, max_output_bytes). Throws OutputLimitError as soon as
+/// stdout passes max_output_bytes or stdout and stderr together pass it plus
+/// ssh_script_stderr_bytes (the channel is closed then, without waiting for the VM to stop
+/// sending), ConnectionError (sent() true) when the connection dropped while it ran.
+/// Cancellation closes its channel (the script is short and bounded, as on /exec).
 Task<RunResult> ssh_run_script(std::shared_ptr<ssh::Connection> connection, std::string script, ScriptOptions options);
 
 }  // namespace exedev::detail

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -225,9 +226,12 @@ class Sftp : public std::enable_shared_from_this<Sftp> {
   /// file, symlink) as commands.
   Sftp(std::shared_ptr<SessionDriver> driver, _LIBSSH2_SFTP* sftp, std::weak_ptr<Connection> connection);
 
-  /// The whole file, several reads in flight; returns once the last byte is in (the handle's
-  /// close is answered later, before the next SFTP call proceeds).
-  Task<std::string> read_file(std::string path);
+  /// The regular file, several reads in flight: at most `size + 1` bytes (a caller that knows
+  /// the size gets one byte more when the file grew; the default reads to the end). What the open
+  /// gave is checked first (fstat): a directory is is_a_directory, anything else but a regular
+  /// file (a device, say) std::errc::operation_not_supported. Returns once the last byte is in
+  /// (the handle's close is answered later, before the next SFTP call proceeds).
+  Task<std::string> read_file(std::string path, std::uint64_t size = std::numeric_limits<std::uint64_t>::max());
   /// Writes `data` to `path` (created with `mode` if new, truncated); several writes in flight.
   /// Returns once every write is acknowledged (the handle's close is answered later, as a
   /// read's). `data` must stay valid until then.

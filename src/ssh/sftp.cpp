@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <filesystem>
 #include <sys/stat.h>
 
@@ -42,6 +43,8 @@ constexpr std::size_t write_window = 2 * 1024 * 1024;
 // Larger writes go in two halves, over the connection's two SFTP sessions when it has both:
 // each half then takes half the round trips sshd's window costs.
 constexpr std::size_t split_above = 2 * write_window;
+// Output of the mv or ln a rename or symlink runs on an exec channel, at most.
+constexpr std::size_t kMostToolOutputBytes = 64 * 1024;
 // A write's open: created if missing, emptied if not.
 constexpr unsigned long truncating = LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_TRUNC;
 
@@ -145,18 +148,31 @@ asio::awaitable<void> Sftp::close_handle(LIBSSH2_SFTP_HANDLE* handle) {
   co_await call("close", false, [&] { return static_cast<long>(::libssh2_sftp_close_handle(handle)); });
 }
 
-asio::awaitable<std::string> Sftp::read_file(std::string path) {
+asio::awaitable<std::string> Sftp::read_file(std::string path, std::uint64_t size) {
   auto self = shared_from_this();
   LIBSSH2_SFTP_HANDLE* handle = co_await open_handle(path, LIBSSH2_FXF_READ, 0, LIBSSH2_SFTP_OPENFILE);
   std::string content;
   std::exception_ptr failure;
   try {
-    // No fstat first (a round trip): OpenSSH opens a directory and refuses its read with a bare
-    // FAILURE, which the path's type then explains.
+    // What was opened, not what the path was a moment ago: a file swapped for /dev/zero (or a
+    // link to it) is refused here, before a byte is read.
+    LIBSSH2_SFTP_ATTRIBUTES raw{};
+    const long stat_rc = co_await call("fstat", false, [&] {
+      return static_cast<long>(::libssh2_sftp_fstat_ex(handle, &raw, 0));
+    });
+    if (stat_rc != 0) throw_error(stat_rc, "fstat", false, path);
+    const auto opened = attributes_of(raw);
+    if ((raw.flags & LIBSSH2_SFTP_ATTR_PERMISSIONS) == 0 || !opened.is_regular()) {
+      throw fs::filesystem_error("SFTP read", fs::path(path),
+                                 std::make_error_code(opened.is_dir() ? std::errc::is_a_directory : std::errc::operation_not_supported));
+    }
+    // At most one byte past `size`: more says the file changed, and nothing grows past it.
+    const std::uint64_t most = size == std::numeric_limits<std::uint64_t>::max() ? size : size + 1;
     std::string buffer(read_buffer, '\0');
-    while (true) {
+    while (content.size() < most) {
+      const auto ask = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), most - content.size()));
       const long n = co_await call("read", false, [&] {
-        return static_cast<long>(::libssh2_sftp_read(handle, buffer.data(), buffer.size()));
+        return static_cast<long>(::libssh2_sftp_read(handle, buffer.data(), ask));
       });
       if (n == 0) break;
       if (n > 0) {
@@ -451,6 +467,8 @@ asio::awaitable<void> Sftp::run_command(std::string tool, std::string arguments,
   ExecRequest request;
   // The C locale, so that the tool's message is the English one read below.
   request.command = fmt::format("LC_ALL=C {} {}", tool, arguments);
+  // mv and ln say a line at most: a VM that floods the channel gets it closed.
+  request.max_output_bytes = kMostToolOutputBytes;
   const auto result = co_await connection->exec(std::move(request));
   if (result.exit_code == 0) co_return;
   // The tool's own line ("ln: …", "mv: …"): a login shell may print other lines first.

@@ -144,6 +144,10 @@ Task<Bytes> ShellFilesystem::read_bytes(std::string path) {
     co_await read_page(read_first_page_script(path, page, limits_.compress, transfer_open, limits_.raw_read_bytes), decoder,
                        path, "read");
     bool damaged = false;
+    if (decoder.size() && *decoder.size() > limits_.max_read_bytes) {
+      throw WorkspaceLimitError(fmt::format("the file '{}' ({} bytes)", path, *decoder.size()), limits_.max_read_bytes,
+                                "ShellFilesystemLimits::max_read_bytes");
+    }
     try {
       // The same size twice means the file did not change: the output itself was damaged.
       if (decoder.size()) {
@@ -155,7 +159,7 @@ Task<Bytes> ShellFilesystem::read_bytes(std::string path) {
       if (data.size() < size) {
         const bool by_transfer = co_await transfers(size - data.size());
         if (by_transfer) {
-          data = co_await transfer_->download(path);
+          data = co_await transfer_->download(path, size);
           damaged = data.size() != size;  // it changed since the first page: read it again
         } else {
           const std::size_t next_page = data.empty() ? 0 : 1;
@@ -373,6 +377,11 @@ Task<std::vector<FileEntry>> ShellFilesystem::list_dir(std::string path) {
   }
   co_await check(result, path, false);
   if (!out.paged) co_return parse_listing_records(out.records, path);
+  if (out.size > limits_.max_listing_bytes) {
+    EXEDEV_AWAIT_DESPITE_CANCELLATION(cleanup_error, cleanup(remove_files_script(leftovers)));
+    throw WorkspaceLimitError(fmt::format("the listing of '{}' ({} bytes)", path, out.size), limits_.max_listing_bytes,
+                              "ShellFilesystemLimits::max_listing_bytes");
+  }
   std::string records;
   try {
     records = co_await read_pages(word, out.size, path, "listing", {}, 0);

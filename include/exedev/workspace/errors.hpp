@@ -9,6 +9,7 @@
 #include <exedev/partial_output.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -54,6 +55,25 @@ class WorkspaceScriptError : public WorkspaceError, public WithPartialOutput {
  public:
   WorkspaceScriptError(const std::string& message, PartialOutput output)
       : WorkspaceError(message), WithPartialOutput(std::move(output)) {}
+};
+
+/// More data than a documented limit allows: a file, listing or tree archive the environment
+/// reported (or sent) larger than the option `option()` permits (`limit()` bytes). Nothing was
+/// returned or changed; raising the option accepts it.
+class WorkspaceLimitError : public WorkspaceError {
+ public:
+  WorkspaceLimitError(const std::string& what_exceeds, std::uint64_t limit, std::string option)
+      : WorkspaceError(what_exceeds + " is larger than the limit of " + std::to_string(limit) + " bytes (option " + option +
+                       ")"),
+        limit_(limit),
+        option_(std::move(option)) {}
+  [[nodiscard]] std::uint64_t limit() const noexcept { return limit_; }
+  /// The option that sets the limit, e.g. "ShellFilesystemLimits::max_read_bytes".
+  [[nodiscard]] const std::string& option() const noexcept { return option_; }
+
+ private:
+  std::uint64_t limit_;
+  std::string option_;
 };
 
 /// A mutation was refused because the workspace is read-only.

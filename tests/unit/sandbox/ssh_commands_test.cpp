@@ -155,6 +155,22 @@ TEST_CASE("ssh commands: output that only looks like the end mark is data, and a
   CHECK(reader.finish() == "Be2");
 }
 
+TEST_CASE("ssh commands: a mark with no status line after it holds nothing back (the reader stays bounded)") {
+  // A process that learnt the boundary prints the mark and then endless bytes with no newline.
+  EndMarkerReader reader("Be4");
+  std::size_t handed_on = 0;
+  handed_on += reader.feed("Be4 x ").size();
+  const std::string flood(64 * 1024, 'y');
+  for (int i = 0; i < 64; ++i) handed_on += reader.feed(flood).size();
+  CHECK_FALSE(reader.exit_code());
+  CHECK(reader.finish().size() < 16);
+  CHECK(handed_on + 16 > 6 + 64 * flood.size());
+  // A real status after a forged mark of that kind is still read.
+  EndMarkerReader again("Be5");
+  CHECK(again.feed("Be5 x 123456789012345\nBe5 x 3\n") == "Be5 x 123456789012345\n");
+  CHECK(again.exit_code() == 3);
+}
+
 TEST_CASE("ssh commands: a line's newline is handed on at once, not held back for the end mark") {
   // Live output: a command that prints a line and then waits must show the whole line.
   EndMarkerReader reader("Be3");
