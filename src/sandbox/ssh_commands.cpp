@@ -24,6 +24,16 @@ void require_boundary(const std::string& boundary) {
   }
 }
 
+// Prints the marker line `<B> <pgid>` on stderr: the session's process group, from /proc (field
+// 5 of stat, counted after the command name, which may hold spaces), else from ps.
+std::string process_group_marker(const std::string& boundary) {
+  std::string s = "g=\n";
+  s += "if read -r l </proc/$$/stat 2>/dev/null; then set -- ${l##*) }; g=$3; fi\n";
+  s += "[ -n \"$g\" ] || g=$(ps -o pgid= -p $$ 2>/dev/null | tr -d ' ')\n";
+  s += "printf '%s %s\\n' " + sh_single_quote(boundary) + " \"$g\" >&2\n";
+  return s;
+}
+
 }  // namespace
 
 std::string ssh_command_program(const std::string& boundary, const std::string& shell_line,
@@ -33,13 +43,8 @@ std::string ssh_command_program(const std::string& boundary, const std::string& 
   const std::string text = command_text(shell_line, env, working_dir);
   std::string s = "main() {\n";
   s += login_shell_selection();
-  // The session's process group, from /proc (field 5 of stat, counted after the command name,
-  // which may hold spaces), else from ps.
-  s += "g=\n";
-  s += "if read -r l </proc/$$/stat 2>/dev/null; then set -- ${l##*) }; g=$3; fi\n";
-  s += "[ -n \"$g\" ] || g=$(ps -o pgid= -p $$ 2>/dev/null | tr -d ' ')\n";
+  s += process_group_marker(boundary);
   const std::string b = sh_single_quote(boundary);
-  s += "printf '%s %s\\n' " + b + " \"$g\" >&2\n";
   s += "\"$S\" -l -c " + sh_single_quote(text) + " </dev/null\n";
   s += "c=$?\n";
   // The end of each stream: a background child may hold the channel open past the exit. Right
@@ -67,9 +72,11 @@ std::string ssh_stop_program(std::int64_t pgid) {
   return s;
 }
 
-std::string ssh_script_program(const std::string& script, const std::vector<std::string>& args) {
+std::string ssh_script_program(const std::string& boundary, const std::string& script, const std::vector<std::string>& args) {
+  require_boundary(boundary);
   if (script.find('\0') != std::string::npos) throw std::invalid_argument("run_script: the script must not contain a NUL byte");
-  std::string s = "set --";
+  std::string s = process_group_marker(boundary);
+  s += "set --";
   for (const auto& arg : args) {
     if (!valid_script_argument(arg)) throw std::invalid_argument("run_script: an argument must be non-empty base64 text");
     s += ' ';

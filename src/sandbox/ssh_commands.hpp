@@ -33,9 +33,11 @@ inline constexpr std::string_view ssh_exec_command = "/bin/sh";
 /// member still alive. Exits 0 whether or not the group still existed.
 [[nodiscard]] std::string ssh_stop_program(std::int64_t pgid);
 
-/// The program of a script: positional parameters `args` (validated like /exec's), then the
-/// script, read whole before it runs, with stdin at EOF.
-[[nodiscard]] std::string ssh_script_program(const std::string& script, const std::vector<std::string>& args);
+/// The program of a script: the marker `<B> <pgid>` on stderr (as a command's, so that a
+/// script past its deadline can be stopped), positional parameters `args` (validated like
+/// /exec's), then the script, read whole before it runs, with stdin at EOF.
+[[nodiscard]] std::string ssh_script_program(const std::string& boundary, const std::string& script,
+                                             const std::vector<std::string>& args);
 
 /// Reads the stderr of a command started by ssh_command_program, split anywhere: bytes before the
 /// marker (login-shell noise from sshd's session) are dropped, the marker gives the process

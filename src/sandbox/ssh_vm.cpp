@@ -30,6 +30,8 @@ constexpr auto kStopBound = std::chrono::seconds(10);
 // Thrown from a script's stdout callback when the script passes its output limit: it ends the
 // exec, which closes the channel.
 struct ScriptOutputPastLimit {};
+// Login-shell noise allowed on a script's stderr before its marker line.
+constexpr std::size_t kMaxMarkerNoise = 64 * 1024;
 
 // Why a running command is being ended before it exits by itself.
 enum class StopReason { none, timeout, output_limit, callback_failed };
@@ -234,54 +236,103 @@ Task<RunResult> ssh_run(std::shared_ptr<ssh::Connection> connection, std::string
   throw std::logic_error("ssh_run: unreachable");
 }
 
-Task<RunResult> ssh_run_script(std::shared_ptr<ssh::Connection> connection, std::string script, ScriptOptions options) {
-  ssh::ExecRequest request;
-  request.command = std::string(ssh_exec_command);
-  request.stdin_data = ssh_script_program(script, options.args);
-  // A script's output may be a whole file (ShellFilesystemLimits::raw_read_bytes): room for all
-  // of it to flow at once.
-  request.extra_receive_window = static_cast<std::uint32_t>(options.max_output_bytes);
-  // The channel's own bound on both streams together: past it the exec closes the channel at
-  // once (the VM's writer then meets a closed pipe), whatever the VM keeps sending.
-  request.max_output_bytes = options.max_output_bytes + ssh_script_stderr_bytes;
+namespace {
+
+// A script in flight over SSH: its output so far and why its remote side must be stopped.
+struct ScriptRun {
+  explicit ScriptRun(const std::string& marker_boundary) : boundary(marker_boundary), marker(marker_boundary) {}
+  std::string boundary;
+  StartMarkerReader marker;
   std::string stdout_bytes;
   std::string stderr_bytes;
   std::uint64_t offset = 0;
   std::exception_ptr sink_error;
-  request.on_stdout = [&](std::string_view bytes) {
-    if (offset + bytes.size() > options.max_output_bytes) throw ScriptOutputPastLimit{};  // closes the channel
+};
+
+// Waits until `deadline`, then stops the script's process group (shielded, bounded) and returns,
+// which ends the exec it races (its channel is closed).
+Task<void> script_deadline(std::shared_ptr<ssh::Connection> connection, ScriptRun* run, Event::Clock::time_point deadline,
+                           bool* stopped) {
+  co_await sleep_for(deadline - Event::Clock::now());
+  co_await shielded(stop_group(connection, run->marker.pgid(), stopped));
+}
+
+}  // namespace
+
+Task<RunResult> ssh_run_script(std::shared_ptr<ssh::Connection> connection, std::string script, ScriptOptions options,
+                               std::chrono::milliseconds timeout) {
+  ScriptRun run(random_chars(kBoundaryAlphabet, 24));
+  ssh::ExecRequest request;
+  request.command = std::string(ssh_exec_command);
+  request.stdin_data = ssh_script_program(run.boundary, script, options.args);
+  // A script's output may be a whole file (ShellFilesystemLimits::raw_read_bytes): room for all
+  // of it to flow at once.
+  request.extra_receive_window = static_cast<std::uint32_t>(options.max_output_bytes);
+  // The channel's own bound on both streams together: past it the exec closes the channel at
+  // once, whatever the VM keeps sending.
+  request.max_output_bytes = options.max_output_bytes + ssh_script_stderr_bytes + kMaxMarkerNoise;
+  request.on_stdout = [&run, &options](std::string_view bytes) {
+    if (run.offset + bytes.size() > options.max_output_bytes) throw ScriptOutputPastLimit{};  // closes the channel
     if (options.on_stdout) {
       try {
-        options.on_stdout(offset, bytes);
+        options.on_stdout(run.offset, bytes);
       } catch (...) {
-        sink_error = std::current_exception();
+        run.sink_error = std::current_exception();
         throw;
       }
     } else {
-      stdout_bytes.append(bytes);
+      run.stdout_bytes.append(bytes);
     }
-    offset += bytes.size();
+    run.offset += bytes.size();
   };
-  // As on /exec: the first ssh_script_stderr_bytes of stderr are kept, the rest is counted only.
-  request.on_stderr = [&](std::string_view bytes) {
-    stderr_bytes.append(bytes.substr(0, ssh_script_stderr_bytes - std::min(ssh_script_stderr_bytes, stderr_bytes.size())));
+  // After the marker, as on /exec: the first ssh_script_stderr_bytes of stderr are kept, the
+  // rest is counted only.
+  request.on_stderr = [&run](std::string_view bytes) {
+    const std::string own = run.marker.feed(bytes);
+    const std::size_t room = ssh_script_stderr_bytes - std::min(ssh_script_stderr_bytes, run.stderr_bytes.size());
+    run.stderr_bytes.append(std::string_view(own).substr(0, room));
   };
   ssh::ExecResult result;
   std::exception_ptr failure;
+  bool past_deadline = false;
+  bool stopped = false;
   try {
-    co_await exec_into(connection, std::move(request), &result);
+    auto executing = exec_into(connection, std::move(request), &result);
+    if (timeout.count() > 0) {
+      auto bounding = script_deadline(connection, &run, Event::Clock::now() + timeout, &stopped);
+      auto racing = std::move(executing) || std::move(bounding);
+      const auto outcome = co_await std::move(racing);
+      past_deadline = outcome.index() == 1;
+    } else {
+      co_await std::move(executing);
+    }
   } catch (const ScriptOutputPastLimit&) {
     failure = std::current_exception();
   } catch (const OutputLimitError&) {
     failure = std::current_exception();
   }
-  if (sink_error) std::rethrow_exception(sink_error);
-  if (failure) {
-    throw OutputLimitError("a script wrote more than " + std::to_string(options.max_output_bytes) +
-                               " bytes of output (ScriptOptions::max_output_bytes); its channel was closed",
-                           options.max_output_bytes, PartialOutput{std::move(stdout_bytes), std::move(stderr_bytes)});
+  if (run.sink_error) std::rethrow_exception(run.sink_error);
+  PartialOutput output{std::move(run.stdout_bytes), std::move(run.stderr_bytes)};
+  if (past_deadline) {
+    const auto seconds = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(timeout).count());
+    if (!stopped) {
+      throw OutcomeUnknownError("a script passed its deadline of " + seconds +
+                                    " s (SshOptions::file_operation_timeout) and its stop could not be confirmed",
+                                std::move(output));
+    }
+    throw RunTimeoutError("a script passed its deadline of " + seconds + " s (SshOptions::file_operation_timeout) and was stopped",
+                          std::move(output));
   }
-  co_return RunResult{result.exit_code, std::move(stdout_bytes), std::move(stderr_bytes)};
+  if (failure) {
+    // The channel is closed; an endless writer on the VM is stopped too (shielded, bounded).
+    bool ignored = false;
+    EXEDEV_AWAIT_DESPITE_CANCELLATION(stop_error, shielded(stop_group(connection, run.marker.pgid(), &ignored)));
+    (void)stop_error;  // best effort: the limit is what the caller is told about
+    throw OutputLimitError("a script wrote more than " + std::to_string(options.max_output_bytes) +
+                               " bytes of output (ScriptOptions::max_output_bytes); it was stopped and its channel closed",
+                           options.max_output_bytes, std::move(output));
+  }
+  co_return RunResult{result.exit_code, std::move(output.stdout_data), std::move(output.stderr_data)};
 }
 
 }  // namespace exedev::detail

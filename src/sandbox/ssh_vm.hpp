@@ -4,6 +4,7 @@
 // (with_recovery, run_errors.hpp) serves both transports. The programs each channel carries are
 // in ssh_commands.hpp; the connection itself in src/ssh/.
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,8 +38,12 @@ inline constexpr std::size_t ssh_script_stderr_bytes = 64 * 1024;
 /// streamed to on_stdout from offset 0, max_output_bytes). Throws OutputLimitError as soon as
 /// stdout passes max_output_bytes or stdout and stderr together pass it plus
 /// ssh_script_stderr_bytes (the channel is closed then, without waiting for the VM to stop
-/// sending), ConnectionError (sent() true) when the connection dropped while it ran.
-/// Cancellation closes its channel (the script is short and bounded, as on /exec).
-Task<RunResult> ssh_run_script(std::shared_ptr<ssh::Connection> connection, std::string script, ScriptOptions options);
+/// sending), ConnectionError (sent() true) when the connection dropped while it ran. With a
+/// positive `timeout` (SshOptions::file_operation_timeout), a script still running then has its
+/// process group stopped (TERM, KILL after 5 s) and its channel closed: RunTimeoutError, or
+/// OutcomeUnknownError when the stop could not be confirmed. Output past the limit stops the
+/// group too. Cancellation closes its channel (the script is short and bounded, as on /exec).
+Task<RunResult> ssh_run_script(std::shared_ptr<ssh::Connection> connection, std::string script, ScriptOptions options,
+                               std::chrono::milliseconds timeout);
 
 }  // namespace exedev::detail

@@ -155,12 +155,15 @@ Task<std::shared_ptr<ssh::Connection>> VmRoute::open(Client client, ProvisionSub
   }
 }
 
-bool VmRoute::sftp_open() const noexcept { return sftp_ != nullptr && connection_ != nullptr && connection_->is_open(); }
+bool VmRoute::sftp_open() const noexcept {
+  return sftp_ != nullptr && sftp_->usable() && connection_ != nullptr && connection_->is_open();
+}
 
 Task<std::shared_ptr<ssh::Sftp>> VmRoute::sftp(Client client, ProvisionSubject& target) {
   auto connected = co_await connection(client, target);
   if (!connected || sftp_refused_) co_return nullptr;
-  if (sftp_ && connected == connection_) co_return sftp_;
+  // A session retired after a call passed its deadline is replaced by a new one.
+  if (sftp_ && connected == connection_ && sftp_->usable()) co_return sftp_;
   std::exception_ptr error;
   try {
     sftp_ = co_await connected->sftp();

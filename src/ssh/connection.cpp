@@ -512,6 +512,24 @@ void Connection::retire_upload_lane(const std::shared_ptr<Sftp>& lane) {
   if (lane && lane == upload_lane_) shut_down_upload_lane();
 }
 
+void Connection::retire_sftp(const std::shared_ptr<Sftp>& session) {
+  if (!session) return;
+  if (session == upload_lane_) {
+    shut_down_upload_lane();
+    return;
+  }
+  if (session != sftp_) return;
+  ++background_tasks_;
+  auto closing = [](std::shared_ptr<Connection> self, std::shared_ptr<Sftp> retired) -> asio::awaitable<void> {
+    co_await retired->shut_down();
+    self->release_session_slot();
+    --self->background_tasks_;
+    self->state_.notify();
+  };
+  asio::co_spawn(driver_->executor(), closing(shared_from_this(), std::move(sftp_)), asio::detached);
+  sftp_.reset();
+}
+
 void Connection::shut_down_upload_lane() {
   ++background_tasks_;
   auto closing = [](std::shared_ptr<Connection> self, std::shared_ptr<Sftp> lane) -> asio::awaitable<void> {

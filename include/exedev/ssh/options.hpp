@@ -57,6 +57,11 @@ struct SshOptions {
   /// Session channels (commands, SFTP) open at once per connection; OpenSSH's MaxSessions
   /// default. More work waits for a channel.
   std::size_t max_sessions = 10;
+  /// The deadline of each step of a file or tree operation (SandboxBackend): a script (a read
+  /// page, a listing, an archive, a chunk) is stopped past it, its process group killed on the
+  /// VM and its channel closed, as exe.dev's /exec ends a request at 30 s; an SFTP transfer gets
+  /// it plus 1 s per MiB of the file. 0: no deadline.
+  std::chrono::milliseconds file_operation_timeout{60000};
   EXEDEV_COAWAIT_GUARD;
 };
 

@@ -187,15 +187,20 @@ TEST_CASE("ssh commands: invalid input is refused before anything is sent") {
   bad_env["1X"] = "v";
   CHECK_THROWS_AS(exedev::detail::ssh_command_program("B", "true", bad_env, std::nullopt), std::invalid_argument);
   CHECK_THROWS_AS(exedev::detail::ssh_stop_program(1), std::invalid_argument);
-  CHECK_THROWS_AS(exedev::detail::ssh_script_program("true", {"not base64!"}), std::invalid_argument);
-  CHECK_THROWS_AS(exedev::detail::ssh_script_program(std::string("\0", 1), {}), std::invalid_argument);
+  CHECK_THROWS_AS(exedev::detail::ssh_script_program("B", "true", {"not base64!"}), std::invalid_argument);
+  CHECK_THROWS_AS(exedev::detail::ssh_script_program("B", std::string("\0", 1), {}), std::invalid_argument);
+  CHECK_THROWS_AS(exedev::detail::ssh_script_program("B'", "true", {}), std::invalid_argument);
 }
 
 TEST_CASE("ssh commands: a script gets its arguments and cannot read its own text") {
-  const auto run = run_sh(exedev::detail::ssh_script_program("printf '%s,%s,' \"$1\" \"$2\"; cat; echo end; exit 4",
+  const auto run = run_sh(exedev::detail::ssh_script_program("Bs1", "printf '%s,%s,' \"$1\" \"$2\"; cat; echo end >&2; exit 4",
                                                              {"QUJD", "eA=="}));
   CHECK(run.exit_code == 4);
-  CHECK(run.stdout_bytes == "QUJD,eA==,end\n");
+  CHECK(run.stdout_bytes == "QUJD,eA==,");
+  // The process group's marker comes first on stderr (the stop after a deadline needs it).
+  StartMarkerReader marker("Bs1");
+  CHECK(marker.feed(run.stderr_bytes) == "end\n");
+  CHECK(marker.pgid());
 }
 
 TEST_CASE("ssh commands: the stop program ends at once when the group is gone") {
