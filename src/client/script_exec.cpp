@@ -1,4 +1,5 @@
 #include "common/shell_quote.hpp"
+#include "common/script_path.hpp"
 #include "client/script_exec.hpp"
 
 #include "common/base64.hpp"
@@ -43,7 +44,8 @@ std::string script_remote_command(const std::string& script, const std::vector<s
   }
   // The script runs in a subshell so that its `exit` still lets the wrapper report; stdin is
   // /dev/null so that it cannot read the rest of the wrapper from the pipe.
-  std::string wrapper = "main() {\n" + script + "\n}\n";
+  std::string wrapper(script_path_line);
+  wrapper += "main() {\n" + script + "\n}\n";
   wrapper += "B=" + sh_single_quote(boundary) + "\n";
   wrapper += "e=$(mktemp 2>/dev/null) || e=/dev/null\n";
   wrapper += "printf '%s b\\n' \"$B\"\n";

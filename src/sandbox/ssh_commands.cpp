@@ -6,6 +6,7 @@
 
 #include "client/run_protocol.hpp"
 #include "client/script_exec.hpp"
+#include "common/script_path.hpp"
 #include "common/shell_quote.hpp"
 
 namespace exedev::detail {
@@ -62,7 +63,8 @@ std::string ssh_stop_program(std::int64_t pgid) {
   if (pgid <= 1) throw std::invalid_argument("ssh: invalid process group");
   std::string group(1, '-');  // appended, not "-" + …: GCC 12 -O3 warns falsely on that (-Wrestrict)
   group += std::to_string(pgid);
-  std::string s = "kill -s TERM -- " + group + " 2>/dev/null || exit 0\n";
+  std::string s(script_path_line);
+  s += "kill -s TERM -- " + group + " 2>/dev/null || exit 0\n";
   s += "i=0\n";
   s += "while kill -s 0 -- " + group + " 2>/dev/null; do\n";
   s += "  i=$((i + 1)); [ \"$i\" -gt 50 ] && break; sleep 0.1\n";
@@ -75,7 +77,8 @@ std::string ssh_stop_program(std::int64_t pgid) {
 std::string ssh_script_program(const std::string& boundary, const std::string& script, const std::vector<std::string>& args) {
   require_boundary(boundary);
   if (script.find('\0') != std::string::npos) throw std::invalid_argument("run_script: the script must not contain a NUL byte");
-  std::string s = process_group_marker(boundary);
+  std::string s(script_path_line);
+  s += process_group_marker(boundary);
   s += "set --";
   for (const auto& arg : args) {
     if (!valid_script_argument(arg)) throw std::invalid_argument("run_script: an argument must be non-empty base64 text");

@@ -15,6 +15,7 @@
 #include "common/coroutines.hpp"
 #include "common/inert_text.hpp"
 #include "common/random_ids.hpp"
+#include "common/script_path.hpp"
 #include "workspace/data_codec.hpp"
 #include "workspace/shield.hpp"
 
@@ -41,7 +42,7 @@ ShellFilesystem::ShellFilesystem(std::shared_ptr<WorkspaceBackend> backend, Supp
 Task<CommandResult> ShellFilesystem::sh(std::string script, std::vector<std::string> args, bool idempotent) {
   if (scripts_) co_return co_await scripts_->run_script(std::move(script), std::move(args), idempotent, {});
   // No timeout: a file operation's duration is the transport's business.
-  std::string line;
+  std::string line(exedev::detail::script_path_line);
   if (!args.empty()) {
     line = "set --";
     for (const auto& arg : args) line += " " + shell_quote(arg);
