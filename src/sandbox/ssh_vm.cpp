@@ -34,7 +34,7 @@ struct ScriptOutputPastLimit {};
 constexpr std::size_t kMaxMarkerNoise = 64 * 1024;
 
 // Why a running command is being ended before it exits by itself.
-enum class StopReason { none, timeout, output_limit, callback_failed };
+enum class StopReason { none, timeout, output_limit, callback_failed, forged_end };
 
 // A command in flight: its output so far, the marker, and why it must stop (if it must).
 struct CommandRun {
@@ -51,8 +51,16 @@ struct CommandRun {
   std::exception_ptr callback_error;
   Event changed;  // a stop was asked for, the start marker or an end mark arrived
 
+  // The channel's exit-status (ExecRequest::on_exit_status), once it arrived.
+  std::optional<int> channel_status;
+
   // Both streams ended: the command exited (its channel may stay open for a background child).
   [[nodiscard]] bool ended() const { return out_end.exit_code() && err_end.exit_code(); }
+  // The end marks agree with each other and with the channel's exit-status: the wrapper printed
+  // them, not a process on the VM that learnt the boundary.
+  [[nodiscard]] bool confirmed(int exit_status) const {
+    return ended() && *out_end.exit_code() == *err_end.exit_code() && exit_status == ssh_channel_status(*err_end.exit_code());
+  }
   void take_stdout(std::string_view bytes, const std::function<void(std::string_view)>& callback) {
     const bool had_ended = ended();
     const std::string own = out_end.feed(bytes);
@@ -152,9 +160,20 @@ Task<void> stopper(std::shared_ptr<ssh::Connection> connection, CommandRun* run,
   const auto stop_asked_or_ended = [run] { return run->stop != StopReason::none || run->ended(); };
   const auto marker_seen = [run] { return run->marker.started(); };
   const auto never = [] { return false; };
+  const auto stop_asked_or_status = [run] { return run->stop != StopReason::none || run->channel_status.has_value(); };
   auto waiting = wait_for(run, stop_asked_or_ended, deadline);
   if (!co_await std::move(waiting)) run->request_stop(StopReason::timeout);
-  if (run->stop == StopReason::none) co_return;  // it exited: close the channel a child holds
+  if (run->stop == StopReason::none) {
+    // The end marks: the channel's exit-status follows them at once when the wrapper printed
+    // them (it exits right after); marks with no such status, or another one, were forged by a
+    // process on the VM, whose command still runs.
+    auto confirming = wait_for(run, stop_asked_or_status, std::min(deadline, Event::Clock::now() + kStopBound));
+    co_await std::move(confirming);
+    if (run->stop == StopReason::none && run->channel_status && run->confirmed(*run->channel_status)) {
+      co_return;  // it exited: close the channel a child holds
+    }
+    run->request_stop(run->channel_status || Event::Clock::now() < deadline ? StopReason::forged_end : StopReason::timeout);
+  }
   co_await wait_for(run, marker_seen, Event::Clock::now() + kStopBound);
   // Shielded: the channel may end (the group's TERM ends it) while the stop still confirms.
   co_await shielded(stop_group(connection, run->marker.pgid(), &run->stopped));
@@ -190,6 +209,10 @@ Task<RunResult> ssh_run(std::shared_ptr<ssh::Connection> connection, std::string
   request.stdin_data = ssh_command_program(run.boundary, shell_line, options.env, options.working_dir);
   request.on_stdout = [&run, &options](std::string_view bytes) { run.take_stdout(bytes, options.on_stdout); };
   request.on_stderr = [&run, &options](std::string_view bytes) { run.take_stderr(bytes, options.on_stderr); };
+  request.on_exit_status = [&run](int status) {
+    run.channel_status = status;
+    run.changed.notify();
+  };
   const auto deadline = deadline_after(options.timeout).value_or(Event::Clock::time_point::max());
 
   ssh::ExecResult result;
@@ -220,7 +243,18 @@ Task<RunResult> ssh_run(std::shared_ptr<ssh::Connection> connection, std::string
         throw;
       }
     }
-    const int exit_code = run.ended() ? *run.err_end.exit_code() : result.exit_code;
+    // The exit status: the finished channel's, else (a background child holds it open) the
+    // exit-status message the stopper waited for.
+    const bool channel_finished = outcome.index() == 0;
+    const int channel_status = channel_finished ? result.exit_code : run.channel_status.value_or(0);
+    if (run.ended() && (result.signalled || !run.confirmed(channel_status))) {
+      throw OutcomeUnknownError("a command's end marks differ from its channel's exit status: a process on the VM "
+                                "printed them (forged)",
+                                snapshot(run));
+    }
+    const int exit_code = run.ended()       ? *run.err_end.exit_code()
+                          : result.signalled ? result.exit_code
+                                             : ssh_command_status(result.exit_code);
     co_return RunResult{exit_code, std::move(run.output.stdout_data), std::move(run.output.stderr_data)};
   }
   switch (run.stop) {
@@ -231,6 +265,10 @@ Task<RunResult> ssh_run(std::shared_ptr<ssh::Connection> connection, std::string
       throw OutputLimitError("a command wrote more than " + std::to_string(run.limit) + " bytes of output and was stopped",
                              run.limit, snapshot(run));
     case StopReason::callback_failed: std::rethrow_exception(run.callback_error);
+    case StopReason::forged_end:
+      throw OutcomeUnknownError("a command's end marks were not confirmed by its channel's exit status: a process on the "
+                                "VM printed them (forged); the command was stopped",
+                                snapshot(run));
     case StopReason::none: break;
   }
   throw std::logic_error("ssh_run: unreachable");

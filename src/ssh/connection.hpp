@@ -51,11 +51,17 @@ struct ExecRequest {
   /// more output may arrive without waiting for a window adjustment's round trip. For output
   /// that is large and read as it comes (a file on a script's stdout).
   std::uint32_t extra_receive_window = 0;
+  /// Called once, as soon as the server's exit-status message has arrived (which OpenSSH sends
+  /// when the session's process exits, even while a child of it holds the output open), with a
+  /// non-zero status: libssh2 1.10 cannot tell an exit status of 0 from none yet, so a program
+  /// that wants to be heard this way never exits 0.
+  std::function<void(int)> on_exit_status{};
   EXEDEV_COAWAIT_GUARD;
 };
 
 struct ExecResult {
   int exit_code = 0;  ///< exit status, or 128 + N when killed by signal N
+  bool signalled = false;  ///< killed by a signal (exit_code is 128 + N)
   std::string stdout_bytes, stderr_bytes;
 };
 
