@@ -57,7 +57,7 @@ std::string script_remote_command(const std::string& script, const std::vector<s
   wrapper += "printf '%s .\\n' \"$B\"\n";
   wrapper += "exit 0\n";  // the status travels in the frame (ADR 3)
   // `--`: base64 text may start with '+', which sh would take for an option.
-  std::string command = "echo " + base64_encode(wrapper) + "|base64 -d|/bin/sh -s --";
+  std::string command = "echo " + base64_encode(wrapper) + "|" + std::string(script_base64_decode) + "|/bin/sh -s --";
   for (const auto& arg : args) {
     if (!valid_script_argument(arg)) throw std::invalid_argument("run_script: an argument must be non-empty base64 text");
     command += ' ';

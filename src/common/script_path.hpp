@@ -14,4 +14,10 @@ namespace exedev::detail {
 inline constexpr std::string_view script_path_line =
     "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin${PATH:+:$PATH}; export PATH\n";
 
+/// How a lobby line's `base64 -d`, which hands a script to /bin/sh, is run: by absolute env with
+/// the standard directories only, so that a profile's PATH cannot swap it either. Plain words,
+/// which any login shell (csh too) reads alike.
+inline constexpr std::string_view script_base64_decode =
+    "/usr/bin/env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin base64 -d";
+
 }  // namespace exedev::detail
