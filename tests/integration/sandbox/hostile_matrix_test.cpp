@@ -1,12 +1,9 @@
 // The hostile VM matrix (docs/reliability.md, "A hostile VM"): every surface a compromised VM
 // answers × the lie it tells, on both transports where the surface exists, each cell on a fresh
-// emulator whose VMs have a login shell that lets a VM replace its own tools. A VM that puts
-// files in ~/.hostile/bin has each of them bind-mounted over /usr/bin/<name> in a mount
-// namespace of its shell's own (so even the scripts' fixed PATH finds them, as on a VM whose
-// /usr/bin was replaced); one that puts them in ~/.hostile/path gets that directory first on
-// PATH, as a broken ~/.bashrc would. Needs unshare(1) and the right to mount (root in most
-// containers): otherwise the matrix is SKIPPED by name.
+// emulator whose VMs replace their own tools (support/hostile_vm.hpp). Needs unshare(1) and the
+// right to mount (root in most containers): otherwise the matrix is SKIPPED by name.
 #include "ssh_fixture.hpp"
+#include "support/hostile_vm.hpp"
 
 #include <exedev/workspace/workspace.hpp>
 
@@ -22,19 +19,6 @@ namespace fs = std::filesystem;
 namespace ws = exedev::workspace;
 
 namespace {
-
-constexpr const char* kHostileShell = R"(#!/bin/sh
-# A compromised VM's login shell (tests): ~/.hostile/path first on PATH, and every file in
-# ~/.hostile/bin over /usr/bin/<its name> in a mount namespace of its own.
-if [ -d "$HOME/.hostile/path" ]; then PATH="$HOME/.hostile/path:$PATH"; export PATH; fi
-if [ -z "$EXEDEV_HOSTILE_NS" ] && [ -d "$HOME/.hostile/bin" ]; then
-  EXEDEV_HOSTILE_NS=1; export EXEDEV_HOSTILE_NS
-  exec unshare -m --propagation private /bin/sh -c '
-    for f in "$HOME"/.hostile/bin/*; do [ -f "$f" ] && mount --bind "$f" "/usr/bin/${f##*/}"; done
-    exec /bin/bash "$@"' hostile "$@"
-fi
-exec /bin/bash "$@"
-)";
 
 // Fake tools. None calls the tool it replaces (the real one is hidden in the namespace).
 constexpr const char* kHugeSize = "#!/bin/sh\ncat >/dev/null 2>&1\necho 1099511627776\n";  // wc: 1 TiB
@@ -117,17 +101,7 @@ struct TempDirectory {
   fs::path path;
 };
 
-bool can_replace_tools() {
-  return std::system("unshare -m --propagation private sh -c 'mount --bind /bin/true /usr/bin/false' >/dev/null 2>&1") == 0;
-}
-
 bool has_python() { return std::system("python3 -c 'pass' >/dev/null 2>&1") == 0; }
-
-void write_executable(const fs::path& path, const std::string& text) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path, std::ios::binary) << text;
-  fs::permissions(path, fs::perms(0755));
-}
 
 std::string classify(const std::exception_ptr& error) {
   if (!error) return "ok";
@@ -163,9 +137,8 @@ std::string classify(const std::exception_ptr& error) {
 std::string run_row(const Row& row, exedev::Transport transport) {
   SshSetup keys;
   const fs::path shell_dir = keys.dir / "shell";
-  write_executable(shell_dir / "hostile-login-shell", kHostileShell);
   auto emulator_options = keys.emulator_options();
-  emulator_options.login_shell = (shell_dir / "hostile-login-shell").string();
+  emulator_options.login_shell = support::install_hostile_login_shell(shell_dir).string();
   Fixture f(emulator_options);
   std::string outcome = "not run";
   exedev::testing::run([&](Executor) -> Task<void> {
@@ -183,9 +156,9 @@ std::string run_row(const Row& row, exedev::Transport transport) {
     std::ofstream(home / "small.txt") << "small\n";
     std::ofstream(home / "swap.bin") << "to be swapped\n";
     if (row.warm_sftp) co_await w.write_bytes((home / "warm.bin").string(), std::string(1024 * 1024, 'w'));
-    for (const auto& [name, text] : row.tools) write_executable(home / ".hostile/bin" / name, text);
-    for (const auto& [name, text] : row.path) write_executable(home / ".hostile/path" / name, text);
-    if (row.surface == Surface::run) write_executable(home / "forge.py", kForger);
+    for (const auto& [name, text] : row.tools) support::replace_tool(home, name, text);
+    for (const auto& [name, text] : row.path) support::shadow_tool_on_path(home, name, text);
+    if (row.surface == Surface::run) support::write_executable(home / "forge.py", kForger);
     // Over SSH a channel waits with its shell started (docs/ssh.md): one command takes it, so
     // that the next ones start their shells with the VM's new tools.
     if (transport == exedev::Transport::ssh) {
@@ -241,7 +214,7 @@ std::string run_row(const Row& row, exedev::Transport transport) {
 }  // namespace
 
 TEST_CASE("hostile VM matrix: every surface × every lie ends in its documented error, on both transports", "[integration][faults]") {
-  if (!can_replace_tools()) {
+  if (!support::can_replace_tools()) {
     WARN("SKIPPED: hostile VM matrix: needs unshare(1) and the right to mount (root with CAP_SYS_ADMIN)");
     return;
   }
