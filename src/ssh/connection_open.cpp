@@ -199,8 +199,8 @@ void verify_host_key(const Endpoint& endpoint, const ConnectionSettings& setting
     line.pop_back();
     throw HostKeyError(
         fmt::format("SSH: the host key of {} ({} {}) is not recorded in {}: line {} is a @cert-authority line for it, but "
-                    "libssh2 1.10 cannot negotiate host certificates, so the server's own key must be recorded and "
-                    "the policy is strict. Check it first: `{}` must print {} (and OpenSSH's `ssh` connects to the host "
+                    "this library does not check host certificates (libssh2 1.10 negotiates no RSA or Ed25519 "
+                    "certificate), so the server's own key must be recorded, and the policy is strict. Check it first: `{}` must print {} (and OpenSSH's `ssh` connects to the host "
                     "without a host key warning, checking the certificate against line {}). Then add this line to {}:\n{}",
                     host_name, key_type, fingerprint, file.string(), verdict.cert_authority_line,
                     keyscan_command(endpoint, key_type), fingerprint, verdict.cert_authority_line, file.string(), line),

@@ -71,9 +71,10 @@ struct HostKeyVerdict {
   /// The recorded key of the same type (for `changed`), and its line.
   std::optional<std::string> recorded_blob;
   std::size_t recorded_line = 0;  ///< also the @revoked line, for `revoked`
-  /// The first @cert-authority line naming the host (0: none). libssh2 1.10 cannot negotiate host
-  /// certificates, so such a line never makes a key known; it is reported so that a refusal can
-  /// say which plain key line to add.
+  /// The first @cert-authority line naming the host (0: none). Host certificates are not checked
+  /// (libssh2 1.10 negotiates no RSA or Ed25519 certificate, and exe.dev's proxy has an RSA key),
+  /// so such a line never makes a key known; it is reported so that a refusal can say which
+  /// plain key line to add.
   std::size_t cert_authority_line = 0;
 };
 

@@ -124,7 +124,7 @@ TEST_CASE("ssh host keys: strict with only a @cert-authority line says which lin
     const std::string message = e.what();
     INFO(message);
     CHECK_THAT(message, Catch::Contains("line 1 is a @cert-authority line") &&
-                            Catch::Contains("libssh2 1.10 cannot negotiate host certificates") &&
+                            Catch::Contains("this library does not check host certificates") &&
                             Catch::Contains("ssh-keyscan -t ed25519 -p " + std::to_string(f.server.port()) + " 127.0.0.1") &&
                             Catch::Contains(f.server.host_key_fingerprint()) &&
                             Catch::EndsWith("add this line to " + f.known_hosts.string() + ":\n" + f.server.known_hosts_line()));
