@@ -196,8 +196,9 @@ std::optional<ssh::Endpoint> ssh_endpoint(const VMInfo& vm) {
   }
   endpoint.host = !vm.ssh_host.empty() ? vm.ssh_host : dest_host;
   if (endpoint.host.empty()) return std::nullopt;
-  endpoint.user = !vm.ssh_user.empty() ? vm.ssh_user : (!dest_user.empty() ? dest_user : std::string("root"));
-  endpoint.port = vm.ssh_port.value_or(22);
+  // No user named: the SSH layer takes ssh_config's User, else the local login name, never root.
+  endpoint.user = !vm.ssh_user.empty() ? vm.ssh_user : dest_user;
+  endpoint.port = vm.ssh_port.value_or(0);
   return endpoint;
 }
 

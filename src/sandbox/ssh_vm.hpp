@@ -16,9 +16,10 @@
 
 namespace exedev::detail {
 
-/// Where a VM's sshd answers, from exe.dev's description of it: ssh_host, ssh_port and ssh_user,
-/// else ssh_dest split at `@`; port 22 and user `root` when it names none. nullopt when it names
-/// no host.
+/// Where a VM's SSH endpoint is, from exe.dev's description of it: ssh_host, ssh_port and
+/// ssh_user, else ssh_dest split at `@`. A port or user it does not name is left out (0, empty)
+/// for the SSH layer to settle: ssh_config's Port, else 22; ssh_config's User, else the local
+/// login name. nullopt when it names no host.
 [[nodiscard]] std::optional<ssh::Endpoint> ssh_endpoint(const VMInfo& vm);
 
 /// A command with Client::run's contract: the login shell, env, working_dir, exact output, the

@@ -31,10 +31,12 @@ namespace exedev::ssh {
 class SessionDriver;
 class Sftp;
 
+/// Where a connection goes, as exe.dev names it; the user's ssh_config fills in what it leaves
+/// out (connection_settings.hpp).
 struct Endpoint {
-  std::string host;
-  std::uint16_t port = 22;
-  std::string user;
+  std::string host;  ///< ssh_config's HostName for it, when one is set, is connected to instead
+  std::uint16_t port = 0;  ///< 0: ssh_config's Port for the host, else 22
+  std::string user;  ///< empty: ssh_config's User for the host, else the local login name
 };
 
 struct ExecRequest {
@@ -73,10 +75,12 @@ struct NegotiatedMethods {
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  /// Resolves, connects (connect_timeout), handshakes and checks the host key against
+  /// Settles the endpoint and options with the user's ssh_config (connection_settings.hpp),
+  /// resolves, connects (connect_timeout), handshakes and checks the host key against
   /// known_hosts per the policy (handshake_timeout), authenticates (auth_timeout): the explicit
   /// key (private_key_pem, else private_key_file, else the EXE_SSH_KEY path) alone when given,
-  /// else the agent's keys, else the default key files. Runs on the current coroutine's
+  /// else ssh_config's IdentityFile keys, then the agent's keys (unless IdentitiesOnly), then the
+  /// default key files. endpoint() is the settled endpoint. Runs on the current coroutine's
   /// executor. Throws ConnectionError (resolve, connect, handshake; cause() says which),
   /// HostKeyError, SshAuthenticationError, SshKeyUnusableError. Cancellation: the connection
   /// being made is dropped and operation_aborted thrown. The agent's own unix socket is used

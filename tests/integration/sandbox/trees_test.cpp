@@ -129,6 +129,7 @@ std::shared_ptr<exedev::SandboxBackend> make_backend(Fixture& f, Keys& keys, exe
   o.transport = transport;
   o.ssh.private_key_file = keys.key.private_key;
   o.ssh.use_agent = false;
+  o.ssh.use_config = false;  // the user's ~/.ssh/config must not change what a test does
   o.ssh.known_hosts_file = f.emu().ssh_known_hosts();
   o.ssh.host_key_policy = exedev::HostKeyPolicy::strict;
   return std::make_shared<exedev::SandboxBackend>(o);
