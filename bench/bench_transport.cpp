@@ -281,7 +281,7 @@ asio::awaitable<void> files(exedev::emulator::Emulator& emulator, const Target& 
     seconds = seconds_since(start);
   }
   auto start = Clock::now();
-  auto downloading = fresh.backend->download("sftp-only.bin");
+  auto downloading = fresh.backend->download("sftp-only.bin", data.size());
   const auto back = co_await std::move(downloading);
   const double download_seconds = seconds_since(start);
   if (back != data) throw std::runtime_error("ssh: SFTP did not round-trip");

@@ -127,4 +127,8 @@ function(exedev_test name)
   endif()
   set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
                        FIXTURES_REQUIRED exedev_test_output)
+  # An SSH connection that names no known_hosts file (a backend on an emulator with a key found in
+  # ~/.ssh) records host keys in the entry's own file, never in the user's ~/.ssh/known_hosts
+  # (tests/CMakeLists.txt checks that file is untouched).
+  set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT EXE_SSH_KNOWN_HOSTS=${EXEDEV_TEST_OUTPUT_DIR}/${name}.known_hosts)
 endfunction()

@@ -45,7 +45,8 @@ class APIError : public Error {
   [[nodiscard]] unsigned status() const noexcept { return status_; }
   /// The lobby command (name only, e.g. "new"), never its arguments' secrets.
   [[nodiscard]] const std::string& command() const noexcept { return command_; }
-  /// The server's `{"error": …}` message (for a non-JSON body, only its size).
+  /// The server's `{"error": …}` message (for a non-JSON body, only its size), as it came; what()
+  /// shows it inert (control characters escaped as `\xNN`, at most 1 KiB).
   [[nodiscard]] const std::string& server_message() const noexcept { return server_message_; }
 
  private:

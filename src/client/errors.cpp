@@ -1,4 +1,5 @@
 #include "client/api_response.hpp"
+#include "common/inert_text.hpp"
 
 #include <exedev/error_code.hpp>
 #include <exedev/errors.hpp>
@@ -13,7 +14,9 @@ std::string describe(unsigned status, const std::string& command, const std::str
   std::string text = command.empty() ? std::string("exe.dev request") : fmt::format("exe.dev command \"{}\"", command);
   if (status != 0) text += fmt::format(" failed with HTTP {}", status);
   else text += " failed";
-  if (!server_message.empty()) text += fmt::format(": {}", server_message);
+  // The server's text may quote a VM's (a command's stderr): inert in what(), as it came in
+  // server_message().
+  if (!server_message.empty()) text += fmt::format(": {}", detail::inert_text(server_message));
   return text;
 }
 

@@ -1,3 +1,4 @@
+#include "common/script_path.hpp"
 #include "common/shell_quote.hpp"
 #include "client/run_protocol.hpp"
 
@@ -209,7 +210,7 @@ std::string build_script(const ScriptRequest& r) {
 }
 
 std::string remote_command(const std::string& script) {
-  return "echo " + base64_encode(script) + "|base64 -d|/bin/sh";
+  return "echo " + base64_encode(script) + "|" + std::string(script_base64_decode) + "|/bin/sh";
 }
 
 FrameParser::FrameParser(std::string boundary) : boundary_(std::move(boundary)) {}

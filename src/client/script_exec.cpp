@@ -1,4 +1,5 @@
 #include "common/shell_quote.hpp"
+#include "common/script_path.hpp"
 #include "client/script_exec.hpp"
 
 #include "common/base64.hpp"
@@ -43,7 +44,8 @@ std::string script_remote_command(const std::string& script, const std::vector<s
   }
   // The script runs in a subshell so that its `exit` still lets the wrapper report; stdin is
   // /dev/null so that it cannot read the rest of the wrapper from the pipe.
-  std::string wrapper = "main() {\n" + script + "\n}\n";
+  std::string wrapper(script_path_line);
+  wrapper += "main() {\n" + script + "\n}\n";
   wrapper += "B=" + sh_single_quote(boundary) + "\n";
   wrapper += "e=$(mktemp 2>/dev/null) || e=/dev/null\n";
   wrapper += "printf '%s b\\n' \"$B\"\n";
@@ -55,7 +57,7 @@ std::string script_remote_command(const std::string& script, const std::vector<s
   wrapper += "printf '%s .\\n' \"$B\"\n";
   wrapper += "exit 0\n";  // the status travels in the frame (ADR 3)
   // `--`: base64 text may start with '+', which sh would take for an option.
-  std::string command = "echo " + base64_encode(wrapper) + "|base64 -d|/bin/sh -s --";
+  std::string command = "echo " + base64_encode(wrapper) + "|" + std::string(script_base64_decode) + "|/bin/sh -s --";
   for (const auto& arg : args) {
     if (!valid_script_argument(arg)) throw std::invalid_argument("run_script: an argument must be non-empty base64 text");
     command += ' ';

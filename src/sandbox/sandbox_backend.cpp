@@ -3,6 +3,7 @@
 #include <boost/asio/this_coro.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 
 #include "common/coroutines.hpp"
@@ -106,6 +107,8 @@ workspace::ShellFilesystemLimits exedev_shell_filesystem_limits(const workspace:
   limits.write_window = transfer.reference_mode ? 1 : transfer.write_window;
   limits.read_page_bytes = transfer.reference_mode ? kReferencePageBytes : transfer.read_page_bytes;
   limits.compress = transfer.compression && !transfer.reference_mode;
+  limits.max_read_bytes = transfer.max_read_bytes;
+  limits.max_listing_bytes = transfer.max_listing_bytes;
   return limits;
 }
 
@@ -118,8 +121,11 @@ constexpr std::size_t max_script_output_bytes = max_command_output_bytes + kScri
 
 // Over SSH the scripts' pages and chunks travel on channels, not in 64 KiB requests; data past
 // one chunk goes over SFTP (SupportsFileTransfer), so pages stay small enough to answer at once.
-workspace::ShellFilesystemLimits ssh_shell_filesystem_limits() {
+// `exec_limits`: the limits of /exec, whose maxima (FileTransferOptions) hold over SSH too.
+workspace::ShellFilesystemLimits ssh_shell_filesystem_limits(const workspace::ShellFilesystemLimits& exec_limits) {
   workspace::ShellFilesystemLimits limits;
+  limits.max_read_bytes = exec_limits.max_read_bytes;
+  limits.max_listing_bytes = exec_limits.max_listing_bytes;
   limits.read_page_bytes = 1024 * 1024;
   limits.write_chunk_chars = 1024 * 1024;
   limits.listing_inline_bytes = 1024 * 1024;
@@ -153,6 +159,8 @@ struct SandboxBackend::Impl {
   workspace::Env env;
   workspace::ShellFilesystemLimits limits;
   std::optional<std::string> canonical_working_dir;
+  // Each step of a file or tree operation over SSH (SshOptions::file_operation_timeout).
+  std::chrono::milliseconds file_operation_timeout;
   detail::VmRoute route;
 
   explicit Impl(SandboxBackendOptions& o)
@@ -161,6 +169,7 @@ struct SandboxBackend::Impl {
            std::move(o.scope_tag), o.readiness),
         client(std::move(o.client), o.client_options), env(std::move(o.env)),
         limits(exedev_shell_filesystem_limits(env, target.spec.working_dir(), o.transfer)),
+        file_operation_timeout(o.ssh.file_operation_timeout),
         route(o.transport, std::move(o.ssh), o.logger ? std::move(o.logger) : std::move(o.client_options.logger)) {
     detail::check_spec_scope(target.spec, target.scope_tag);
     if (o.ref) target.name = VMTarget(*o.ref).name();
@@ -260,7 +269,7 @@ struct SandboxBackend::Impl {
 
   Task<RunResult> run_script_once(Client c, std::string name, std::string script, ScriptOptions options) {
     const auto over_ssh = [&](std::shared_ptr<ssh::Connection> connection) {
-      return detail::ssh_run_script(std::move(connection), script, options);
+      return detail::ssh_run_script(std::move(connection), script, options, file_operation_timeout);
     };
     const auto over_exec = [&] { return c.run_script(name, script, options); };
     co_return co_await on_route(c, options.idempotent, over_ssh, over_exec);
@@ -272,6 +281,13 @@ struct SandboxBackend::Impl {
     };
     const auto over_exec = [&] { return c.run(name, line, options); };
     co_return co_await on_route(c, false, over_ssh, over_exec);
+  }
+
+  // When an SFTP transfer of `bytes` must be done: the step's deadline plus 1 s per MiB, so that
+  // a stalled or blocked sftp-server ends there.
+  [[nodiscard]] std::chrono::steady_clock::time_point transfer_deadline(std::uint64_t bytes) const {
+    if (file_operation_timeout.count() <= 0) return std::chrono::steady_clock::time_point::max();
+    return std::chrono::steady_clock::now() + file_operation_timeout + std::chrono::seconds(bytes >> 20);
   }
 
   Task<std::shared_ptr<ssh::Sftp>> sftp() {
@@ -332,7 +348,7 @@ std::optional<WorkspaceRef> SandboxBackend::ref() const {
 }
 
 workspace::ShellFilesystemLimits SandboxBackend::shell_filesystem_limits() const {
-  return impl_->route.in_use() == Transport::ssh ? ssh_shell_filesystem_limits() : impl_->limits;
+  return impl_->route.in_use() == Transport::ssh ? ssh_shell_filesystem_limits(impl_->limits) : impl_->limits;
 }
 
 std::optional<Transport> SandboxBackend::transport_in_use() const { return impl_->route.in_use(); }
@@ -353,13 +369,13 @@ bool SandboxBackend::file_transfer_open() const noexcept { return impl_->route.s
 Task<void> SandboxBackend::upload(std::string path, std::string_view data) {
   const auto sftp = co_await impl_->sftp();
   if (!sftp) throw workspace::WorkspaceError("file transfer is not available on VM \"" + *impl_->target.name + "\"");
-  co_await sftp->write_file(std::move(path), data, 0600);
+  co_await sftp->write_file(std::move(path), data, 0600, impl_->transfer_deadline(data.size()));
 }
 
-Task<workspace::Bytes> SandboxBackend::download(std::string path) {
+Task<workspace::Bytes> SandboxBackend::download(std::string path, std::uint64_t size) {
   const auto sftp = co_await impl_->sftp();
   if (!sftp) throw workspace::WorkspaceError("file transfer is not available on VM \"" + *impl_->target.name + "\"");
-  co_return co_await sftp->read_file(std::move(path));
+  co_return co_await sftp->read_file(std::move(path), size, impl_->transfer_deadline(size));
 }
 
 Task<PortForward> SandboxBackend::forward_port(std::uint16_t remote_port) {

@@ -6,6 +6,7 @@
 
 #include "client/run_protocol.hpp"
 #include "client/script_exec.hpp"
+#include "common/script_path.hpp"
 #include "common/shell_quote.hpp"
 
 namespace exedev::detail {
@@ -14,12 +15,24 @@ namespace {
 
 // The marker line is bounded: a longer line before it is noise and dropped as it streams.
 constexpr std::size_t kMaxMarkerLine = 256;
+// The longest status an end mark carries ("-2147483648"): a longer line after a mark is data.
+constexpr std::size_t kMostStatusChars = 11;
 
 void require_boundary(const std::string& boundary) {
   if (boundary.empty() || boundary.size() > 64 ||
       boundary.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") != std::string::npos) {
     throw std::invalid_argument("ssh: invalid marker boundary");
   }
+}
+
+// Prints the marker line `<B> <pgid>` on stderr: the session's process group, from /proc (field
+// 5 of stat, counted after the command name, which may hold spaces), else from ps.
+std::string process_group_marker(const std::string& boundary) {
+  std::string s = "g=\n";
+  s += "if read -r l </proc/$$/stat 2>/dev/null; then set -- ${l##*) }; g=$3; fi\n";
+  s += "[ -n \"$g\" ] || g=$(ps -o pgid= -p $$ 2>/dev/null | tr -d ' ')\n";
+  s += "printf '%s %s\\n' " + sh_single_quote(boundary) + " \"$g\" >&2\n";
+  return s;
 }
 
 }  // namespace
@@ -31,13 +44,8 @@ std::string ssh_command_program(const std::string& boundary, const std::string& 
   const std::string text = command_text(shell_line, env, working_dir);
   std::string s = "main() {\n";
   s += login_shell_selection();
-  // The session's process group, from /proc (field 5 of stat, counted after the command name,
-  // which may hold spaces), else from ps.
-  s += "g=\n";
-  s += "if read -r l </proc/$$/stat 2>/dev/null; then set -- ${l##*) }; g=$3; fi\n";
-  s += "[ -n \"$g\" ] || g=$(ps -o pgid= -p $$ 2>/dev/null | tr -d ' ')\n";
+  s += process_group_marker(boundary);
   const std::string b = sh_single_quote(boundary);
-  s += "printf '%s %s\\n' " + b + " \"$g\" >&2\n";
   s += "\"$S\" -l -c " + sh_single_quote(text) + " </dev/null\n";
   s += "c=$?\n";
   // The end of each stream: a background child may hold the channel open past the exit. Right
@@ -45,7 +53,8 @@ std::string ssh_command_program(const std::string& boundary, const std::string& 
   // mark would have to be held back, and a line's own newline would then wait for what follows.
   s += "printf '%s x %s\\n' " + b + " \"$c\"\n";
   s += "printf '%s x %s\\n' " + b + " \"$c\" >&2\n";
-  s += "exit \"$c\"\n";
+  // Never 0 (ssh_channel_status): the channel's exit-status then confirms the marks.
+  s += "exit $((c % 255 + 1))\n";
   s += "}\n";
   s += "main\n";
   return s;
@@ -55,7 +64,8 @@ std::string ssh_stop_program(std::int64_t pgid) {
   if (pgid <= 1) throw std::invalid_argument("ssh: invalid process group");
   std::string group(1, '-');  // appended, not "-" + …: GCC 12 -O3 warns falsely on that (-Wrestrict)
   group += std::to_string(pgid);
-  std::string s = "kill -s TERM -- " + group + " 2>/dev/null || exit 0\n";
+  std::string s(script_path_line);
+  s += "kill -s TERM -- " + group + " 2>/dev/null || exit 0\n";
   s += "i=0\n";
   s += "while kill -s 0 -- " + group + " 2>/dev/null; do\n";
   s += "  i=$((i + 1)); [ \"$i\" -gt 50 ] && break; sleep 0.1\n";
@@ -65,9 +75,12 @@ std::string ssh_stop_program(std::int64_t pgid) {
   return s;
 }
 
-std::string ssh_script_program(const std::string& script, const std::vector<std::string>& args) {
+std::string ssh_script_program(const std::string& boundary, const std::string& script, const std::vector<std::string>& args) {
+  require_boundary(boundary);
   if (script.find('\0') != std::string::npos) throw std::invalid_argument("run_script: the script must not contain a NUL byte");
-  std::string s = "set --";
+  std::string s(script_path_line);
+  s += process_group_marker(boundary);
+  s += "set --";
   for (const auto& arg : args) {
     if (!valid_script_argument(arg)) throw std::invalid_argument("run_script: an argument must be non-empty base64 text");
     s += ' ';
@@ -116,11 +129,18 @@ std::string EndMarkerReader::feed(std::string_view bytes) {
     if (at == std::string::npos) break;
     const auto digits = at + mark_.size();
     const auto nl = pending_.find('\n', digits);
-    if (nl == std::string::npos) {
+    if (nl == std::string::npos && pending_.size() - digits <= kMostStatusChars) {
       // The status is still on its way: everything before the mark is data.
       out.append(pending_, 0, at);
       pending_.erase(0, at);
       return out;
+    }
+    if (nl == std::string::npos || nl - digits > kMostStatusChars) {
+      // A mark with no status line after it (a forged or garbled one): data, and nothing more
+      // is held back for it, so the reader's state stays bounded.
+      out.append(pending_, 0, digits);
+      pending_.erase(0, digits);
+      continue;
     }
     int code = 0;
     const auto [end, ec] = std::from_chars(pending_.data() + digits, pending_.data() + nl, code);

@@ -23,19 +23,30 @@ namespace exedev::detail {
 inline constexpr std::string_view ssh_exec_command = "/bin/sh";
 
 /// The program (stdin) of a command: the marker, then `$SHELL -l -c <command text>` with stdin
-/// at EOF, in the session's process group, then the end marks; it exits with the command's status. Throws std::invalid_argument as command_text does, or
-/// for an invalid boundary.
+/// at EOF, in the session's process group, then the end marks; it exits with
+/// ssh_channel_status(the command's status), never 0, so that the channel's exit-status
+/// confirms the end marks (ExecRequest::on_exit_status). Throws std::invalid_argument as
+/// command_text does, or for an invalid boundary.
 [[nodiscard]] std::string ssh_command_program(const std::string& boundary, const std::string& shell_line,
                                               const std::map<std::string, std::string>& env,
                                               const std::optional<std::string>& working_dir);
+
+/// The exit status a command's program exits with for a command that exited with `status`
+/// (0-255): `status % 255 + 1`, never 0. The end marks carry the status itself.
+[[nodiscard]] constexpr int ssh_channel_status(int status) { return status % 255 + 1; }
+/// The command's status from its program's exit status (ssh_channel_status's inverse, for a
+/// channel that ended without end marks; 255 reads as 0).
+[[nodiscard]] constexpr int ssh_command_status(int channel_status) { return channel_status > 0 ? channel_status - 1 : 0; }
 
 /// The program that stops process group `pgid`: TERM, then KILL once 5 s have passed with a
 /// member still alive. Exits 0 whether or not the group still existed.
 [[nodiscard]] std::string ssh_stop_program(std::int64_t pgid);
 
-/// The program of a script: positional parameters `args` (validated like /exec's), then the
-/// script, read whole before it runs, with stdin at EOF.
-[[nodiscard]] std::string ssh_script_program(const std::string& script, const std::vector<std::string>& args);
+/// The program of a script: the marker `<B> <pgid>` on stderr (as a command's, so that a
+/// script past its deadline can be stopped), positional parameters `args` (validated like
+/// /exec's), then the script, read whole before it runs, with stdin at EOF.
+[[nodiscard]] std::string ssh_script_program(const std::string& boundary, const std::string& script,
+                                             const std::vector<std::string>& args);
 
 /// Reads the stderr of a command started by ssh_command_program, split anywhere: bytes before the
 /// marker (login-shell noise from sshd's session) are dropped, the marker gives the process
@@ -58,7 +69,11 @@ class StartMarkerReader {
 
 /// Reads one stream of a command started by ssh_command_program, split anywhere: the program
 /// ends each stream with `<B> x <status>\n` once the command has exited, because a background
-/// child that inherited the stream can keep the channel open long after. Bytes before that end
+/// child that inherited the stream can keep the channel open long after. A process on the VM
+/// can learn the boundary (it is in the shell's memory and on its stdin, which /proc shows to
+/// the same user) and print a mark of its own: the marks are trusted only once the channel's
+/// exit-status confirms them (ssh_vm.cpp), and a mark with no status line after it holds
+/// nothing back, so the output limit holds either way (docs/reliability.md, "A hostile VM"). Bytes before that end
 /// mark are the command's; bytes after it are ignored. The mark follows the command's last byte
 /// directly, so only a possible start of the boundary is ever held back, never a newline.
 class EndMarkerReader {

@@ -4,6 +4,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <stdexcept>
@@ -26,8 +27,14 @@ constexpr std::string_view kBoundaryAlphabet = "0123456789abcdefghijklmnopqrstuv
 // How long the stop of a command's process group may take: TERM, 5 s, KILL, and the channel.
 constexpr auto kStopBound = std::chrono::seconds(10);
 
+// Thrown from a script's stdout callback when the script passes its output limit: it ends the
+// exec, which closes the channel.
+struct ScriptOutputPastLimit {};
+// Login-shell noise allowed on a script's stderr before its marker line.
+constexpr std::size_t kMaxMarkerNoise = 64 * 1024;
+
 // Why a running command is being ended before it exits by itself.
-enum class StopReason { none, timeout, output_limit, callback_failed };
+enum class StopReason { none, timeout, output_limit, callback_failed, forged_end };
 
 // A command in flight: its output so far, the marker, and why it must stop (if it must).
 struct CommandRun {
@@ -44,8 +51,16 @@ struct CommandRun {
   std::exception_ptr callback_error;
   Event changed;  // a stop was asked for, the start marker or an end mark arrived
 
+  // The channel's exit-status (ExecRequest::on_exit_status), once it arrived.
+  std::optional<int> channel_status;
+
   // Both streams ended: the command exited (its channel may stay open for a background child).
   [[nodiscard]] bool ended() const { return out_end.exit_code() && err_end.exit_code(); }
+  // The end marks agree with each other and with the channel's exit-status: the wrapper printed
+  // them, not a process on the VM that learnt the boundary.
+  [[nodiscard]] bool confirmed(int exit_status) const {
+    return ended() && *out_end.exit_code() == *err_end.exit_code() && exit_status == ssh_channel_status(*err_end.exit_code());
+  }
   void take_stdout(std::string_view bytes, const std::function<void(std::string_view)>& callback) {
     const bool had_ended = ended();
     const std::string own = out_end.feed(bytes);
@@ -114,6 +129,7 @@ Task<void> stop_group(std::shared_ptr<ssh::Connection> connection, std::optional
   ssh::ExecRequest request;
   request.command = std::string(ssh_exec_command);
   request.stdin_data = ssh_stop_program(*pgid);
+  request.max_output_bytes = ssh_script_stderr_bytes;  // it prints nothing; a VM's flood ends it
   ssh::ExecResult result;
   auto stopping = capture(exec_into(connection, std::move(request), &result));
   auto bound = sleep_for(kStopBound);
@@ -144,9 +160,20 @@ Task<void> stopper(std::shared_ptr<ssh::Connection> connection, CommandRun* run,
   const auto stop_asked_or_ended = [run] { return run->stop != StopReason::none || run->ended(); };
   const auto marker_seen = [run] { return run->marker.started(); };
   const auto never = [] { return false; };
+  const auto stop_asked_or_status = [run] { return run->stop != StopReason::none || run->channel_status.has_value(); };
   auto waiting = wait_for(run, stop_asked_or_ended, deadline);
   if (!co_await std::move(waiting)) run->request_stop(StopReason::timeout);
-  if (run->stop == StopReason::none) co_return;  // it exited: close the channel a child holds
+  if (run->stop == StopReason::none) {
+    // The end marks: the channel's exit-status follows them at once when the wrapper printed
+    // them (it exits right after); marks with no such status, or another one, were forged by a
+    // process on the VM, whose command still runs.
+    auto confirming = wait_for(run, stop_asked_or_status, std::min(deadline, Event::Clock::now() + kStopBound));
+    co_await std::move(confirming);
+    if (run->stop == StopReason::none && run->channel_status && run->confirmed(*run->channel_status)) {
+      co_return;  // it exited: close the channel a child holds
+    }
+    run->request_stop(run->channel_status || Event::Clock::now() < deadline ? StopReason::forged_end : StopReason::timeout);
+  }
   co_await wait_for(run, marker_seen, Event::Clock::now() + kStopBound);
   // Shielded: the channel may end (the group's TERM ends it) while the stop still confirms.
   co_await shielded(stop_group(connection, run->marker.pgid(), &run->stopped));
@@ -169,8 +196,9 @@ std::optional<ssh::Endpoint> ssh_endpoint(const VMInfo& vm) {
   }
   endpoint.host = !vm.ssh_host.empty() ? vm.ssh_host : dest_host;
   if (endpoint.host.empty()) return std::nullopt;
-  endpoint.user = !vm.ssh_user.empty() ? vm.ssh_user : (!dest_user.empty() ? dest_user : std::string("root"));
-  endpoint.port = vm.ssh_port.value_or(22);
+  // No user named: the SSH layer takes ssh_config's User, else the local login name, never root.
+  endpoint.user = !vm.ssh_user.empty() ? vm.ssh_user : dest_user;
+  endpoint.port = vm.ssh_port.value_or(0);
   return endpoint;
 }
 
@@ -182,6 +210,10 @@ Task<RunResult> ssh_run(std::shared_ptr<ssh::Connection> connection, std::string
   request.stdin_data = ssh_command_program(run.boundary, shell_line, options.env, options.working_dir);
   request.on_stdout = [&run, &options](std::string_view bytes) { run.take_stdout(bytes, options.on_stdout); };
   request.on_stderr = [&run, &options](std::string_view bytes) { run.take_stderr(bytes, options.on_stderr); };
+  request.on_exit_status = [&run](int status) {
+    run.channel_status = status;
+    run.changed.notify();
+  };
   const auto deadline = deadline_after(options.timeout).value_or(Event::Clock::time_point::max());
 
   ssh::ExecResult result;
@@ -212,7 +244,18 @@ Task<RunResult> ssh_run(std::shared_ptr<ssh::Connection> connection, std::string
         throw;
       }
     }
-    const int exit_code = run.ended() ? *run.err_end.exit_code() : result.exit_code;
+    // The exit status: the finished channel's, else (a background child holds it open) the
+    // exit-status message the stopper waited for.
+    const bool channel_finished = outcome.index() == 0;
+    const int channel_status = channel_finished ? result.exit_code : run.channel_status.value_or(0);
+    if (run.ended() && (result.signalled || !run.confirmed(channel_status))) {
+      throw OutcomeUnknownError("a command's end marks differ from its channel's exit status: a process on the VM "
+                                "printed them (forged)",
+                                snapshot(run));
+    }
+    const int exit_code = run.ended()       ? *run.err_end.exit_code()
+                          : result.signalled ? result.exit_code
+                                             : ssh_command_status(result.exit_code);
     co_return RunResult{exit_code, std::move(run.output.stdout_data), std::move(run.output.stderr_data)};
   }
   switch (run.stop) {
@@ -223,48 +266,112 @@ Task<RunResult> ssh_run(std::shared_ptr<ssh::Connection> connection, std::string
       throw OutputLimitError("a command wrote more than " + std::to_string(run.limit) + " bytes of output and was stopped",
                              run.limit, snapshot(run));
     case StopReason::callback_failed: std::rethrow_exception(run.callback_error);
+    case StopReason::forged_end:
+      throw OutcomeUnknownError("a command's end marks were not confirmed by its channel's exit status: a process on the "
+                                "VM printed them (forged); the command was stopped",
+                                snapshot(run));
     case StopReason::none: break;
   }
   throw std::logic_error("ssh_run: unreachable");
 }
 
-Task<RunResult> ssh_run_script(std::shared_ptr<ssh::Connection> connection, std::string script, ScriptOptions options) {
+namespace {
+
+// A script in flight over SSH: its output so far and why its remote side must be stopped.
+struct ScriptRun {
+  explicit ScriptRun(const std::string& marker_boundary) : boundary(marker_boundary), marker(marker_boundary) {}
+  std::string boundary;
+  StartMarkerReader marker;
+  std::string stdout_bytes;
+  std::string stderr_bytes;
+  std::uint64_t offset = 0;
+  std::exception_ptr sink_error;
+};
+
+// Waits until `deadline`, then stops the script's process group (shielded, bounded) and returns,
+// which ends the exec it races (its channel is closed).
+Task<void> script_deadline(std::shared_ptr<ssh::Connection> connection, ScriptRun* run, Event::Clock::time_point deadline,
+                           bool* stopped) {
+  co_await sleep_for(deadline - Event::Clock::now());
+  co_await shielded(stop_group(connection, run->marker.pgid(), stopped));
+}
+
+}  // namespace
+
+Task<RunResult> ssh_run_script(std::shared_ptr<ssh::Connection> connection, std::string script, ScriptOptions options,
+                               std::chrono::milliseconds timeout) {
+  ScriptRun run(random_chars(kBoundaryAlphabet, 24));
   ssh::ExecRequest request;
   request.command = std::string(ssh_exec_command);
-  request.stdin_data = ssh_script_program(script, options.args);
+  request.stdin_data = ssh_script_program(run.boundary, script, options.args);
   // A script's output may be a whole file (ShellFilesystemLimits::raw_read_bytes): room for all
   // of it to flow at once.
   request.extra_receive_window = static_cast<std::uint32_t>(options.max_output_bytes);
-  std::string stdout_bytes;
-  std::uint64_t offset = 0;
-  bool over_limit = false;
-  std::exception_ptr sink_error;
-  request.on_stdout = [&](std::string_view bytes) {
-    if (over_limit || sink_error) return;
-    if (offset + bytes.size() > options.max_output_bytes) {
-      over_limit = true;
-      return;
-    }
+  // The channel's own bound on both streams together: past it the exec closes the channel at
+  // once, whatever the VM keeps sending.
+  request.max_output_bytes = options.max_output_bytes + ssh_script_stderr_bytes + kMaxMarkerNoise;
+  request.on_stdout = [&run, &options](std::string_view bytes) {
+    if (run.offset + bytes.size() > options.max_output_bytes) throw ScriptOutputPastLimit{};  // closes the channel
     if (options.on_stdout) {
       try {
-        options.on_stdout(offset, bytes);
+        options.on_stdout(run.offset, bytes);
       } catch (...) {
-        sink_error = std::current_exception();
+        run.sink_error = std::current_exception();
+        throw;
       }
     } else {
-      stdout_bytes.append(bytes);
+      run.stdout_bytes.append(bytes);
     }
-    offset += bytes.size();
+    run.offset += bytes.size();
   };
-  request.on_stderr = nullptr;  // collected by the exec
+  // After the marker, as on /exec: the first ssh_script_stderr_bytes of stderr are kept, the
+  // rest is counted only.
+  request.on_stderr = [&run](std::string_view bytes) {
+    const std::string own = run.marker.feed(bytes);
+    const std::size_t room = ssh_script_stderr_bytes - std::min(ssh_script_stderr_bytes, run.stderr_bytes.size());
+    run.stderr_bytes.append(std::string_view(own).substr(0, room));
+  };
   ssh::ExecResult result;
-  co_await exec_into(connection, std::move(request), &result);
-  if (sink_error) std::rethrow_exception(sink_error);
-  if (over_limit) {
-    throw OutputLimitError("a script wrote more than " + std::to_string(options.max_output_bytes) + " bytes of output",
-                           options.max_output_bytes, PartialOutput{std::move(stdout_bytes), std::move(result.stderr_bytes)});
+  std::exception_ptr failure;
+  bool past_deadline = false;
+  bool stopped = false;
+  try {
+    auto executing = exec_into(connection, std::move(request), &result);
+    if (timeout.count() > 0) {
+      auto bounding = script_deadline(connection, &run, Event::Clock::now() + timeout, &stopped);
+      auto racing = std::move(executing) || std::move(bounding);
+      const auto outcome = co_await std::move(racing);
+      past_deadline = outcome.index() == 1;
+    } else {
+      co_await std::move(executing);
+    }
+  } catch (const ScriptOutputPastLimit&) {
+    failure = std::current_exception();
+  } catch (const OutputLimitError&) {
+    failure = std::current_exception();
   }
-  co_return RunResult{result.exit_code, std::move(stdout_bytes), std::move(result.stderr_bytes)};
+  if (run.sink_error) std::rethrow_exception(run.sink_error);
+  PartialOutput output{std::move(run.stdout_bytes), std::move(run.stderr_bytes)};
+  if (past_deadline) {
+    const auto seconds = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(timeout).count());
+    if (!stopped) {
+      throw OutcomeUnknownError("a script passed its deadline of " + seconds +
+                                    " s (SshOptions::file_operation_timeout) and its stop could not be confirmed",
+                                std::move(output));
+    }
+    throw RunTimeoutError("a script passed its deadline of " + seconds + " s (SshOptions::file_operation_timeout) and was stopped",
+                          std::move(output));
+  }
+  if (failure) {
+    // The channel is closed; an endless writer on the VM is stopped too (shielded, bounded).
+    bool ignored = false;
+    EXEDEV_AWAIT_DESPITE_CANCELLATION(stop_error, shielded(stop_group(connection, run.marker.pgid(), &ignored)));
+    (void)stop_error;  // best effort: the limit is what the caller is told about
+    throw OutputLimitError("a script wrote more than " + std::to_string(options.max_output_bytes) +
+                               " bytes of output (ScriptOptions::max_output_bytes); it was stopped and its channel closed",
+                           options.max_output_bytes, std::move(output));
+  }
+  co_return RunResult{result.exit_code, std::move(output.stdout_data), std::move(output.stderr_data)};
 }
 
 }  // namespace exedev::detail

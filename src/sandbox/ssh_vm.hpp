@@ -4,6 +4,7 @@
 // (with_recovery, run_errors.hpp) serves both transports. The programs each channel carries are
 // in ssh_commands.hpp; the connection itself in src/ssh/.
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,9 +16,10 @@
 
 namespace exedev::detail {
 
-/// Where a VM's sshd answers, from exe.dev's description of it: ssh_host, ssh_port and ssh_user,
-/// else ssh_dest split at `@`; port 22 and user `root` when it names none. nullopt when it names
-/// no host.
+/// Where a VM's SSH endpoint is, from exe.dev's description of it: ssh_host, ssh_port and
+/// ssh_user, else ssh_dest split at `@`. A port or user it does not name is left out (0, empty)
+/// for the SSH layer to settle: ssh_config's Port, else 22; ssh_config's User, else the local
+/// login name. nullopt when it names no host.
 [[nodiscard]] std::optional<ssh::Endpoint> ssh_endpoint(const VMInfo& vm);
 
 /// A command with Client::run's contract: the login shell, env, working_dir, exact output, the
@@ -29,10 +31,20 @@ namespace exedev::detail {
 /// operation_aborted is raised.
 Task<RunResult> ssh_run(std::shared_ptr<ssh::Connection> connection, std::string shell_line, ClientRunOptions options);
 
+/// Bytes of a script's stderr kept, as on /exec (client/script_exec.cpp); more is counted
+/// against the output limit and dropped.
+inline constexpr std::size_t ssh_script_stderr_bytes = 64 * 1024;
+
 /// A script with Client::run_script's contract (positional base64 args, stdin at EOF, stdout
-/// streamed to on_stdout from offset 0, max_output_bytes). Throws OutputLimitError past the
-/// limit, ConnectionError (sent() true) when the connection dropped while it ran. Cancellation
-/// closes its channel (the script is short and bounded, as on /exec).
-Task<RunResult> ssh_run_script(std::shared_ptr<ssh::Connection> connection, std::string script, ScriptOptions options);
+/// streamed to on_stdout from offset 0, max_output_bytes). Throws OutputLimitError as soon as
+/// stdout passes max_output_bytes or stdout and stderr together pass it plus
+/// ssh_script_stderr_bytes (the channel is closed then, without waiting for the VM to stop
+/// sending), ConnectionError (sent() true) when the connection dropped while it ran. With a
+/// positive `timeout` (SshOptions::file_operation_timeout), a script still running then has its
+/// process group stopped (TERM, KILL after 5 s) and its channel closed: RunTimeoutError, or
+/// OutcomeUnknownError when the stop could not be confirmed. Output past the limit stops the
+/// group too. Cancellation closes its channel (the script is short and bounded, as on /exec).
+Task<RunResult> ssh_run_script(std::shared_ptr<ssh::Connection> connection, std::string script, ScriptOptions options,
+                               std::chrono::milliseconds timeout);
 
 }  // namespace exedev::detail

@@ -119,7 +119,7 @@ std::string archive_script(bool list_gzip) {
   return decode_arg("job", 1) + decode_arg("dir", 2) +
          fmt::format(
              "cd -P -- \"$dir\" || exit 21\n"
-             "{0} \"$job/list\" | tar -c --format=pax --null --no-recursion --verbatim-files-from -T - -f \"$job/out.tar\" || exit 40\n"
+             "{0} \"$job/list\" | tar -c --format=pax --hard-dereference --null --no-recursion --verbatim-files-from -T - -f \"$job/out.tar\" || exit 40\n"
              "t=$(wc -c < \"$job/out.tar\") || exit 40\n"
              "kind=tar\n"
              "if command -v gzip >/dev/null 2>&1 && gzip -c \"$job/out.tar\" > \"$job/out.gz\"; then\n"
@@ -230,6 +230,10 @@ class TreeJob {
       const auto result = co_await script(page_script(file, kPageBytes, index), {}, true, out.sink());
       const auto page = detail::base64_decode(out.bytes);
       if (result.exit_code != 0 || !page) throw_step("reading the tree archive", file, result.exit_code);
+      // Exactly the page's share of `size`: the archive never grows past what was checked.
+      if (page->size() != std::min<std::uint64_t>(kPageBytes, size - data.size())) {
+        throw workspace::WorkspaceError("the tree archive arrived damaged from the VM");
+      }
       data += *page;
       if (on_page) on_page(data.size());
     }
@@ -388,6 +392,8 @@ Task<TreeTransferResult> SandboxBackend::download_tree(std::string remote_dir, s
   }
   TreeManifest source = std::move(listed->manifest);
   result.refused = std::move(listed->others);
+  // The VM's modes: permission bits only, never set-id or sticky (the host may run as root).
+  restrict_modes(source, options.keep_remote_mode_bits ? 0777 : 0777 & ~process_umask());
   apply_filter(source, filter);
   for (auto& path : drop_escaping_symlinks(source)) result.refused.push_back(std::move(path));
   count_tree(source, result);
@@ -422,6 +428,12 @@ Task<TreeTransferResult> SandboxBackend::download_tree(std::string remote_dir, s
       char digest[65] = {};
       if (std::sscanf(out.bytes.c_str(), "%lu %lu %3s %64s", &tar_size, &size, kind, digest) != 4) {
         throw workspace::WorkspaceError("the VM's answer about the tree archive is malformed");
+      }
+      // Sizes the VM reports: checked before anything is fetched or unpacked, never allocated.
+      if (std::max(tar_size, size) > options.max_download_bytes) {
+        throw workspace::WorkspaceLimitError(fmt::format("the archive of the tree \"{}\" ({} bytes)", source_dir,
+                                                         std::max(tar_size, size)),
+                                             options.max_download_bytes, "TreeTransferOptions::max_download_bytes");
       }
       progress.bytes_total = size;
       const auto on_page = [&](std::uint64_t got) {

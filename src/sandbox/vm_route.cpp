@@ -24,8 +24,10 @@ namespace {
 constexpr int kReconnectAttempts = 3;
 constexpr auto kReconnectBackoff = std::chrono::milliseconds(500);
 
+// What exe.dev named (a user or port it left out is settled by the SSH layer).
 std::string endpoint_text(const ssh::Endpoint& endpoint) {
-  return endpoint.user + "@" + endpoint.host + ":" + std::to_string(endpoint.port);
+  return (endpoint.user.empty() ? "" : endpoint.user + "@") + endpoint.host +
+         (endpoint.port == 0 ? "" : ":" + std::to_string(endpoint.port));
 }
 
 }  // namespace
@@ -33,6 +35,9 @@ std::string endpoint_text(const ssh::Endpoint& endpoint) {
 VmRoute::VmRoute(Transport transport, SshOptions ssh, Logger logger)
     : transport_(transport), ssh_(std::move(ssh)), logger_(std::move(logger)) {
   if (transport_ == Transport::exec) in_use_ = Transport::exec;
+  if (!ssh_.on_warning && logger_) {
+    ssh_.on_warning = [logger = logger_](std::string_view line) { logger(LogLevel::warning, line); };
+  }
 }
 
 std::optional<Transport> VmRoute::in_use() const noexcept { return in_use_; }
@@ -77,13 +82,6 @@ Task<std::shared_ptr<ssh::Connection>> VmRoute::connection(Client client, Provis
 Task<std::shared_ptr<ssh::Connection>> VmRoute::open(Client client, ProvisionSubject& target) {
   const std::string name = *target.name;
   const bool reconnecting = in_use_ == Transport::ssh;
-  if (!reconnecting) {
-    if (auto missing = ssh::missing_credentials(ssh_)) {
-      if (transport_ == Transport::ssh) throw SshAuthenticationError("SSH to VM \"" + name + "\": " + *missing, {});
-      choose_exec(*missing);
-      co_return nullptr;
-    }
-  }
   // Where the VM's sshd is: exe.dev's description from provisioning or attaching, else `ls`.
   std::optional<ssh::Endpoint> endpoint;
   if (target.state) endpoint = ssh_endpoint(*target.state);
@@ -96,6 +94,14 @@ Task<std::shared_ptr<ssh::Connection>> VmRoute::open(Client client, ProvisionSub
     if (transport_ == Transport::ssh) throw ConnectionError("SSH: " + reason, false);
     choose_exec(reason);
     co_return nullptr;
+  }
+  // Which keys can be offered depends on the host (ssh_config's IdentityFile for it).
+  if (!reconnecting) {
+    if (auto missing = ssh::missing_credentials(*endpoint, ssh_)) {
+      if (transport_ == Transport::ssh) throw SshAuthenticationError("SSH to VM \"" + name + "\": " + *missing, {});
+      choose_exec(*missing);
+      co_return nullptr;
+    }
   }
   bool resumed = false;
   for (int attempt = 0;; ++attempt) {
@@ -110,8 +116,8 @@ Task<std::shared_ptr<ssh::Connection>> VmRoute::open(Client client, ProvisionSub
       sftp_.reset();
       sftp_refused_ = false;
       if (!reconnecting) {
-        log(LogLevel::info, "SandboxBackend: VM \"" + name + "\" over SSH (" + endpoint_text(*endpoint) + ", host key " +
-                                connection_->host_key_fingerprint() + ")");
+        log(LogLevel::info, "SandboxBackend: VM \"" + name + "\" over SSH (" + endpoint_text(connection_->endpoint()) +
+                                ", host key " + connection_->host_key_fingerprint() + ")");
       }
       in_use_ = Transport::ssh;
       co_return connection_;
@@ -155,12 +161,15 @@ Task<std::shared_ptr<ssh::Connection>> VmRoute::open(Client client, ProvisionSub
   }
 }
 
-bool VmRoute::sftp_open() const noexcept { return sftp_ != nullptr && connection_ != nullptr && connection_->is_open(); }
+bool VmRoute::sftp_open() const noexcept {
+  return sftp_ != nullptr && sftp_->usable() && connection_ != nullptr && connection_->is_open();
+}
 
 Task<std::shared_ptr<ssh::Sftp>> VmRoute::sftp(Client client, ProvisionSubject& target) {
   auto connected = co_await connection(client, target);
   if (!connected || sftp_refused_) co_return nullptr;
-  if (sftp_ && connected == connection_) co_return sftp_;
+  // A session retired after a call passed its deadline is replaced by a new one.
+  if (sftp_ && connected == connection_ && sftp_->usable()) co_return sftp_;
   std::exception_ptr error;
   try {
     sftp_ = co_await connected->sftp();

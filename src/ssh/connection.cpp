@@ -346,6 +346,7 @@ asio::awaitable<ExecResult> Connection::run_on_channel(LIBSSH2_CHANNEL* channel,
   bool stdout_done = false;
   bool stderr_done = false;
   std::size_t output_bytes = 0;
+  bool exit_status_reported = false;
   // One stream's new bytes: forwarded or collected, and counted against the limit.
   const auto deliver = [&](int stream, std::size_t count) {
     const std::string_view bytes(buffer.data(), count);
@@ -406,6 +407,13 @@ asio::awaitable<ExecResult> Connection::run_on_channel(LIBSSH2_CHANNEL* channel,
     }
     while (!stdout_done && read_stream(0, stdout_done)) progressed = true;
     while (!stderr_done && read_stream(SSH_EXTENDED_DATA_STDERR, stderr_done)) progressed = true;
+    if (request.on_exit_status && !exit_status_reported) {
+      // The reads above processed whatever packets came, the exit-status request among them.
+      if (const int status = ::libssh2_channel_get_exit_status(channel); status != 0) {
+        exit_status_reported = true;
+        request.on_exit_status(status);
+      }
+    }
     if (!progressed) co_await driver_->wait(ticket, call);
   }
   // The exit status comes before the server's close; wait for that close, then send ours.
@@ -418,6 +426,7 @@ asio::awaitable<ExecResult> Connection::run_on_channel(LIBSSH2_CHANNEL* channel,
   ::libssh2_channel_get_exit_signal(channel, &signal_name, &signal_length, nullptr, nullptr, nullptr, nullptr);
   if (signal_name != nullptr) {
     result.exit_code = exit_code_for_signal(std::string_view(signal_name, signal_length));
+    result.signalled = true;
     ::libssh2_free(driver_->session(), signal_name);
   } else {
     result.exit_code = ::libssh2_channel_get_exit_status(channel);
@@ -510,6 +519,24 @@ void Connection::discard_idle_upload_lane() {
 
 void Connection::retire_upload_lane(const std::shared_ptr<Sftp>& lane) {
   if (lane && lane == upload_lane_) shut_down_upload_lane();
+}
+
+void Connection::retire_sftp(const std::shared_ptr<Sftp>& session) {
+  if (!session) return;
+  if (session == upload_lane_) {
+    shut_down_upload_lane();
+    return;
+  }
+  if (session != sftp_) return;
+  ++background_tasks_;
+  auto closing = [](std::shared_ptr<Connection> self, std::shared_ptr<Sftp> retired) -> asio::awaitable<void> {
+    co_await retired->shut_down();
+    self->release_session_slot();
+    --self->background_tasks_;
+    self->state_.notify();
+  };
+  asio::co_spawn(driver_->executor(), closing(shared_from_this(), std::move(sftp_)), asio::detached);
+  sftp_.reset();
 }
 
 void Connection::shut_down_upload_lane() {

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -30,10 +31,12 @@ namespace exedev::ssh {
 class SessionDriver;
 class Sftp;
 
+/// Where a connection goes, as exe.dev names it; the user's ssh_config fills in what it leaves
+/// out (connection_settings.hpp).
 struct Endpoint {
-  std::string host;
-  std::uint16_t port = 22;
-  std::string user;
+  std::string host;  ///< ssh_config's HostName for it, when one is set, is connected to instead
+  std::uint16_t port = 0;  ///< 0: ssh_config's Port for the host, else 22
+  std::string user;  ///< empty: ssh_config's User for the host, else the local login name
 };
 
 struct ExecRequest {
@@ -50,11 +53,17 @@ struct ExecRequest {
   /// more output may arrive without waiting for a window adjustment's round trip. For output
   /// that is large and read as it comes (a file on a script's stdout).
   std::uint32_t extra_receive_window = 0;
+  /// Called once, as soon as the server's exit-status message has arrived (which OpenSSH sends
+  /// when the session's process exits, even while a child of it holds the output open), with a
+  /// non-zero status: libssh2 1.10 cannot tell an exit status of 0 from none yet, so a program
+  /// that wants to be heard this way never exits 0.
+  std::function<void(int)> on_exit_status{};
   EXEDEV_COAWAIT_GUARD;
 };
 
 struct ExecResult {
   int exit_code = 0;  ///< exit status, or 128 + N when killed by signal N
+  bool signalled = false;  ///< killed by a signal (exit_code is 128 + N)
   std::string stdout_bytes, stderr_bytes;
 };
 
@@ -66,10 +75,12 @@ struct NegotiatedMethods {
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  /// Resolves, connects (connect_timeout), handshakes and checks the host key against
+  /// Settles the endpoint and options with the user's ssh_config (connection_settings.hpp),
+  /// resolves, connects (connect_timeout), handshakes and checks the host key against
   /// known_hosts per the policy (handshake_timeout), authenticates (auth_timeout): the explicit
   /// key (private_key_pem, else private_key_file, else the EXE_SSH_KEY path) alone when given,
-  /// else the agent's keys, else the default key files. Runs on the current coroutine's
+  /// else ssh_config's IdentityFile keys, then the agent's keys (unless IdentitiesOnly), then the
+  /// default key files. endpoint() is the settled endpoint. Runs on the current coroutine's
   /// executor. Throws ConnectionError (resolve, connect, handshake; cause() says which),
   /// HostKeyError, SshAuthenticationError, SshKeyUnusableError. Cancellation: the connection
   /// being made is dropped and operation_aborted thrown. The agent's own unix socket is used
@@ -113,6 +124,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   /// Lets `lane` go (when it is still the upload lane) and shuts it down, freeing its slot: for a
   /// lane that failed while the connection stands. Whoever still uses it gets ConnectionError.
   void retire_upload_lane(const std::shared_ptr<Sftp>& lane);
+  /// The same for the connection's SFTP session (or its upload lane): the next sftp() opens a
+  /// new one. For a session whose request passed its deadline (Sftp::read_file).
+  void retire_sftp(const std::shared_ptr<Sftp>& session);
 
   /// Carries one local TCP connection to `host`:`port` as the VM's sshd sees them, over a
   /// direct-tcpip channel, both ways, until both directions have ended (each side's end of
@@ -225,13 +239,25 @@ class Sftp : public std::enable_shared_from_this<Sftp> {
   /// file, symlink) as commands.
   Sftp(std::shared_ptr<SessionDriver> driver, _LIBSSH2_SFTP* sftp, std::weak_ptr<Connection> connection);
 
-  /// The whole file, several reads in flight; returns once the last byte is in (the handle's
-  /// close is answered later, before the next SFTP call proceeds).
-  Task<std::string> read_file(std::string path);
+  /// The regular file, several reads in flight: at most `size + 1` bytes (a caller that knows
+  /// the size gets one byte more when the file grew; the default reads to the end). What the open
+  /// gave is checked first (fstat): a directory is is_a_directory, anything else but a regular
+  /// file (a device, say) std::errc::operation_not_supported. Returns once the last byte is in
+  /// (the handle's close is answered later, before the next SFTP call proceeds).
+  ///
+  /// Every SFTP call of the read must be answered by `deadline`; past it the read throws
+  /// ConnectionError (cause timed_out, naming SshOptions::file_operation_timeout), this session
+  /// takes no more calls and the connection opens a new one for the next caller (libssh2's
+  /// state of the abandoned request cannot be resumed). An open that timed out on a FIFO gets a
+  /// writer of its own on the VM (best effort), so that sftp-server does not stay blocked there.
+  Task<std::string> read_file(std::string path, std::uint64_t size = std::numeric_limits<std::uint64_t>::max(),
+                              std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
   /// Writes `data` to `path` (created with `mode` if new, truncated); several writes in flight.
   /// Returns once every write is acknowledged (the handle's close is answered later, as a
   /// read's). `data` must stay valid until then.
-  Task<void> write_file(std::string path, std::string_view data, std::uint32_t mode);
+  /// Every SFTP call must be answered by `deadline`, as read_file's.
+  Task<void> write_file(std::string path, std::string_view data, std::uint32_t mode,
+                        std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
   Task<SftpAttributes> stat(std::string path);  ///< follows symlinks
   Task<SftpAttributes> lstat(std::string path);
   Task<std::vector<SftpDirEntry>> list_dir(std::string path);  ///< without . and ..
@@ -250,9 +276,15 @@ class Sftp : public std::enable_shared_from_this<Sftp> {
   /// Ends the SFTP session (its channel). Never throws: on a dropped connection the session frees
   /// it. Nothing else may use this Sftp then.
   Task<void> shut_down();
+  /// False once shut down (or retired after a call passed its deadline).
+  [[nodiscard]] bool usable() const noexcept { return !shut_down_; }
 
  private:
-  Task<long> call(const char* what, bool mutating, std::function<long()> fn);
+  using Clock = std::chrono::steady_clock;
+  Task<long> call(const char* what, bool mutating, std::function<long()> fn, Clock::time_point deadline = Clock::time_point::max());
+  [[noreturn]] void throw_past_deadline(const char* what);
+  // A command line on an exec channel, abandoned after `bound` (best effort, never throws for its outcome).
+  Task<void> run_command_within(std::string command, Clock::duration bound);
   [[noreturn]] void throw_error(long rc, const char* what, bool mutating, const std::string& path, std::errc refined = {});
   Task<std::errc> refine_failure(long rc, const std::string& path, const char* operation);
   Task<SftpAttributes> stat_with(std::string path, int stat_type);
@@ -260,14 +292,16 @@ class Sftp : public std::enable_shared_from_this<Sftp> {
   Task<void> close_handle(_LIBSSH2_SFTP_HANDLE* handle);
   void close_handle_in_background(_LIBSSH2_SFTP_HANDLE* handle);
   Task<void> run_command(std::string tool, std::string arguments, const char* what, std::string path);
-  Task<_LIBSSH2_SFTP_HANDLE*> open_handle(const std::string& path, unsigned long flags, long mode, int type);
+  Task<_LIBSSH2_SFTP_HANDLE*> open_handle(const std::string& path, unsigned long flags, long mode, int type,
+                                          Clock::time_point deadline = Clock::time_point::max());
   // Whether the upload lane's half failed for the lane's own sake (its channel, not the file, nor
   // the connection, nor a cancellation).
   [[nodiscard]] bool lane_broke(const std::exception_ptr& error) const;
   // The whole of `data` on this session, from a truncating open.
-  Task<void> write_whole(std::string path, std::string_view data, std::uint32_t mode);
+  Task<void> write_whole(std::string path, std::string_view data, std::uint32_t mode, Clock::time_point deadline);
   // Writes `data` at `offset` through `handle`, then closes it in the background, whatever happened.
-  Task<void> write_through(_LIBSSH2_SFTP_HANDLE* handle, std::string path, std::string_view data, std::uint64_t offset);
+  Task<void> write_through(_LIBSSH2_SFTP_HANDLE* handle, std::string path, std::string_view data, std::uint64_t offset,
+                           Clock::time_point deadline);
 
   std::shared_ptr<SessionDriver> driver_;
   _LIBSSH2_SFTP* sftp_;

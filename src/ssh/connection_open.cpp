@@ -1,5 +1,6 @@
 // Connection::open: resolve, connect, handshake, host key, authentication.
 #include "ssh/connection.hpp"
+#include "ssh/connection_settings.hpp"
 #include "ssh/key_sources.hpp"
 
 #include "ssh/known_hosts.hpp"
@@ -18,12 +19,15 @@
 
 #include <fmt/format.h>
 #include <libssh2.h>
+#include <openssl/rand.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <fcntl.h>
 #include <fstream>
 #include <sstream>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -91,47 +95,77 @@ asio::awaitable<tcp::socket> connect_socket(const Endpoint& endpoint, const SshO
 
 // ---- host key ----
 
-void record_host_key(const fs::path& file, const std::string& existing_text, const std::string& line,
-                     const std::string& host_name, const std::string& fingerprint) {
+// The whole content of an open file.
+std::optional<std::string> read_all(int fd) {
+  std::string text;
+  std::array<char, 8192> buffer{};
+  for (off_t at = 0;;) {
+    const ssize_t got = ::pread(fd, buffer.data(), buffer.size(), at);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return std::nullopt;
+    if (got == 0) return text;
+    text.append(buffer.data(), static_cast<std::size_t>(got));
+    at += got;
+  }
+}
+
+// Appends what line_to_record() decides, under an exclusive lock on the file: concurrent
+// connections to several VMs of one domain record one line between them.
+void record_host_key(const fs::path& file, const Endpoint& endpoint, const std::string& blob, const std::string& host_name,
+                     const std::string& fingerprint) {
   const auto directory = file.parent_path();
   std::error_code ec;
   if (!directory.empty() && !fs::exists(directory, ec)) {
     fs::create_directories(directory, ec);
     if (!ec) ::chmod(directory.c_str(), 0700);
   }
-  const int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-  std::string text = (!existing_text.empty() && existing_text.back() != '\n') ? "\n" + line : line;
-  bool written = fd >= 0;
+  std::array<unsigned char, 20> salt{};
+  const int fd = ::open(file.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  bool written = fd >= 0 && ::flock(fd, LOCK_EX) == 0 && ::RAND_bytes(salt.data(), static_cast<int>(salt.size())) == 1;
+  const auto existing = written ? read_all(fd) : std::nullopt;
+  written = written && existing.has_value();
   if (written) {
-    // One write of one short line with O_APPEND: concurrent writers never interleave within it.
-    written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-    written = ::close(fd) == 0 && written;
+    const std::string_view salt_bytes(reinterpret_cast<const char*>(salt.data()), salt.size());
+    if (const auto line = line_to_record(parse_known_hosts(*existing), endpoint.host, endpoint.port, blob, salt_bytes)) {
+      const std::string text = (!existing->empty() && existing->back() != '\n') ? "\n" + *line : *line;
+      written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    }
   }
+  const int error = errno;
+  if (fd >= 0) written = ::close(fd) == 0 && written;
   if (!written) {
     throw HostKeyError(fmt::format("SSH: cannot record the host key of {} ({}) in {}: {}", host_name, fingerprint,
-                                   file.string(), std::strerror(errno)),
+                                   file.string(), std::strerror(error != 0 ? error : EIO)),
                        host_name, fingerprint, std::nullopt);
   }
 }
 
-void verify_host_key(const Endpoint& endpoint, const SshOptions& options, const std::string& blob,
-                     const std::string& fingerprint) {
+// ssh-keyscan's name for a key type.
+std::string keyscan_type(const std::string& key_type) {
+  if (key_type == "ssh-rsa") return "rsa";
+  if (key_type == "ssh-ed25519") return "ed25519";
+  if (key_type.starts_with("ecdsa-")) return "ecdsa";
+  return key_type;
+}
+
+std::string keyscan_command(const Endpoint& endpoint, const std::string& key_type) {
+  const auto port = endpoint.port == 22 ? std::string() : fmt::format(" -p {}", endpoint.port);
+  return fmt::format("ssh-keyscan -t {}{} {} | ssh-keygen -lf -", keyscan_type(key_type), port, endpoint.host);
+}
+
+void verify_host_key(const Endpoint& endpoint, const ConnectionSettings& settings, const SshOptions& options,
+                     const std::string& blob, const std::string& fingerprint) {
   const auto host_name = known_hosts_name(endpoint.host, endpoint.port);
   const auto key_type = key_type_of_blob(blob).value_or("unknown");
-  const fs::path file = options.known_hosts_file.empty() ? home_directory() / ".ssh" / "known_hosts" : options.known_hosts_file;
+  const fs::path& file = settings.known_hosts_file;
   const auto content = read_text_file(file);
   if (content.error != 0 && content.error != ENOENT) {
     throw HostKeyError(fmt::format("SSH: cannot read known_hosts file {}: {}", file.string(), std::strerror(content.error)),
                        host_name, fingerprint, std::nullopt);
   }
-  auto parsed = parse_known_hosts(content.text);
-  if (const auto* error = std::get_if<KnownHostsParseError>(&parsed)) {
-    throw HostKeyError(fmt::format("SSH: known_hosts file {} line {} does not parse: {}", file.string(), error->line,
-                                   error->reason),
-                       host_name, fingerprint, std::nullopt);
-  }
-  const auto& entries = std::get<std::vector<KnownHostEntry>>(parsed);
-  const auto verdict = check_host_key(entries, host_name, blob);
+  const auto parsed = parse_known_hosts(content.text);
+  if (!parsed.malformed.empty() && options.on_warning) options.on_warning(malformed_lines_warning(file.string(), parsed.malformed));
+  const auto verdict = check_host_key(parsed.entries, host_name, blob);
   const std::optional<std::string> recorded =
       verdict.recorded_blob ? std::optional(sha256_fingerprint(*verdict.recorded_blob)) : std::nullopt;
   using Status = HostKeyVerdict::Status;
@@ -141,7 +175,7 @@ void verify_host_key(const Endpoint& endpoint, const SshOptions& options, const 
                                    fingerprint, file.string(), verdict.recorded_line),
                        host_name, fingerprint, std::nullopt);
   }
-  if (options.host_key_policy == HostKeyPolicy::callback) {
+  if (settings.host_key_policy == HostKeyPolicy::callback) {
     const HostKeyCheck check{endpoint.host, endpoint.port, key_type, fingerprint, recorded};
     if (options.host_key_callback && options.host_key_callback(check)) return;
     throw HostKeyError(fmt::format("SSH: the host key of {} ({} {}{}) was refused by the host key callback", host_name,
@@ -149,18 +183,35 @@ void verify_host_key(const Endpoint& endpoint, const SshOptions& options, const 
                        host_name, fingerprint, recorded);
   }
   if (verdict.status == Status::changed) {
-    throw HostKeyError(fmt::format("SSH: the host key of {} has changed: the server offers {} {}, {} line {} records {}. "
-                                   "If the VM was recreated, remove the old line (ssh-keygen -R '{}' -f {})",
-                                   host_name, key_type, fingerprint, file.string(), verdict.recorded_line, *recorded,
-                                   host_name, file.string()),
-                       host_name, fingerprint, recorded);
+    throw HostKeyError(
+        fmt::format("SSH: the host key of {} has changed: the server offers {} {}, {} line {} records {}. Nothing was sent. "
+                    "Every exe.dev VM is reached through exe.dev's SSH proxy, which has one host key for all of them, so "
+                    "a changed key means that exe.dev rotated its key or that the connection is intercepted. Check it "
+                    "before trusting it: `{}` (from another network too) prints the key exe.dev serves, and exe.dev "
+                    "publishes its trust line at https://exe.xyz/.well-known/ssh-known-hosts. Only when they agree "
+                    "with {}, delete line {} of {} and connect again",
+                    host_name, key_type, fingerprint, file.string(), verdict.recorded_line, *recorded,
+                    keyscan_command(endpoint, key_type), fingerprint, verdict.recorded_line, file.string()),
+        host_name, fingerprint, recorded);
   }
-  if (options.host_key_policy == HostKeyPolicy::strict) {
+  if (settings.host_key_policy == HostKeyPolicy::strict && verdict.cert_authority_line != 0) {
+    auto line = known_hosts_line(domain_host_pattern(endpoint.host, endpoint.port), blob);
+    line.pop_back();
+    throw HostKeyError(
+        fmt::format("SSH: the host key of {} ({} {}) is not recorded in {}: line {} is a @cert-authority line for it, but "
+                    "this library does not check host certificates (libssh2 1.10 negotiates no RSA or Ed25519 "
+                    "certificate), so the server's own key must be recorded, and the policy is strict. Check it first: `{}` must print {} (and OpenSSH's `ssh` connects to the host "
+                    "without a host key warning, checking the certificate against line {}). Then add this line to {}:\n{}",
+                    host_name, key_type, fingerprint, file.string(), verdict.cert_authority_line,
+                    keyscan_command(endpoint, key_type), fingerprint, verdict.cert_authority_line, file.string(), line),
+        host_name, fingerprint, std::nullopt);
+  }
+  if (settings.host_key_policy == HostKeyPolicy::strict) {
     throw HostKeyError(fmt::format("SSH: the host key of {} ({} {}) is not recorded in {} and the policy is strict",
                                    host_name, key_type, fingerprint, file.string()),
                        host_name, fingerprint, std::nullopt);
   }
-  record_host_key(file, content.text, known_hosts_line(host_name, blob), host_name, fingerprint);
+  record_host_key(file, endpoint, blob, host_name, fingerprint);
 }
 
 // ---- authentication ----
@@ -180,8 +231,9 @@ std::string key_problem(const KeyText& key, bool have_passphrase) {
 
 class Authenticator {
  public:
-  Authenticator(SessionDriver& driver, const Endpoint& endpoint, const SshOptions& options, Clock::time_point deadline)
-      : driver_(driver), endpoint_(endpoint), options_(options), deadline_(deadline) {}
+  Authenticator(SessionDriver& driver, const ConnectionSettings& settings, const SshOptions& options,
+                Clock::time_point deadline)
+      : driver_(driver), settings_(settings), endpoint_(settings.endpoint), options_(options), deadline_(deadline) {}
 
   asio::awaitable<void> authenticate() {
     if (auto explicit_key = explicit_key_text()) {
@@ -199,13 +251,36 @@ class Authenticator {
       tried_.push_back(info_suffix(*explicit_key));
       throw_failed();
     }
-    if (options_.use_agent) {
+    // ssh_config's IdentityFile keys first: the user chose them for this host.
+    const bool by_config = co_await try_files(settings_.identity_files, true);
+    if (by_config) co_return;
+    if (settings_.use_agent) {
       const bool accepted = co_await try_agent();
       if (accepted) co_return;
     }
-    for (const auto& path : default_key_files(options_)) {
+    const bool by_default = co_await try_files(settings_.default_key_files, false);
+    if (by_default) co_return;
+    throw_failed();
+  }
+
+ private:
+  std::optional<KeyText> explicit_key_text() const {
+    if (options_.private_key_pem) return KeyText{*options_.private_key_pem, "private_key_pem"};
+    const auto& path = settings_.explicit_key_file;
+    if (!path) return std::nullopt;
+    auto content = read_text_file(*path);
+    if (content.error != 0) throw_unusable(path->string(), fmt::format("it cannot be read: {}", std::strerror(content.error)));
+    return KeyText{std::move(content.text), path->string()};
+  }
+
+  // Tries each key file in order; a missing one is skipped (named when ssh_config names it).
+  asio::awaitable<bool> try_files(const std::vector<fs::path>& files, bool named_in_config) {
+    for (const auto& path : files) {
       auto content = read_text_file(path);
-      if (content.error == ENOENT) continue;
+      if (content.error == ENOENT) {
+        if (named_in_config) tried_.push_back(fmt::format("{} (ssh_config IdentityFile: no such file)", path.string()));
+        continue;
+      }
       if (content.error != 0) {
         tried_.push_back(fmt::format("{} (unreadable: {})", path.string(), std::strerror(content.error)));
         continue;
@@ -216,20 +291,10 @@ class Authenticator {
         continue;
       }
       const long rc = co_await try_key(key, std::nullopt);
-      if (rc == 0) co_return;
+      if (rc == 0) co_return true;
       tried_.push_back(rc == LIBSSH2_ERROR_FILE ? fmt::format("{} (libssh2 could not load it)", path.string()) : path.string());
     }
-    throw_failed();
-  }
-
- private:
-  std::optional<KeyText> explicit_key_text() const {
-    if (options_.private_key_pem) return KeyText{*options_.private_key_pem, "private_key_pem"};
-    const auto path = explicit_key_file(options_);
-    if (!path) return std::nullopt;
-    auto content = read_text_file(*path);
-    if (content.error != 0) throw_unusable(path->string(), fmt::format("it cannot be read: {}", std::strerror(content.error)));
-    return KeyText{std::move(content.text), path->string()};
+    co_return false;
   }
 
   asio::awaitable<long> try_key(const KeyText& key, const std::optional<std::string>& passphrase) {
@@ -294,13 +359,14 @@ class Authenticator {
   [[noreturn]] void throw_failed() const {
     std::string list;
     for (const auto& attempt : tried_) list += (list.empty() ? "" : "; ") + attempt;
-    if (list.empty()) list = "no key (no explicit key, no agent, no default key file)";
+    if (list.empty()) list = "no key (no explicit key, no ssh_config IdentityFile, no agent, no default key file)";
     throw SshAuthenticationError(
         fmt::format("SSH: {}@{}:{} accepted none of the keys tried: {}", endpoint_.user, endpoint_.host, endpoint_.port, list),
         tried_);
   }
 
   SessionDriver& driver_;
+  const ConnectionSettings& settings_;
   const Endpoint& endpoint_;
   const SshOptions& options_;
   Clock::time_point deadline_;
@@ -309,9 +375,10 @@ class Authenticator {
 
 }  // namespace
 
-asio::awaitable<std::shared_ptr<Connection>> Connection::open(Endpoint endpoint, SshOptions options) {
-  if (endpoint.user.empty()) throw std::invalid_argument("SSH: the endpoint names no user");
+asio::awaitable<std::shared_ptr<Connection>> Connection::open(Endpoint given, SshOptions options) {
   if (options.max_sessions == 0) throw std::invalid_argument("SSH: max_sessions must be at least 1");
+  const auto settings = connection_settings(given, options);
+  Endpoint endpoint = settings.endpoint;
   const auto where = fmt::format("{}@{}:{}", endpoint.user, endpoint.host, endpoint.port);
   auto socket = co_await connect_socket(endpoint, options, where);
   const int fd = socket.native_handle();
@@ -333,8 +400,8 @@ asio::awaitable<std::shared_ptr<Connection>> Connection::open(Endpoint endpoint,
     if (key == nullptr) throw ConnectionError(fmt::format("SSH: {} sent no host key", where), false);
     const std::string blob(key, length);
     const auto fingerprint = sha256_fingerprint(blob);
-    verify_host_key(endpoint, options, blob, fingerprint);
-    Authenticator authenticator(*driver, endpoint, options, Clock::now() + options.auth_timeout);
+    verify_host_key(endpoint, settings, options, blob, fingerprint);
+    Authenticator authenticator(*driver, settings, options, Clock::now() + options.auth_timeout);
     co_await authenticator.authenticate();
     connection = std::make_shared<Connection>(driver, std::move(endpoint), std::move(options), fingerprint);
   } catch (...) {

@@ -1,9 +1,16 @@
 #include "ssh/key_sources.hpp"
 
+#include <glob.h>
 #include <pwd.h>
 #include <unistd.h>
 
+#include <array>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <sstream>
 #include <system_error>
 
 namespace exedev::ssh {
@@ -17,6 +24,77 @@ const char* set_variable(const char* name) {
   return value != nullptr && *value != '\0' ? value : nullptr;
 }
 
+std::optional<fs::path> path_variable(const char* name) {
+  if (const char* value = set_variable(name)) return fs::path(value);
+  return std::nullopt;
+}
+
+// The effective user's login name: its passwd entry, else what the session says.
+std::string local_user() {
+  if (const passwd* entry = ::getpwuid(::geteuid()); entry != nullptr && entry->pw_name != nullptr) return entry->pw_name;
+  for (const char* name : {"LOGNAME", "USER"}) {
+    if (const char* value = set_variable(name)) return value;
+  }
+  return std::to_string(::geteuid());
+}
+
+std::string local_host_name() {
+  std::array<char, 256> name{};
+  if (::gethostname(name.data(), name.size() - 1) != 0) return "localhost";
+  return name.data();
+}
+
+ConfigText read_config_text(const fs::path& path) {
+  ConfigText file{path.string(), {}, std::nullopt};
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    file.problem = std::strerror(errno != 0 ? errno : ENOENT);
+    return file;
+  }
+  std::ostringstream content;
+  content << in.rdbuf();
+  file.text = content.str();
+  return file;
+}
+
+std::vector<ConfigText> read_included(const std::string& pattern) {
+  std::vector<ConfigText> files;
+  glob_t matches{};
+  // glob(3) returns the names sorted, as OpenSSH reads them.
+  if (::glob(pattern.c_str(), 0, nullptr, &matches) == 0) {
+    for (std::size_t i = 0; i < matches.gl_pathc; ++i) files.push_back(read_config_text(matches.gl_pathv[i]));
+  }
+  ::globfree(&matches);
+  return files;
+}
+
+SshConfig read_ssh_config(const std::string& host, const SshOptions& options, const fs::path& home) {
+  if (!options.use_config) return {};
+  const fs::path path = options.config_file.empty() ? home / ".ssh" / "config" : options.config_file;
+  std::error_code ignored;
+  if (!fs::exists(path, ignored)) return {};
+  return resolve_ssh_config(read_config_text(path), host, home, read_included);
+}
+
+ConnectionSettings settings_telling(const Endpoint& endpoint, const SshOptions& options,
+                                    const std::function<void(std::string_view)>& warn) {
+  const LocalFacts local{home_directory(), local_user(), local_host_name(), path_variable("EXE_SSH_KEY"),
+                         path_variable("EXE_SSH_KNOWN_HOSTS")};
+  const auto config = read_ssh_config(endpoint.host, options, local.home);
+  if (warn) {
+    for (const auto& note : config.notes) warn(note);
+  }
+  return settle_connection(endpoint, options, config, local);
+}
+
+bool any_exists(const std::vector<fs::path>& files) {
+  std::error_code ignored;
+  for (const auto& file : files) {
+    if (fs::exists(file, ignored)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 fs::path home_directory() {
@@ -25,26 +103,18 @@ fs::path home_directory() {
   return "/";
 }
 
-std::vector<fs::path> default_key_files(const SshOptions& options) {
-  if (!options.default_key_files.empty()) return options.default_key_files;
-  const auto ssh_dir = home_directory() / ".ssh";
-  return {ssh_dir / "id_ed25519", ssh_dir / "id_rsa"};
+ConnectionSettings connection_settings(const Endpoint& endpoint, const SshOptions& options) {
+  return settings_telling(endpoint, options, options.on_warning);
 }
 
-std::optional<fs::path> explicit_key_file(const SshOptions& options) {
-  if (options.private_key_file) return options.private_key_file;
-  if (const char* path = set_variable("EXE_SSH_KEY")) return fs::path(path);
-  return std::nullopt;
-}
-
-std::optional<std::string> missing_credentials(const SshOptions& options) {
-  if (options.private_key_pem || explicit_key_file(options)) return std::nullopt;
-  if (options.use_agent && set_variable("SSH_AUTH_SOCK")) return std::nullopt;
-  std::error_code ignored;
-  for (const auto& file : default_key_files(options)) {
-    if (fs::exists(file, ignored)) return std::nullopt;
-  }
-  return "no SSH key: none in SshOptions or EXE_SSH_KEY, no ssh-agent (SSH_AUTH_SOCK) and no default key file";
+std::optional<std::string> missing_credentials(const Endpoint& endpoint, const SshOptions& options) {
+  // Silent: Connection::open reads the same files again and tells what it skipped.
+  const auto settings = settings_telling(endpoint, options, nullptr);
+  if (options.private_key_pem || settings.explicit_key_file) return std::nullopt;
+  if (settings.use_agent && set_variable("SSH_AUTH_SOCK")) return std::nullopt;
+  if (any_exists(settings.identity_files) || any_exists(settings.default_key_files)) return std::nullopt;
+  return "no SSH key: none in SshOptions or EXE_SSH_KEY, no ssh-agent (SSH_AUTH_SOCK), no ssh_config IdentityFile and no "
+         "default key file";
 }
 
 }  // namespace exedev::ssh

@@ -1,10 +1,13 @@
 #include "ssh/known_hosts.hpp"
 
 #include "common/base64.hpp"
+#include "ssh/patterns.hpp"
 
 #include <fmt/format.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+
+#include <arpa/inet.h>
 
 #include <algorithm>
 #include <array>
@@ -43,24 +46,6 @@ std::vector<std::string_view> fields_of(std::string_view line) {
     at = end == std::string_view::npos ? line.size() : end;
   }
   return fields;
-}
-
-// OpenSSH's match_pattern: `*` any run, `?` one character.
-bool wildcard_match(std::string_view text, std::string_view pattern) {
-  std::size_t t = 0, p = 0, star = std::string_view::npos, star_text = 0;
-  while (t < text.size()) {
-    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
-      ++t, ++p;
-    } else if (p < pattern.size() && pattern[p] == '*') {
-      star = p++, star_text = t;
-    } else if (star != std::string_view::npos) {
-      p = star + 1, t = ++star_text;
-    } else {
-      return false;
-    }
-  }
-  while (p < pattern.size() && pattern[p] == '*') ++p;
-  return p == pattern.size();
 }
 
 // A hashed host field: |1|salt|hash, both base64.
@@ -113,8 +98,8 @@ std::string hashed_host_name(std::string_view name, std::string_view salt) {
   return fmt::format("|1|{}|{}", detail::base64_encode(salt), detail::base64_encode(hmac_sha1(salt, name)));
 }
 
-std::variant<std::vector<KnownHostEntry>, KnownHostsParseError> parse_known_hosts(std::string_view text) {
-  std::vector<KnownHostEntry> entries;
+KnownHostsFile parse_known_hosts(std::string_view text) {
+  KnownHostsFile file;
   std::size_t line_number = 0;
   while (!text.empty()) {
     ++line_number;
@@ -124,55 +109,72 @@ std::variant<std::vector<KnownHostEntry>, KnownHostsParseError> parse_known_host
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     auto fields = fields_of(line);
     if (fields.empty() || fields.front().starts_with('#')) continue;
+    // A line that does not parse is skipped, as OpenSSH does; its reason never quotes it.
+    const auto skip = [&](std::string reason) { file.malformed.push_back({line_number, std::move(reason)}); };
     KnownHostEntry entry;
     entry.line = line_number;
     if (fields.front().starts_with('@')) {
-      if (fields.front() == "@revoked") entry.marker = KnownHostEntry::Marker::revoked;
-      else if (fields.front() == "@cert-authority") entry.marker = KnownHostEntry::Marker::cert_authority;
-      else return KnownHostsParseError{line_number, fmt::format("unknown marker \"{}\"", fields.front())};
+      if (fields.front() == "@revoked") {
+        entry.marker = KnownHostEntry::Marker::revoked;
+      } else if (fields.front() == "@cert-authority") {
+        entry.marker = KnownHostEntry::Marker::cert_authority;
+      } else {
+        skip("an unknown marker");
+        continue;
+      }
       fields.erase(fields.begin());
     }
     if (fields.size() < 3) {
-      return KnownHostsParseError{line_number, "expected a host list, a key type and a base64 key"};
+      skip("expected a host list, a key type and a base64 key");
+      continue;
     }
     entry.hosts = std::string(fields[0]);
     if (entry.hosts.starts_with('|') && !parse_hashed(entry.hosts)) {
-      return KnownHostsParseError{line_number, "malformed hashed host name (expected |1|<salt>|<hash>)"};
+      skip("a malformed hashed host name (expected |1|<salt>|<hash>)");
+      continue;
     }
     entry.key_type = std::string(fields[1]);
     auto blob = detail::base64_decode(fields[2]);
-    if (!blob) return KnownHostsParseError{line_number, "the key is not valid base64"};
+    if (!blob) {
+      skip("the key is not valid base64");
+      continue;
+    }
     const auto blob_type = key_type_of_blob(*blob);
-    if (!blob_type) return KnownHostsParseError{line_number, "the key is too short to be an SSH public key"};
+    if (!blob_type) {
+      skip("the key is too short to be an SSH public key");
+      continue;
+    }
     // A certificate authority line names its key's own type; other lines must agree with the blob.
     if (*blob_type != entry.key_type) {
-      return KnownHostsParseError{line_number,
-                                  fmt::format("the key type \"{}\" differs from the key's own \"{}\"", entry.key_type, *blob_type)};
+      skip("the key type differs from the type the key names");
+      continue;
     }
     entry.key_blob = std::move(*blob);
-    entries.push_back(std::move(entry));
+    file.entries.push_back(std::move(entry));
   }
-  return entries;
+  return file;
+}
+
+bool KnownHostsFile::uses_hashed_names() const {
+  return std::any_of(entries.begin(), entries.end(), [](const KnownHostEntry& entry) { return entry.hosts.starts_with("|1|"); });
+}
+
+std::string malformed_lines_warning(std::string_view file_name, const std::vector<MalformedLine>& malformed) {
+  if (malformed.empty()) return {};
+  constexpr std::size_t kNamed = 5;
+  std::string lines;
+  for (std::size_t i = 0; i < malformed.size() && i < kNamed; ++i) {
+    lines += fmt::format("{}line {} ({})", i == 0 ? "" : ", ", malformed[i].line, malformed[i].reason);
+  }
+  if (malformed.size() > kNamed) lines += fmt::format(" and {} more", malformed.size() - kNamed);
+  return fmt::format("SSH: known_hosts file {}: {} line{} that do{} not parse skipped, as OpenSSH does: {}", file_name,
+                     malformed.size(), malformed.size() == 1 ? "" : "s", malformed.size() == 1 ? "es" : "", lines);
 }
 
 bool entry_names_host(const KnownHostEntry& entry, std::string_view name) {
   const std::string host = lowercase(name);
   if (const auto hashed = parse_hashed(entry.hosts)) return hmac_sha1(hashed->salt, host) == hashed->hash;
-  bool matched = false;
-  std::string_view patterns = entry.hosts;
-  while (true) {
-    const auto comma = patterns.find(',');
-    std::string_view pattern = patterns.substr(0, comma);
-    const bool negated = pattern.starts_with('!');
-    if (negated) pattern.remove_prefix(1);
-    if (wildcard_match(host, lowercase(pattern))) {
-      if (negated) return false;
-      matched = true;
-    }
-    if (comma == std::string_view::npos) break;
-    patterns.remove_prefix(comma + 1);
-  }
-  return matched;
+  return match_pattern_list(host, entry.hosts);
 }
 
 HostKeyVerdict check_host_key(const std::vector<KnownHostEntry>& entries, std::string_view name, std::string_view key_blob) {
@@ -180,12 +182,16 @@ HostKeyVerdict check_host_key(const std::vector<KnownHostEntry>& entries, std::s
   HostKeyVerdict verdict;
   bool known = false;
   for (const auto& entry : entries) {
+    if (!entry_names_host(entry, name)) continue;
     if (entry.marker == KnownHostEntry::Marker::revoked) {
-      if (entry.key_blob == key_blob) return HostKeyVerdict{HostKeyVerdict::Status::revoked, std::nullopt, entry.line};
+      if (entry.key_blob == key_blob) return HostKeyVerdict{HostKeyVerdict::Status::revoked, std::nullopt, entry.line, 0};
       continue;
     }
-    if (entry.marker == KnownHostEntry::Marker::cert_authority || entry.key_type != type) continue;
-    if (!entry_names_host(entry, name)) continue;
+    if (entry.marker == KnownHostEntry::Marker::cert_authority) {
+      if (verdict.cert_authority_line == 0) verdict.cert_authority_line = entry.line;
+      continue;
+    }
+    if (entry.key_type != type) continue;
     if (entry.key_blob == key_blob) {
       known = true;
     } else if (!verdict.recorded_blob) {
@@ -195,13 +201,33 @@ HostKeyVerdict check_host_key(const std::vector<KnownHostEntry>& entries, std::s
   }
   // A host may have several keys of one type recorded (OpenSSH accepts any of them); only when
   // none is the offered one has the key changed.
-  if (known) return HostKeyVerdict{HostKeyVerdict::Status::known, std::nullopt, 0};
+  if (known) return HostKeyVerdict{HostKeyVerdict::Status::known, std::nullopt, 0, 0};
   verdict.status = verdict.recorded_blob ? HostKeyVerdict::Status::changed : HostKeyVerdict::Status::unknown;
   return verdict;
 }
 
 std::string known_hosts_line(std::string_view name, std::string_view key_blob) {
   return fmt::format("{} {} {}\n", name, key_type_of_blob(key_blob).value_or(""), detail::base64_encode(key_blob));
+}
+
+std::string domain_host_pattern(std::string_view host, std::uint16_t port) {
+  const std::string name = lowercase(host);
+  std::array<unsigned char, 16> address{};
+  const bool is_address = ::inet_pton(AF_INET, name.c_str(), address.data()) == 1 ||
+                          ::inet_pton(AF_INET6, name.c_str(), address.data()) == 1;
+  // At least three labels, so that the pattern never covers a whole top-level domain
+  // (`exe.dev` is recorded as itself, not as `*.dev`).
+  if (is_address || std::count(name.begin(), name.end(), '.') < 2) return known_hosts_name(name, port);
+  return known_hosts_name("*" + name.substr(name.find('.')), port);
+}
+
+std::optional<std::string> line_to_record(const KnownHostsFile& file, std::string_view host, std::uint16_t port,
+                                          std::string_view key_blob, std::string_view salt) {
+  const auto name = known_hosts_name(host, port);
+  if (check_host_key(file.entries, name, key_blob).status == HostKeyVerdict::Status::known) return std::nullopt;
+  // A hash holds one name, never a pattern: a hashed file gets the exact name.
+  if (file.uses_hashed_names()) return known_hosts_line(hashed_host_name(name, salt), key_blob);
+  return known_hosts_line(domain_host_pattern(host, port), key_blob);
 }
 
 }  // namespace exedev::ssh

@@ -8,7 +8,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <variant>
 #include <vector>
 
 namespace exedev::ssh {
@@ -35,14 +34,26 @@ struct KnownHostEntry {
   std::size_t line = 0;  ///< 1-based
 };
 
-struct KnownHostsParseError {
+/// A line that does not parse: skipped, as OpenSSH skips it. The reason never quotes the line.
+struct MalformedLine {
   std::size_t line = 0;  ///< 1-based
   std::string reason;
 };
 
-/// Parses a known_hosts file's text. Comments and blank lines are skipped; the first line that
-/// does not parse is returned as the error.
-[[nodiscard]] std::variant<std::vector<KnownHostEntry>, KnownHostsParseError> parse_known_hosts(std::string_view text);
+struct KnownHostsFile {
+  std::vector<KnownHostEntry> entries;
+  std::vector<MalformedLine> malformed;
+  /// Some line names its host hashed (`|1|…`): the user hashes names (HashKnownHosts).
+  [[nodiscard]] bool uses_hashed_names() const;
+};
+
+/// Parses a known_hosts file's text. Comments and blank lines are skipped; a line that does not
+/// parse is skipped and listed in `malformed`; the rest of the file is used.
+[[nodiscard]] KnownHostsFile parse_known_hosts(std::string_view text);
+
+/// The one warning about a file's malformed lines (line numbers and reasons, never content), or
+/// empty when there are none.
+[[nodiscard]] std::string malformed_lines_warning(std::string_view file_name, const std::vector<MalformedLine>& malformed);
 
 /// Whether `entry` names `name` (known_hosts_name() of the host): a hashed name, or a comma list
 /// of patterns with `*` and `?` wildcards, where a matching `!pattern` excludes the host.
@@ -59,15 +70,34 @@ struct HostKeyVerdict {
   Status status = Status::unknown;
   /// The recorded key of the same type (for `changed`), and its line.
   std::optional<std::string> recorded_blob;
-  std::size_t recorded_line = 0;
+  std::size_t recorded_line = 0;  ///< also the @revoked line, for `revoked`
+  /// The first @cert-authority line naming the host (0: none). Host certificates are not checked
+  /// (libssh2 1.10 negotiates no RSA or Ed25519 certificate, and exe.dev's proxy has an RSA key),
+  /// so such a line never makes a key known; it is reported so that a refusal can say which
+  /// plain key line to add.
+  std::size_t cert_authority_line = 0;
 };
 
-/// @cert-authority lines are skipped (host certificates are not used); @revoked lines refuse the
-/// key whatever host they name.
+/// Only lines naming the host count: a @revoked line refuses the key for the hosts it names, a
+/// @cert-authority line is reported (cert_authority_line), never matched against the key.
 [[nodiscard]] HostKeyVerdict check_host_key(const std::vector<KnownHostEntry>& entries, std::string_view name,
                                             std::string_view key_blob);
 
 /// The line recording a new key: "<name> <type> <base64 blob>\n".
 [[nodiscard]] std::string known_hosts_line(std::string_view name, std::string_view key_blob);
+
+/// The host field accept_new records for `host`: every exe.dev VM is reached through one SSH
+/// proxy with one host key, so one line covers the host's domain, `*.exe.xyz` for `a.exe.xyz`
+/// (`[*.exe.xyz]:2222` on another port than 22). An IP address, or a name of fewer than three
+/// labels (`exe.dev`, `localhost`), is recorded as itself.
+[[nodiscard]] std::string domain_host_pattern(std::string_view host, std::uint16_t port);
+
+/// What accept_new appends for a key offered by `host`:`port` to a file whose current content is
+/// `file`: nothing when a line already names the host with that key (another connection
+/// recorded it meanwhile), else the domain_host_pattern() line, or, when the file uses hashed
+/// names, the hashed exact name made with `salt` (a hash cannot hold a pattern).
+[[nodiscard]] std::optional<std::string> line_to_record(const KnownHostsFile& file, std::string_view host,
+                                                        std::uint16_t port, std::string_view key_blob,
+                                                        std::string_view salt);
 
 }  // namespace exedev::ssh

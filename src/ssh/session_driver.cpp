@@ -2,6 +2,7 @@
 
 #include "ssh/ssh_errors.hpp"
 #include "common/coroutines.hpp"
+#include "common/inert_text.hpp"
 
 #include <exedev/errors.hpp>
 
@@ -130,7 +131,9 @@ std::string SessionDriver::last_error_message() const {
   char* message = nullptr;
   int length = 0;
   ::libssh2_session_last_error(session_, &message, &length, 0);
-  return message != nullptr && length > 0 ? std::string(message, static_cast<std::size_t>(length)) : std::string("no detail");
+  // Inert: a message libssh2 records may quote what the server sent.
+  return message != nullptr && length > 0 ? exedev::detail::inert_text(std::string_view(message, static_cast<std::size_t>(length)))
+                                          : std::string("no detail");
 }
 
 long SessionDriver::attempt(std::uint64_t ticket, const std::function<long()>& fn) {

@@ -1,5 +1,6 @@
 // Sftp: files over the connection's one SFTP session.
 #include "common/coroutines.hpp"
+#include "common/inert_text.hpp"
 #include "common/shell_quote.hpp"
 #include "ssh/connection.hpp"
 #include "ssh/session_driver.hpp"
@@ -8,6 +9,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -19,6 +21,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <filesystem>
 #include <sys/stat.h>
 
@@ -26,6 +29,7 @@ namespace exedev::ssh {
 
 namespace asio = boost::asio;
 namespace fs = std::filesystem;
+using namespace asio::experimental::awaitable_operators;
 using Call = SessionDriver::Call;
 
 namespace {
@@ -41,6 +45,10 @@ constexpr std::size_t write_window = 2 * 1024 * 1024;
 // Larger writes go in two halves, over the connection's two SFTP sessions when it has both:
 // each half then takes half the round trips sshd's window costs.
 constexpr std::size_t split_above = 2 * write_window;
+// How long the command that unblocks a FIFO's open may take.
+constexpr auto kUnblockBound = std::chrono::seconds(10);
+// Output of the mv or ln a rename or symlink runs on an exec channel, at most.
+constexpr std::size_t kMostToolOutputBytes = 64 * 1024;
 // A write's open: created if missing, emptied if not.
 constexpr unsigned long truncating = LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_TRUNC;
 
@@ -65,15 +73,17 @@ bool SftpAttributes::is_regular() const noexcept { return S_ISREG(mode); }
 Sftp::Sftp(std::shared_ptr<SessionDriver> driver, LIBSSH2_SFTP* sftp, std::weak_ptr<Connection> connection)
     : driver_(std::move(driver)), sftp_(sftp), connection_(std::move(connection)) {}
 
-asio::awaitable<long> Sftp::call(const char* what, bool mutating, std::function<long()> fn) {
+asio::awaitable<long> Sftp::call(const char* what, bool mutating, std::function<long()> fn, Clock::time_point deadline) {
   // libssh2 keeps one state per SFTP request kind in the SFTP session, so one call at a time,
   // each run to its end; a cancellation takes effect between calls.
-  const Call call{what, false, mutating};
+  Call call{what, false, mutating};
+  call.deadline = deadline;
   while (busy_) {
-    co_await idle_.wait();
+    co_await idle_.wait_until(deadline);
     // The state named first: GCC 12 mishandles a throw's temporaries in a statement that awaits.
     const auto cancellation = co_await asio::this_coro::cancellation_state;
     if (exedev::detail::was_cancelled(cancellation)) exedev::detail::throw_cancelled();
+    if (busy_ && Clock::now() >= deadline) throw_past_deadline(what);
   }
   driver_->throw_if_dropped(call);
   if (shut_down_) {
@@ -89,8 +99,22 @@ asio::awaitable<long> Sftp::call(const char* what, bool mutating, std::function<
   }
   busy_ = false;
   idle_.notify();
+  if (failure && !driver_->dropped() && Clock::now() >= deadline) {
+    // The call was abandoned half-way (a server that does not answer: sftp-server blocked in the
+    // open of a FIFO, say): libssh2's state for its request kind is lost, so this session takes
+    // no more calls. The connection opens a new one for the next caller.
+    shut_down_ = true;
+    if (auto connection = connection_.lock()) connection->retire_sftp(shared_from_this());
+    throw_past_deadline(what);
+  }
   if (failure) std::rethrow_exception(failure);
   co_return rc;
+}
+
+void Sftp::throw_past_deadline(const char* what) {
+  throw ConnectionError(fmt::format("SSH: SFTP {} on {} passed the operation's deadline (SshOptions::file_operation_timeout)",
+                                    what, driver_->where()),
+                        false, std::make_error_code(std::errc::timed_out));
 }
 
 void Sftp::throw_error(long rc, const char* what, bool mutating, const std::string& path, std::errc refined) {
@@ -127,14 +151,15 @@ asio::awaitable<std::errc> Sftp::refine_failure(long rc, const std::string& path
   co_return std::errc::io_error;
 }
 
-asio::awaitable<LIBSSH2_SFTP_HANDLE*> Sftp::open_handle(const std::string& path, unsigned long flags, long mode, int type) {
+asio::awaitable<LIBSSH2_SFTP_HANDLE*> Sftp::open_handle(const std::string& path, unsigned long flags, long mode, int type,
+                                                        Clock::time_point deadline) {
   LIBSSH2_SFTP_HANDLE* handle = nullptr;
   const bool mutating = (flags & LIBSSH2_FXF_WRITE) != 0;
   const char* what = type == LIBSSH2_SFTP_OPENDIR ? "opendir" : "open";
   const long rc = co_await call(what, mutating, [&] {
     handle = ::libssh2_sftp_open_ex(sftp_, path.data(), length_of(path), flags, mode, type);
     return handle != nullptr ? 0L : static_cast<long>(::libssh2_session_last_errno(driver_->session()));
-  });
+  }, deadline);
   if (handle == nullptr) throw_error(rc, what, mutating, path);
   co_return handle;
 }
@@ -144,19 +169,52 @@ asio::awaitable<void> Sftp::close_handle(LIBSSH2_SFTP_HANDLE* handle) {
   co_await call("close", false, [&] { return static_cast<long>(::libssh2_sftp_close_handle(handle)); });
 }
 
-asio::awaitable<std::string> Sftp::read_file(std::string path) {
+asio::awaitable<std::string> Sftp::read_file(std::string path, std::uint64_t size, Clock::time_point deadline) {
   auto self = shared_from_this();
-  LIBSSH2_SFTP_HANDLE* handle = co_await open_handle(path, LIBSSH2_FXF_READ, 0, LIBSSH2_SFTP_OPENFILE);
+  LIBSSH2_SFTP_HANDLE* handle = nullptr;
+  std::exception_ptr open_failure;
+  try {
+    handle = co_await open_handle(path, LIBSSH2_FXF_READ, 0, LIBSSH2_SFTP_OPENFILE, deadline);
+  } catch (...) {
+    open_failure = std::current_exception();
+  }
+  if (open_failure) {
+    // An open that passed the deadline is most likely sftp-server blocked on a FIFO swapped in
+    // for the file: a writer of our own lets that open return, so the server does not stay
+    // stuck on the VM (best effort).
+    if (shut_down_) {
+      try {
+        co_await run_command_within("test -p " + exedev::detail::sh_single_quote(path) + " && : 3<> " +
+                                        exedev::detail::sh_single_quote(path),
+                                    kUnblockBound);
+      } catch (...) {
+      }
+    }
+    std::rethrow_exception(open_failure);
+  }
   std::string content;
   std::exception_ptr failure;
   try {
-    // No fstat first (a round trip): OpenSSH opens a directory and refuses its read with a bare
-    // FAILURE, which the path's type then explains.
+    // What was opened, not what the path was a moment ago: a file swapped for /dev/zero (or a
+    // link to it) is refused here, before a byte is read.
+    LIBSSH2_SFTP_ATTRIBUTES raw{};
+    const long stat_rc = co_await call("fstat", false, [&] {
+      return static_cast<long>(::libssh2_sftp_fstat_ex(handle, &raw, 0));
+    }, deadline);
+    if (stat_rc != 0) throw_error(stat_rc, "fstat", false, path);
+    const auto opened = attributes_of(raw);
+    if ((raw.flags & LIBSSH2_SFTP_ATTR_PERMISSIONS) == 0 || !opened.is_regular()) {
+      throw fs::filesystem_error("SFTP read", fs::path(path),
+                                 std::make_error_code(opened.is_dir() ? std::errc::is_a_directory : std::errc::operation_not_supported));
+    }
+    // At most one byte past `size`: more says the file changed, and nothing grows past it.
+    const std::uint64_t most = size == std::numeric_limits<std::uint64_t>::max() ? size : size + 1;
     std::string buffer(read_buffer, '\0');
-    while (true) {
+    while (content.size() < most) {
+      const auto ask = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), most - content.size()));
       const long n = co_await call("read", false, [&] {
-        return static_cast<long>(::libssh2_sftp_read(handle, buffer.data(), buffer.size()));
-      });
+        return static_cast<long>(::libssh2_sftp_read(handle, buffer.data(), ask));
+      }, deadline);
       if (n == 0) break;
       if (n > 0) {
         content.append(buffer.data(), static_cast<std::size_t>(n));
@@ -188,14 +246,14 @@ void Sftp::close_handle_in_background(LIBSSH2_SFTP_HANDLE* handle) {
   asio::co_spawn(driver_->executor(), closing(shared_from_this(), handle), asio::detached);
 }
 
-asio::awaitable<void> Sftp::write_file(std::string path, std::string_view data, std::uint32_t mode) {
+asio::awaitable<void> Sftp::write_file(std::string path, std::string_view data, std::uint32_t mode, Clock::time_point deadline) {
   auto self = shared_from_this();
   std::shared_ptr<Sftp> lane;
   if (data.size() > split_above) {
     if (auto connection = connection_.lock()) lane = connection->upload_lane();
   }
   if (!lane) {
-    co_await write_whole(std::move(path), data, mode);
+    co_await write_whole(std::move(path), data, mode, deadline);
     co_return;
   }
   // Both handles in one round trip, either may create the file but only the near one truncates
@@ -203,8 +261,9 @@ asio::awaitable<void> Sftp::write_file(std::string path, std::string_view data, 
   // half goes on its own session.
   const auto executor = co_await asio::this_coro::executor;
   auto opening = asio::experimental::make_parallel_group(
-      asio::co_spawn(executor, open_handle(path, truncating, file_mode_of(mode), LIBSSH2_SFTP_OPENFILE), asio::deferred),
-      asio::co_spawn(executor, lane->open_handle(path, LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT, file_mode_of(mode), LIBSSH2_SFTP_OPENFILE),
+      asio::co_spawn(executor, open_handle(path, truncating, file_mode_of(mode), LIBSSH2_SFTP_OPENFILE, deadline), asio::deferred),
+      asio::co_spawn(executor,
+                     lane->open_handle(path, LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT, file_mode_of(mode), LIBSSH2_SFTP_OPENFILE, deadline),
                      asio::deferred));
   auto opened = co_await opening.async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
   LIBSSH2_SFTP_HANDLE* near = std::get<2>(opened);
@@ -214,7 +273,7 @@ asio::awaitable<void> Sftp::write_file(std::string path, std::string_view data, 
     // The second session broke (its sftp-server gone): it is let go, and the whole file goes
     // on this one.
     if (auto connection = connection_.lock()) connection->retire_upload_lane(lane);
-    co_await write_through(near, std::move(path), data, 0);
+    co_await write_through(near, std::move(path), data, 0, deadline);
     co_return;
   }
   if (open_errors[0] || open_errors[1]) {
@@ -224,8 +283,8 @@ asio::awaitable<void> Sftp::write_file(std::string path, std::string_view data, 
   }
   const auto half = data.size() / 2;
   auto writing = asio::experimental::make_parallel_group(
-      asio::co_spawn(executor, write_through(near, path, data.substr(0, half), 0), asio::deferred),
-      asio::co_spawn(executor, lane->write_through(far, path, data.substr(half), half), asio::deferred));
+      asio::co_spawn(executor, write_through(near, path, data.substr(0, half), 0, deadline), asio::deferred),
+      asio::co_spawn(executor, lane->write_through(far, path, data.substr(half), half, deadline), asio::deferred));
   auto written = co_await writing.async_wait(asio::experimental::wait_for_one_error(), asio::use_awaitable);
   const std::array write_errors{std::get<1>(written), std::get<2>(written)};
   if (!write_errors[0] && !write_errors[1]) co_return;
@@ -233,16 +292,16 @@ asio::awaitable<void> Sftp::write_file(std::string path, std::string_view data, 
   // one, which starts with a truncation.
   if (lane_broke(write_errors[1])) {
     if (auto connection = connection_.lock()) connection->retire_upload_lane(lane);
-    co_await write_whole(std::move(path), data, mode);
+    co_await write_whole(std::move(path), data, mode, deadline);
     co_return;
   }
   exedev::detail::rethrow_first_failure(std::get<0>(written), write_errors);
 }
 
-asio::awaitable<void> Sftp::write_whole(std::string path, std::string_view data, std::uint32_t mode) {
+asio::awaitable<void> Sftp::write_whole(std::string path, std::string_view data, std::uint32_t mode, Clock::time_point deadline) {
   auto self = shared_from_this();
-  LIBSSH2_SFTP_HANDLE* handle = co_await open_handle(path, truncating, file_mode_of(mode), LIBSSH2_SFTP_OPENFILE);
-  co_await write_through(handle, std::move(path), data, 0);
+  LIBSSH2_SFTP_HANDLE* handle = co_await open_handle(path, truncating, file_mode_of(mode), LIBSSH2_SFTP_OPENFILE, deadline);
+  co_await write_through(handle, std::move(path), data, 0, deadline);
 }
 
 bool Sftp::lane_broke(const std::exception_ptr& error) const {
@@ -257,7 +316,7 @@ bool Sftp::lane_broke(const std::exception_ptr& error) const {
 }
 
 asio::awaitable<void> Sftp::write_through(LIBSSH2_SFTP_HANDLE* handle, std::string path, std::string_view data,
-                                          std::uint64_t offset) {
+                                          std::uint64_t offset, Clock::time_point deadline) {
   auto self = shared_from_this();
   std::exception_ptr failure;
   try {
@@ -269,7 +328,7 @@ asio::awaitable<void> Sftp::write_through(LIBSSH2_SFTP_HANDLE* handle, std::stri
       const auto window = std::min(write_window, data.size() - acked);
       const long n = co_await call("write", true, [&] {
         return static_cast<long>(::libssh2_sftp_write(handle, data.data() + acked, window));
-      });
+      }, deadline);
       if (n < 0) throw_error(n, "write", true, path);
       acked += static_cast<std::size_t>(n);
     }
@@ -440,6 +499,18 @@ asio::awaitable<void> Sftp::symlink(std::string target, std::string link_path) {
                        "symlink", link_path);
 }
 
+asio::awaitable<void> Sftp::run_command_within(std::string command, std::chrono::steady_clock::duration bound) {
+  auto connection = connection_.lock();
+  if (!connection) co_return;
+  ExecRequest request;
+  request.command = std::move(command);
+  request.max_output_bytes = kMostToolOutputBytes;
+  auto running = connection->exec(std::move(request));
+  auto bounding = exedev::detail::sleep_for(bound);
+  auto racing = std::move(running) || std::move(bounding);
+  (void)co_await std::move(racing);
+}
+
 asio::awaitable<void> Sftp::run_command(std::string tool, std::string arguments, const char* what, std::string path) {
   auto connection = connection_.lock();
   if (!connection) {
@@ -450,6 +521,8 @@ asio::awaitable<void> Sftp::run_command(std::string tool, std::string arguments,
   ExecRequest request;
   // The C locale, so that the tool's message is the English one read below.
   request.command = fmt::format("LC_ALL=C {} {}", tool, arguments);
+  // mv and ln say a line at most: a VM that floods the channel gets it closed.
+  request.max_output_bytes = kMostToolOutputBytes;
   const auto result = co_await connection->exec(std::move(request));
   if (result.exit_code == 0) co_return;
   // The tool's own line ("ln: …", "mv: …"): a login shell may print other lines first.
@@ -467,7 +540,8 @@ asio::awaitable<void> Sftp::run_command(std::string tool, std::string arguments,
                          : message.find("Permission denied") != std::string_view::npos ? std::errc::permission_denied
                          : message.find("Not a directory") != std::string_view::npos   ? std::errc::not_a_directory
                                                                                        : std::errc::io_error;
-  const std::string first_line(message.substr(0, message.find('\n')));
+  // The VM's text: inert in the message.
+  const std::string first_line = exedev::detail::inert_text(message.substr(0, message.find('\n')));
   throw fs::filesystem_error(fmt::format("SFTP {} ({})", what, first_line), fs::path(path), std::make_error_code(code));
 }
 

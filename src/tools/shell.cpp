@@ -1,6 +1,7 @@
 #include <exedev/tools/shell.hpp>
 
 #include "common/coroutines.hpp"
+#include "common/inert_text.hpp"
 #include "common/random_ids.hpp"
 #include "tools/arguments.hpp"
 #include "tools/content_hash.hpp"
@@ -523,9 +524,10 @@ Task<std::optional<detail::JobReport>> Shell::State::job_report(std::string comm
   if (result->exit_code == detail::kJobUnknown) co_return std::nullopt;
   auto report = result->exit_code == 0 ? detail::parse_job_report(result->stdout_text) : std::nullopt;
   if (!report) {
-    auto message = ws::detail::strip(result->stderr_text);
-    throw ws::WorkspaceError(message.empty() ? "Unable to read background command " + python_repr(command_id) + "."
-                                             : message);
+    const auto message = ws::detail::strip(result->stderr_text);
+    throw ws::WorkspaceScriptError(message.empty() ? "Unable to read background command " + python_repr(command_id) + "."
+                                                   : exedev::detail::inert_text(message),
+                                   PartialOutput{result->stdout_text, result->stderr_text});
   }
   co_return report;
 }

@@ -3,6 +3,7 @@
 #include "common/backoff.hpp"
 #include "common/base64.hpp"
 #include "common/coroutines.hpp"
+#include "common/inert_text.hpp"
 #include "tools/outcome.hpp"
 #include "tools/text.hpp"
 #include "workspace/shell_filesystem.hpp"
@@ -77,8 +78,8 @@ Task<Job> Job::launch(std::shared_ptr<ws::Workspace> workspace, LaunchRequest re
   }
   const auto handle = parse_handle(result.stdout_text);
   if (result.exit_code != 0 || !handle) {
-    auto detail = strip(result.stderr_text);
-    if (detail.empty()) detail = "launcher output " + python_repr(strip(result.stdout_text));
+    auto detail = exedev::detail::inert_text(strip(result.stderr_text));
+    if (detail.empty()) detail = "launcher output " + exedev::detail::inert_text(python_repr(strip(result.stdout_text)));
     throw ModelRetry("Shell supervisor exited with " + std::to_string(result.exit_code) + ": " + detail);
   }
   co_return Job(std::move(workspace), std::move(request.directory), *handle, request.combined);
@@ -145,9 +146,12 @@ Task<std::uint64_t> Job::size(std::string path) {
   const bool digits = !count.empty() && std::all_of(count.begin(), count.end(), [](unsigned char c) {
     return std::isdigit(c) != 0;
   });
-  if (result.exit_code != 0 || !digits) {
-    auto message = strip(result.stderr_text);
-    throw ws::WorkspaceError(message.empty() ? "Unable to size job log " + python_repr(path) + "." : message);
+  // At most 19 digits: every such number fits 64 bits (std::stoull never throws).
+  if (result.exit_code != 0 || !digits || count.size() > 19) {
+    const auto message = strip(result.stderr_text);
+    throw ws::WorkspaceScriptError(message.empty() ? "Unable to size job log " + python_repr(path) + "."
+                                                   : exedev::detail::inert_text(message),
+                                   PartialOutput{result.stdout_text, result.stderr_text});
   }
   co_return std::stoull(count);
 }
@@ -160,8 +164,10 @@ Task<std::string> Job::read(std::string path, std::uint64_t offset, std::uint64_
   std::optional<std::string> bytes;
   if (result.exit_code == 0) bytes = exedev::detail::base64_decode(result.stdout_text);
   if (!bytes) {
-    auto message = strip(result.stderr_text);
-    throw ws::WorkspaceError(message.empty() ? "Unable to read job log " + python_repr(path) + "." : message);
+    const auto message = strip(result.stderr_text);
+    throw ws::WorkspaceScriptError(message.empty() ? "Unable to read job log " + python_repr(path) + "."
+                                                   : exedev::detail::inert_text(message),
+                                   PartialOutput{result.stdout_text, result.stderr_text});
   }
   co_return std::move(*bytes);
 }
@@ -172,9 +178,9 @@ Task<bool> Job::send(std::string signal) {
   const auto result = co_await workspace_->run(std::move(command), control_options());
   if (result.exit_code == 0) co_return true;
   if (lowercase(result.stderr_text).find("no such process") != std::string::npos) co_return false;
-  auto message = strip(result.stderr_text);
+  auto message = exedev::detail::inert_text(strip(result.stderr_text));
   if (message.empty()) message = "Unable to send SIG" + signal + " to job " + std::to_string(handle_.pid) + ".";
-  throw ws::WorkspaceError(message);
+  throw ws::WorkspaceScriptError(message, PartialOutput{result.stdout_text, result.stderr_text});
 }
 
 Task<void> Job::kill() {

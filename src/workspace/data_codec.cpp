@@ -5,8 +5,10 @@
 #include <boost/crc.hpp>
 
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
 
 namespace exedev::workspace::detail {
@@ -24,6 +26,8 @@ constexpr std::size_t kSliceBytes = kCompressionSampleBytes / kSampleSlices;
 // The gzip member's fixed header: magic, deflate, no flags, no time, no extra flags, Unix.
 constexpr std::array<unsigned char, 10> kGzipHeader = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3};
 constexpr std::size_t kGzipTrailerBytes = 8;  // CRC-32 and length, little-endian
+// How much the output of an inflate grows at a time.
+constexpr std::size_t kInflateStepBytes = 1024 * 1024;
 // RFC 1952 header flags.
 constexpr unsigned kFlagHeaderCrc = 2, kFlagExtra = 4, kFlagName = 8, kFlagComment = 16, kFlagsReserved = 0xe0;
 
@@ -106,9 +110,11 @@ std::optional<std::string> gzip_decompress(std::string_view member, std::size_t 
   const auto start = deflate_start(member);
   if (!start) return std::nullopt;
   const std::size_t deflated = member.size() - *start - kGzipTrailerBytes;
-  // One byte more than expected, so that a longer stream shows itself instead of stopping at
-  // the limit.
-  std::string out(expected + 1, '\0');
+  // Up to one byte more than expected, so that a longer stream shows itself instead of stopping
+  // at the limit. `expected` may be a size the other end claimed: the output grows with what
+  // inflates, a step at a time, never allocated ahead.
+  const std::size_t most = expected + (expected < std::numeric_limits<std::size_t>::max() ? 1 : 0);
+  std::string out;
   zlib::inflate_stream stream;
   stream.reset(kWindowBits);
   zlib::z_params zs;
@@ -116,16 +122,22 @@ std::optional<std::string> gzip_decompress(std::string_view member, std::size_t 
   // The trailer is offered too: Beast's inflate reads up to 4 bytes ahead of the final code and
   // only reports the end once it has them. Where the deflate data really ended is worked out below.
   zs.avail_in = deflated + kGzipTrailerBytes;
-  zs.next_out = out.data();
-  zs.avail_out = out.size();
   for (;;) {
+    if (zs.avail_out == 0 && out.size() < most) {
+      const std::size_t used = out.size();
+      out.resize(used + std::min(kInflateStepBytes, most - used));
+      zs.next_out = out.data() + used;
+      zs.avail_out = out.size() - used;
+    }
     const auto in_before = zs.avail_in;
     const auto out_before = zs.avail_out;
     boost::system::error_code ec;
     stream.write(zs, zlib::Flush::none, ec);
     if (is(ec, zlib::error::end_of_stream)) break;
     if (ec && !is(ec, zlib::error::need_buffers)) return std::nullopt;  // damaged
-    if (zs.avail_in == in_before && zs.avail_out == out_before) return std::nullopt;  // cut, or too long
+    const bool room_left = zs.avail_out > 0 || out.size() < most;
+    if (zs.avail_in == in_before && zs.avail_out == out_before && room_left) return std::nullopt;  // cut
+    if (!room_left) return std::nullopt;  // longer than expected
   }
   // The deflate data must end exactly where the trailer begins. At the end, data_type holds
   // the bits read ahead and not used (below 64: Beast's bit buffer has 32).

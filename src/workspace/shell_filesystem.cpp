@@ -13,7 +13,9 @@
 
 #include "common/base64.hpp"
 #include "common/coroutines.hpp"
+#include "common/inert_text.hpp"
 #include "common/random_ids.hpp"
+#include "common/script_path.hpp"
 #include "workspace/data_codec.hpp"
 #include "workspace/shield.hpp"
 
@@ -40,7 +42,7 @@ ShellFilesystem::ShellFilesystem(std::shared_ptr<WorkspaceBackend> backend, Supp
 Task<CommandResult> ShellFilesystem::sh(std::string script, std::vector<std::string> args, bool idempotent) {
   if (scripts_) co_return co_await scripts_->run_script(std::move(script), std::move(args), idempotent, {});
   // No timeout: a file operation's duration is the transport's business.
-  std::string line;
+  std::string line(exedev::detail::script_path_line);
   if (!args.empty()) {
     line = "set --";
     for (const auto& arg : args) line += " " + shell_quote(arg);
@@ -143,6 +145,10 @@ Task<Bytes> ShellFilesystem::read_bytes(std::string path) {
     co_await read_page(read_first_page_script(path, page, limits_.compress, transfer_open, limits_.raw_read_bytes), decoder,
                        path, "read");
     bool damaged = false;
+    if (decoder.size() && *decoder.size() > limits_.max_read_bytes) {
+      throw WorkspaceLimitError(fmt::format("the file '{}' ({} bytes)", path, *decoder.size()), limits_.max_read_bytes,
+                                "ShellFilesystemLimits::max_read_bytes");
+    }
     try {
       // The same size twice means the file did not change: the output itself was damaged.
       if (decoder.size()) {
@@ -154,7 +160,7 @@ Task<Bytes> ShellFilesystem::read_bytes(std::string path) {
       if (data.size() < size) {
         const bool by_transfer = co_await transfers(size - data.size());
         if (by_transfer) {
-          data = co_await transfer_->download(path);
+          data = co_await transfer_->download(path, size);
           damaged = data.size() != size;  // it changed since the first page: read it again
         } else {
           const std::size_t next_page = data.empty() ? 0 : 1;
@@ -173,11 +179,11 @@ Task<Bytes> ShellFilesystem::read_bytes(std::string path) {
 }
 
 Task<void> ShellFilesystem::write_block(std::string temp, std::string block, std::size_t block_bytes,
-                                        std::size_t index, std::string destination) {
+                                        std::size_t index, std::string path) {
   std::vector<std::string> args;
   args.push_back(std::move(block));
   const auto result = co_await sh(write_block_script(temp, block_bytes, index), std::move(args), true);
-  co_await check(result, destination, false);
+  co_await check(result, path, false);
 }
 
 Task<bool> ShellFilesystem::write_chunked(std::string path, std::string temp_name, std::string encoded,
@@ -196,7 +202,8 @@ Task<bool> ShellFilesystem::write_chunked(std::string path, std::string temp_nam
     using Op = decltype(boost::asio::co_spawn(executor, write_block({}, {}, 0, 0, {}), boost::asio::deferred));
     std::vector<Op> ops;
     for (std::size_t index = first; index < last; ++index) {
-      auto writing = write_block(temp, encoded.substr(index * chunk, chunk), block_bytes, index, destination);
+      // Errors name the caller's path: `destination` is the environment's answer.
+      auto writing = write_block(temp, encoded.substr(index * chunk, chunk), block_bytes, index, path);
       ops.push_back(boost::asio::co_spawn(executor, std::move(writing), boost::asio::deferred));
     }
     auto group = boost::asio::experimental::make_parallel_group(std::move(ops));
@@ -206,7 +213,7 @@ Task<bool> ShellFilesystem::write_chunked(std::string path, std::string temp_nam
   const auto committed = co_await sh(commit_script(shell_quote(destination), shell_quote(temp),
                                                    shell_quote(temp + ".decoded"), verify));
   if (committed.exit_code == kShortWrite) throw DamagedWriteError(path);
-  co_await check(committed, destination, false);
+  co_await check(committed, path, false);
   co_return true;
 }
 
@@ -288,7 +295,7 @@ Task<void> ShellFilesystem::write_transferred(std::string path, std::string temp
   const auto committed = co_await sh(commit_script(shell_quote(destination), shell_quote(temp),
                                                    shell_quote(temp + ".decoded"), verify));
   if (committed.exit_code == kShortWrite) throw DamagedWriteError(path);
-  co_await check(committed, destination, false);
+  co_await check(committed, path, false);
 }
 
 std::optional<std::string> ShellFilesystem::compressed_payload(const Bytes& data) const {
@@ -371,6 +378,11 @@ Task<std::vector<FileEntry>> ShellFilesystem::list_dir(std::string path) {
   }
   co_await check(result, path, false);
   if (!out.paged) co_return parse_listing_records(out.records, path);
+  if (out.size > limits_.max_listing_bytes) {
+    EXEDEV_AWAIT_DESPITE_CANCELLATION(cleanup_error, cleanup(remove_files_script(leftovers)));
+    throw WorkspaceLimitError(fmt::format("the listing of '{}' ({} bytes)", path, out.size), limits_.max_listing_bytes,
+                              "ShellFilesystemLimits::max_listing_bytes");
+  }
   std::string records;
   try {
     records = co_await read_pages(word, out.size, path, "listing", {}, 0);
@@ -399,11 +411,11 @@ Task<bool> ShellFilesystem::exists(std::string path) {
   if (result.exit_code == 0) co_return true;
   if (result.exit_code == 1) co_return false;
   // A broken transport (ssh's 255, a missing `test`'s 127) must never read as "absent".
-  auto message = strip(result.stderr_text);
-  if (message.empty()) {
-    message = fmt::format("could not check whether '{}' exists (exit code {})", path, result.exit_code);
-  }
-  throw WorkspaceError(message);
+  const auto reason = strip(result.stderr_text);
+  const auto message = reason.empty()
+                           ? fmt::format("could not check whether '{}' exists (exit code {})", path, result.exit_code)
+                           : exedev::detail::inert_text(reason);
+  throw WorkspaceScriptError(message, PartialOutput{result.stdout_text, result.stderr_text});
 }
 
 Task<std::string> ShellFilesystem::realpath(std::string path) {

@@ -277,7 +277,7 @@ class ShellFilesystem final : public SupportsFilesystem, public SupportsRealpath
   Task<std::pair<CommandResult, std::exception_ptr>> begin_beside_upload(std::string script, std::string early_temp,
                                                                         std::string_view data);
   Task<void> write_block(std::string temp, std::string block, std::size_t block_bytes, std::size_t index,
-                         std::string destination);
+                         std::string path);
   Task<void> cleanup(std::string script);
 
   std::shared_ptr<WorkspaceBackend> backend_;

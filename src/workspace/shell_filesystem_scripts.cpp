@@ -10,6 +10,7 @@
 #include <exedev/workspace/workspace.hpp>
 
 #include "common/base64.hpp"
+#include "common/inert_text.hpp"
 #include "workspace/data_codec.hpp"
 
 namespace exedev::workspace::detail {
@@ -494,9 +495,11 @@ void raise_for_private_status(const CommandResult& result, const std::string& pa
 }
 
 void raise_operation_failed(const CommandResult& result, const std::string& path) {
-  auto message = strip(result.stderr_text);
-  if (message.empty()) message = fmt::format("shell filesystem operation failed for '{}'", path);
-  throw WorkspaceError(message);
+  const auto reason = strip(result.stderr_text);
+  // The environment's stderr: inert in the message, as it came in the payload.
+  const auto message = reason.empty() ? fmt::format("shell filesystem operation failed for '{}'", path)
+                                      : exedev::detail::inert_text(reason);
+  throw WorkspaceScriptError(message, PartialOutput{result.stdout_text, result.stderr_text});
 }
 
 }  // namespace exedev::workspace::detail

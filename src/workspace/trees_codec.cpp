@@ -5,6 +5,8 @@
 #include <deque>
 #include <stdexcept>
 
+#include <exedev/workspace/errors.hpp>
+
 namespace exedev::workspace::detail {
 
 namespace {
@@ -207,6 +209,12 @@ std::vector<std::string> TreeFilter::prunable_names() const {
     if (!pattern.anchored && pattern.glob.find("**") == std::string::npos) names.push_back(pattern.glob);
   }
   return names;
+}
+
+void restrict_modes(TreeManifest& manifest, std::uint32_t allowed) {
+  for (auto& [path, entry] : manifest) {
+    if (entry.type != TreeEntryType::symlink) entry.mode &= allowed & 0777;
+  }
 }
 
 void apply_filter(TreeManifest& manifest, const TreeFilter& filter) {
@@ -433,17 +441,17 @@ std::vector<TarMember> read_tar(std::string_view archive) {
   bool has_long_size = false;
   std::size_t at = 0;
   for (;;) {
-    if (archive.size() - at < kBlock) throw std::runtime_error("the tar archive is cut short");
+    if (archive.size() - at < kBlock) throw WorkspaceError("the tree archive is cut short");
     const auto header = archive.substr(at, kBlock);
     if (all_zero(header)) return members;
     unsigned checksum = 0;
     for (std::size_t i = 0; i < kBlock; ++i) checksum += (i >= 148 && i < 156) ? ' ' : static_cast<unsigned char>(header[i]);
-    if (parse_number(header.substr(148, 8)) != checksum) throw std::runtime_error("a tar header's checksum does not match");
+    if (parse_number(header.substr(148, 8)) != checksum) throw WorkspaceError("a tar header of the tree archive has a wrong checksum");
     const char type = header[156];
     std::uint64_t size = parse_number(header.substr(124, 12));
     if (has_long_size && type != 'x' && type != 'g') size = long_size;
     const std::size_t data_at = at + kBlock;
-    if (size > archive.size() - data_at) throw std::runtime_error("the tar archive is cut short");
+    if (size > archive.size() - data_at) throw WorkspaceError("the tree archive is cut short");
     const auto data = archive.substr(data_at, size);
     at = data_at + (size + kBlock - 1) / kBlock * kBlock;
     if (at > archive.size()) at = archive.size();
@@ -455,7 +463,7 @@ std::vector<TarMember> read_tar(std::string_view archive) {
         if (space == std::string_view::npos ||
             std::from_chars(data.data() + r, data.data() + space, length).ptr != data.data() + space || length == 0 ||
             r + length > data.size()) {
-          throw std::runtime_error("a pax header is malformed");
+          throw WorkspaceError("a pax header of the tree archive is malformed");
         }
         const auto record = data.substr(space + 1, r + length - space - 2);
         const auto equals = record.find('=');
@@ -465,7 +473,10 @@ std::vector<TarMember> read_tar(std::string_view archive) {
           if (key == "path") long_path = value;
           if (key == "linkpath") long_link = value;
           if (key == "size") {
-            long_size = std::stoull(value);
+            const auto parsed = std::from_chars(value.data(), value.data() + value.size(), long_size);
+            if (value.empty() || parsed.ec != std::errc() || parsed.ptr != value.data() + value.size()) {
+              throw WorkspaceError("a pax header of the tree archive has a size that is not a number");
+            }
             has_long_size = true;
           }
         }
@@ -499,7 +510,24 @@ std::vector<TarMember> read_tar(std::string_view archive) {
         break;
       case '5': member.type = TreeEntryType::directory; break;
       case '2': member.type = TreeEntryType::symlink; break;
-      default: throw std::runtime_error(std::string("a tar member has a type this transfer does not carry: ") + type);
+      case '1': {
+        // A hard link: a copy of the file it names, which must come earlier in the archive.
+        std::string linked = member.target;
+        while (linked.substr(0, 2) == "./") linked.erase(0, 2);
+        const auto earlier = std::find_if(members.begin(), members.end(), [&](const TarMember& m) {
+          return m.type == TreeEntryType::file && m.path == linked;
+        });
+        if (earlier == members.end()) throw WorkspaceError("a hard link in the tree archive names no file before it");
+        member.type = TreeEntryType::file;
+        member.data = earlier->data;
+        member.target.clear();
+        break;
+      }
+      default: {
+        // The type byte is the archive's: shown as a number, never as a raw byte.
+        throw WorkspaceError("a tar member has a type this transfer does not carry (type byte " +
+                             std::to_string(static_cast<unsigned char>(type)) + ")");
+      }
     }
     while (member.path.substr(0, 2) == "./") member.path.erase(0, 2);
     while (!member.path.empty() && member.path.back() == '/') member.path.pop_back();

@@ -57,6 +57,11 @@ class TreeFilter {
 /// crosses it, and `**/` also matches nothing).
 [[nodiscard]] bool glob_match(std::string_view pattern, std::string_view text);
 
+/// Keeps of every file's and directory's mode only the permission bits (0777) that `allowed` has:
+/// never set-user-id, set-group-id or sticky. What a download applies to what the environment
+/// listed (the umask's complement, or 0777), before it compares or writes anything.
+void restrict_modes(TreeManifest& manifest, std::uint32_t allowed);
+
 /// Drops from `manifest` what `filter` excludes, and the contents of excluded directories.
 void apply_filter(TreeManifest& manifest, const TreeFilter& filter);
 
@@ -116,8 +121,10 @@ struct TarMember {
 };
 
 /// The members of a complete tar archive (ustar, pax `x` and GNU `L`/`K` long names; pax `g`
-/// headers ignored). Throws std::runtime_error for a damaged archive (checksum, truncation) or
-/// a member type other than a file, directory or symlink (hard links, devices).
+/// headers ignored). A hard link to a file earlier in the archive is a file member of its own
+/// with that file's data (a copy). Throws WorkspaceError for a damaged archive (checksum,
+/// truncation, a malformed pax record), a hard link to no earlier file, or a member type other
+/// than a file, directory, symlink or hard link (devices, FIFOs).
 [[nodiscard]] std::vector<TarMember> read_tar(std::string_view archive);
 
 }  // namespace exedev::workspace::detail

@@ -5,10 +5,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <ctime>
 #include <set>
 #include <stdexcept>
 #include <system_error>
+
+#include <exedev/workspace/errors.hpp>
 
 #include "common/random_ids.hpp"
 #include "workspace/data_codec.hpp"
@@ -148,6 +151,22 @@ void remove_entry(const fs::path& path) {
 
 }  // namespace
 
+std::uint32_t process_umask() {
+  // /proc/self/status reads it without changing it (umask(2) can only set it, racing other
+  // threads that create files meanwhile).
+  if (FILE* status = std::fopen("/proc/self/status", "re")) {
+    char line[256];
+    unsigned value = 0;
+    bool found = false;
+    while (!found && std::fgets(line, sizeof line, status) != nullptr) found = std::sscanf(line, "Umask: %o", &value) == 1;
+    std::fclose(status);
+    if (found) return value & 0777;
+  }
+  const mode_t mask = ::umask(022);
+  ::umask(mask);
+  return static_cast<std::uint32_t>(mask) & 0777;
+}
+
 TreeManifest list_local_tree(const fs::path& root, const TreeFilter& filter, std::vector<std::string>& others) {
   TreeManifest manifest;
   struct stat info {};
@@ -180,13 +199,16 @@ std::string pack_local_tree(const fs::path& root, const TreeManifest& manifest, 
 
 void apply_local_tree(const fs::path& destination, const std::vector<std::string>& remove, std::string_view archive,
                       const TreeManifest& expected) {
-  const auto members = read_tar(archive);
-  for (const auto& member : members) {
+  auto members = read_tar(archive);
+  for (auto& member : members) {
     const auto it = expected.find(member.path);
     if (!is_tree_path(member.path) || it == expected.end() || it->second.type != member.type ||
         (member.type == TreeEntryType::symlink && member.target != it->second.target)) {
-      throw std::runtime_error("the tree archive holds a member that was not asked for");
+      throw WorkspaceError("the tree archive holds a member that was not asked for");
     }
+    // The mode is the manifest's (restrict_modes decided it), never the archive's header: only
+    // permission bits, whatever either says.
+    member.mode = it->second.mode & 0777;
   }
   const fs::path parent = destination.parent_path();
   fs::create_directories(parent);
@@ -205,7 +227,7 @@ void apply_local_tree(const fs::path& destination, const std::vector<std::string
       throw_errno(errno, stage, "cannot create directory");
     }
     for (const auto& path : remove) {
-      if (!is_tree_path(path)) throw std::runtime_error("a path to remove is not inside the tree");
+      if (!is_tree_path(path)) throw WorkspaceError("a path to remove is not inside the tree");
       require_plain_parents(stage, path);
       remove_entry(stage / path);
     }
@@ -264,6 +286,7 @@ TreeTransferResult copy_local_tree(const fs::path& from, const fs::path& to, con
   struct stat info {};
   if (::stat(from.c_str(), &info) != 0) throw_errno(errno, from, "cannot read tree");
   TreeManifest source = list_local_tree(from, filter, result.refused);
+  restrict_modes(source, 0777);  // as apply_local_tree writes them
   for (auto& path : drop_escaping_symlinks(source)) result.refused.push_back(std::move(path));
   std::vector<std::string> ignored;
   TreeManifest destination = list_local_tree(to, filter, ignored);

@@ -27,11 +27,15 @@ namespace exedev::workspace::detail {
 /// Makes `destination` the result of removing `remove` from it and extracting `archive` into it:
 /// the work is done in a copy beside it (files hard-linked, so nothing is copied), which then
 /// replaces it by two renames (one when it did not exist; its parents are created). Every member
-/// must be an entry of `expected` with its type (and a symlink its target); a member's path
-/// may not cross a symlink. On any
+/// must be an entry of `expected` with its type (and a symlink its target), and gets the
+/// entry's mode (permission bits only, whatever the archive says); a member's path may not
+/// cross a symlink. On any
 /// failure the copy is removed and `destination` is as it was.
 void apply_local_tree(const std::filesystem::path& destination, const std::vector<std::string>& remove,
                       std::string_view archive, const TreeManifest& expected);
+
+/// This process's umask (permission bits only), read without changing it.
+[[nodiscard]] std::uint32_t process_umask();
 
 /// Counts of a manifest and the refused paths, into a result.
 void count_tree(const TreeManifest& manifest, TreeTransferResult& result);

@@ -66,6 +66,11 @@ struct FileTransferOptions {
   /// The seed's reference design, for comparisons: sequential writes, 64 KiB read pages, no
   /// compression.
   bool reference_mode = false;
+  /// The largest file a read returns and the largest listing a list_dir takes, on either
+  /// transport (ShellFilesystemLimits::max_read_bytes, max_listing_bytes): a size the VM
+  /// reports above them is refused before the data is fetched.
+  std::uint64_t max_read_bytes = 256 * 1024 * 1024;
+  std::uint64_t max_listing_bytes = 64 * 1024 * 1024;
 };
 
 /// How SandboxBackend reaches its VM's shell and files (docs/sandbox.md, "Transports"). VM
@@ -154,7 +159,7 @@ class SandboxBackend final : public workspace::WorkspaceBackend,
   /// True once this backend's SFTP session is open on a connection that stands.
   [[nodiscard]] bool file_transfer_open() const noexcept override;
   workspace::Task<void> upload(std::string path, std::string_view data) override;
-  workspace::Task<workspace::Bytes> download(std::string path) override;
+  workspace::Task<workspace::Bytes> download(std::string path, std::uint64_t size) override;
 
   /// A listener on 127.0.0.1 (a port the system picks) whose connections reach `remote_port` on
   /// the VM ("localhost" as the VM's sshd resolves it), each over a direct-tcpip channel of the

@@ -66,6 +66,12 @@ struct ShellFilesystemLimits {
   /// for a backend whose script output is 8-bit clean and as wide as its output limit (SSH).
   /// Larger files come by SupportsFileTransfer when it is open, else in pages.
   std::size_t raw_read_bytes = 0;
+  /// The largest file read_bytes returns. A larger size reported by the environment is refused
+  /// (WorkspaceLimitError naming max_read_bytes) before the rest of the file is read: the first
+  /// script's page is all that arrives, and no buffer is sized from the report.
+  std::uint64_t max_read_bytes = 256 * 1024 * 1024;
+  /// The largest listing list_dir takes (its records: a name and 2 bytes per entry), likewise.
+  std::uint64_t max_listing_bytes = 64 * 1024 * 1024;
 };
 
 /// Optional command execution. Without it, Workspace::run throws WorkspaceUsageError.
@@ -126,8 +132,11 @@ class SupportsFileTransfer {
   /// missing file is created readable and writable by its owner only, an existing one keeps its
   /// mode. `data` is not copied: it must stay valid until the returned task completes.
   virtual Task<void> upload(std::string path, std::string_view data) = 0;
-  /// The contents of the regular file `path` (absolute).
-  virtual Task<Bytes> download(std::string path) = 0;
+  /// The contents of the regular file `path` (absolute), which the caller found to be `size`
+  /// bytes: at most `size + 1` bytes are read (more means the file changed meanwhile, which the
+  /// caller sees by the length). A path that is no longer a regular file (swapped for a device,
+  /// say) throws filesystem_error(not_a_regular_file) and reads nothing.
+  virtual Task<Bytes> download(std::string path, std::uint64_t size) = 0;
 };
 
 /// Where a confined file operation may act: the target and the boundary its real path must stay
@@ -221,6 +230,15 @@ struct TreeTransferOptions {
   std::vector<std::string> excludes{};
   /// Called as the archive moves, on the caller's executor; must not throw.
   std::function<void(const TreeProgress&)> on_progress{};
+  /// download_tree: files and directories get the permission bits (0777) they have in the
+  /// environment, filtered by this process's umask (as files this process creates are); true
+  /// keeps the environment's permission bits unfiltered. Set-user-id, set-group-id and sticky
+  /// bits never arrive either way (docs/workspace.md, "Trees").
+  bool keep_remote_mode_bits = false;
+  /// download_tree: the largest archive accepted from the environment, compressed and unpacked
+  /// (held in memory here, about twice this at most). Sizes the environment reports above it are
+  /// refused (WorkspaceLimitError naming max_download_bytes) before any of it is fetched.
+  std::uint64_t max_download_bytes = 512 * 1024 * 1024;
   EXEDEV_COAWAIT_GUARD;
 };
 

@@ -9,6 +9,7 @@
 #include <exedev/partial_output.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -44,6 +45,35 @@ class WorkspaceOutputLimitError : public WorkspaceError, public WithPartialOutpu
 
  private:
   std::size_t limit_;
+};
+
+/// A command the workspace ran for one of its own operations (a file operation's script, a
+/// background job's control command) failed and gave its reason on stderr. The environment chose
+/// that text: what() holds it made inert (control characters, escape sequences and invalid
+/// UTF-8 written as `\xNN`, at most 1 KiB of it); output() holds stdout and stderr as they came.
+class WorkspaceScriptError : public WorkspaceError, public WithPartialOutput {
+ public:
+  WorkspaceScriptError(const std::string& message, PartialOutput output)
+      : WorkspaceError(message), WithPartialOutput(std::move(output)) {}
+};
+
+/// More data than a documented limit allows: a file, listing or tree archive the environment
+/// reported (or sent) larger than the option `option()` permits (`limit()` bytes). Nothing was
+/// returned or changed; raising the option accepts it.
+class WorkspaceLimitError : public WorkspaceError {
+ public:
+  WorkspaceLimitError(const std::string& what_exceeds, std::uint64_t limit, std::string option)
+      : WorkspaceError(what_exceeds + " is larger than the limit of " + std::to_string(limit) + " bytes (option " + option +
+                       ")"),
+        limit_(limit),
+        option_(std::move(option)) {}
+  [[nodiscard]] std::uint64_t limit() const noexcept { return limit_; }
+  /// The option that sets the limit, e.g. "ShellFilesystemLimits::max_read_bytes".
+  [[nodiscard]] const std::string& option() const noexcept { return option_; }
+
+ private:
+  std::uint64_t limit_;
+  std::string option_;
 };
 
 /// A mutation was refused because the workspace is read-only.

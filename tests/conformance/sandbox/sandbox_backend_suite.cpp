@@ -78,6 +78,7 @@ void configure_transfer(exedev::SandboxBackendOptions& o) {
     o.transport = exedev::Transport::ssh;
     o.ssh.private_key_file = ssh_key().private_key;
     o.ssh.use_agent = false;
+    o.ssh.use_config = false;  // the user's ~/.ssh/config must not change what a test does
     o.ssh.known_hosts_file = emulator().ssh_known_hosts();
     o.ssh.host_key_policy = exedev::HostKeyPolicy::strict;
   } else if (mode != "default") {

@@ -54,6 +54,17 @@ TEST_CASE("typed commands: new, ls, tag, comment, pause, resume, restart, whoami
 
     const auto who = co_await c.whoami();
     CHECK_FALSE(who.email.empty());
+    // account() asks once for every copy of the client, until forgotten.
+    f.emu.clear_commands();
+    const auto first = co_await c.account();
+    Client copy = c;
+    const auto second = co_await copy.account();
+    CHECK(second.email == first.email);
+    CHECK(f.emu.commands().size() == 1);
+    copy.forget_account();
+    const auto third = co_await c.account();
+    CHECK(third.email == first.email);
+    CHECK(f.emu.commands().size() == 2);
 
     const auto taken = co_await f.expect<CommandFailedError>(c.new_vm(o));
     CHECK(taken.status() == 422);

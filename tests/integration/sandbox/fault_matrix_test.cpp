@@ -138,7 +138,7 @@ std::vector<std::string> launched_ids(const std::vector<emu::CommandRecord>& rec
     if (record.command != "ssh") continue;
     for (const auto& word : record.words) {
       const auto at = word.find("echo ");
-      const auto end = word.find("|base64 -d");
+      const auto end = word.find('|', at);
       if (at == std::string::npos || end == std::string::npos) continue;
       const auto script = exedev::detail::base64_decode(word.substr(at + 5, end - at - 5));
       if (!script || script->find("setsid /bin/sh \"$d/run\"") == std::string::npos) continue;

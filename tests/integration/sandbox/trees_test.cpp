@@ -129,6 +129,7 @@ std::shared_ptr<exedev::SandboxBackend> make_backend(Fixture& f, Keys& keys, exe
   o.transport = transport;
   o.ssh.private_key_file = keys.key.private_key;
   o.ssh.use_agent = false;
+  o.ssh.use_config = false;  // the user's ~/.ssh/config must not change what a test does
   o.ssh.known_hosts_file = f.emu().ssh_known_hosts();
   o.ssh.host_key_policy = exedev::HostKeyPolicy::strict;
   return std::make_shared<exedev::SandboxBackend>(o);
@@ -242,7 +243,71 @@ void round_trip(exedev::Transport transport) {
   }, limits(600s));
 }
 
+mode_t umask_now() {
+  const mode_t mask = ::umask(022);
+  ::umask(mask);
+  return mask;
+}
+
+struct stat lstat_of(const fs::path& path) {
+  struct stat info {};
+  REQUIRE(::lstat(path.c_str(), &info) == 0);
+  return info;
+}
+
+// A VM's tree with a set-user-id file, a set-group-id sticky directory and two hard-linked
+// files (the process on the VM runs as this one, root in most containers): the download makes
+// no set-id or sticky entry here, filters the permission bits by the umask (unless asked to
+// keep them), and the hard links arrive as two files.
+void modes_from_the_vm(exedev::Transport transport) {
+  Keys keys;
+  Fixture f(keys.emulator_options());
+  if (f.skip()) return;
+  exedev::testing::run([&](Executor) -> Task<void> {
+    auto backend = make_backend(f, keys, transport);
+    exedev::workspace::Workspace w(backend);
+    CO_CHECK(co_await sh(w, "rm -rf m && mkdir -p m/gs && chmod 3777 m/gs && printf x > m/suid && chmod 4777 m/suid && "
+                            "printf shared > m/a && ln m/a m/b && printf y > m/gs/in && stat -c '%a' m/suid m/gs") ==
+             "4777\n3777\n");
+    TempDir local;
+    const fs::path copy = local.path / "m";
+    const TreeTransferOptions defaults;  // named: GCC 12 and options temporaries in co_await
+    const auto result = co_await w.download_tree("m", copy.string(), defaults);
+    CHECK(result.files == 4);
+    const auto filtered = static_cast<mode_t>(0777 & ~umask_now());
+    for (const auto* name : {"suid", "gs", "gs/in", "a", "b"}) {
+      INFO(name);
+      const auto info = lstat_of(copy / name);
+      CHECK((info.st_mode & (S_ISUID | S_ISGID | S_ISVTX)) == 0);
+      CHECK((info.st_mode & 0777 & ~filtered) == 0);
+    }
+    CHECK((lstat_of(copy / "suid").st_mode & 07777) == filtered);
+    CHECK((lstat_of(copy / "gs").st_mode & 07777) == filtered);
+    CHECK(lstat_of(copy / "a").st_nlink == 1);
+    CHECK(lstat_of(copy / "b").st_nlink == 1);
+    std::ifstream b(copy / "b", std::ios::binary);
+    CHECK(std::string(std::istreambuf_iterator<char>(b), {}) == "shared");
+
+    // Kept as the VM has them, still without set-id or sticky bits.
+    const fs::path kept = local.path / "kept";
+    TreeTransferOptions o;
+    o.keep_remote_mode_bits = true;
+    (void)co_await w.download_tree("m", kept.string(), o);
+    CHECK((lstat_of(kept / "suid").st_mode & 07777) == 0777);
+    CHECK((lstat_of(kept / "gs").st_mode & 07777) == 0777);
+    co_await backend->close();
+  }, limits(300s));
+}
+
 }  // namespace
+
+TEST_CASE("trees from a VM: no set-id or sticky bits, umask applied, hard links as copies, over /exec", "[integration]") {
+  modes_from_the_vm(exedev::Transport::exec);
+}
+
+TEST_CASE("trees from a VM: no set-id or sticky bits, umask applied, hard links as copies, over SSH", "[integration]") {
+  modes_from_the_vm(exedev::Transport::ssh);
+}
 
 TEST_CASE("trees round-trip over /exec", "[integration]") { round_trip(exedev::Transport::exec); }
 

@@ -1,7 +1,7 @@
 #pragma once
 // Shared fixture of the SSH layer's integration tests: a private sshd with exe.dev's VM settings
 // (tests/support/sshd_server.hpp), a known_hosts file that records its key, and options that use
-// only the keys a test names (no agent, no ~/.ssh keys).
+// only the keys a test names (no agent, no ~/.ssh keys, no ~/.ssh/config).
 
 #include "ssh/connection.hpp"
 #include "support/expect_throw.hpp"
@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <exception>
 #include <fstream>
+#include <optional>
 #include <string>
 
 namespace exedev::ssh_test {
@@ -31,9 +32,11 @@ struct Fixture {
 
   [[nodiscard]] ssh::Endpoint endpoint() const { return ssh::Endpoint{"127.0.0.1", server.port(), server.user()}; }
 
-  /// Strict host key check against `known_hosts`, the server's authorized client key.
+  /// Strict host key check against `known_hosts`, the server's authorized client key, no
+  /// ssh_config (the user's own must not change what a test does).
   [[nodiscard]] SshOptions options() const {
     SshOptions o;
+    o.use_config = false;
     o.private_key_file = server.client_key().private_key;
     o.use_agent = false;
     o.default_key_files = {server.directory() / "no-such-key"};
@@ -52,6 +55,27 @@ struct Fixture {
 };
 
 using exedev::testing_support::expect_throw;
+
+// Sets an environment variable for a scope, then puts back what was there.
+class ScopedVariable {
+ public:
+  ScopedVariable(const char* name, const std::optional<std::string>& value) : name_(name) {
+    if (const char* old = std::getenv(name)) saved_ = old;
+    if (value) ::setenv(name, value->c_str(), 1);
+    else ::unsetenv(name);
+  }
+  ~ScopedVariable() {
+    if (saved_) ::setenv(name_, saved_->c_str(), 1);
+    else ::unsetenv(name_);
+  }
+  ScopedVariable(const ScopedVariable&) = delete;
+  ScopedVariable& operator=(const ScopedVariable&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> saved_;
+};
+
 
 inline std::string random_bytes(std::size_t size, unsigned seed) {
   std::string out(size, '\0');

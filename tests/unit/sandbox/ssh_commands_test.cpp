@@ -109,7 +109,7 @@ TEST_CASE("ssh commands: a command runs in the login shell, in its working dir, 
   const auto program = exedev::detail::ssh_command_program("Bm1", "printf '%s|%s' \"$GREETING\" \"$PWD\"; echo oops >&2; exit 3",
                                                            env, std::string("/tmp"));
   const auto run = run_sh(program);
-  CHECK(run.exit_code == 3);
+  CHECK(run.exit_code == exedev::detail::ssh_channel_status(3));  // never 0: the channel's status confirms the marks
   const auto streams = read_streams(run, "Bm1");
   CHECK(streams.out == "it's \"quoted\" $HOME|/tmp");
   CHECK(streams.err == "oops\n");
@@ -121,7 +121,7 @@ TEST_CASE("ssh commands: a command runs in the login shell, in its working dir, 
 
 TEST_CASE("ssh commands: a working dir that does not exist exits 1 without running the command") {
   const auto run = run_sh(exedev::detail::ssh_command_program("Bm2", "echo ran", {}, std::string("/nonexistent/dir")));
-  CHECK(run.exit_code == 1);
+  CHECK(run.exit_code == exedev::detail::ssh_channel_status(1));
   const auto streams = read_streams(run, "Bm2");
   CHECK(streams.out.empty());
   CHECK(streams.out_status == 1);
@@ -129,10 +129,11 @@ TEST_CASE("ssh commands: a working dir that does not exist exits 1 without runni
 
 TEST_CASE("ssh commands: a command's stdin is at EOF and a signal's status is 128+N") {
   const auto eof = run_sh(exedev::detail::ssh_command_program("Bm3", "cat; echo done", {}, std::nullopt));
-  CHECK(eof.exit_code == 0);
+  CHECK(eof.exit_code == exedev::detail::ssh_channel_status(0));
+  CHECK(eof.exit_code != 0);
   CHECK(read_streams(eof, "Bm3").out == "done\n");
   const auto killed = run_sh(exedev::detail::ssh_command_program("Bm4", "sh -c 'kill -s KILL $$'; exit $?", {}, std::nullopt));
-  CHECK(killed.exit_code == 128 + 9);
+  CHECK(exedev::detail::ssh_command_status(killed.exit_code) == 128 + 9);
   CHECK(read_streams(killed, "Bm4").err_status == 128 + 9);
 }
 
@@ -155,6 +156,22 @@ TEST_CASE("ssh commands: output that only looks like the end mark is data, and a
   CHECK(reader.finish() == "Be2");
 }
 
+TEST_CASE("ssh commands: a mark with no status line after it holds nothing back (the reader stays bounded)") {
+  // A process that learnt the boundary prints the mark and then endless bytes with no newline.
+  EndMarkerReader reader("Be4");
+  std::size_t handed_on = 0;
+  handed_on += reader.feed("Be4 x ").size();
+  const std::string flood(64 * 1024, 'y');
+  for (int i = 0; i < 64; ++i) handed_on += reader.feed(flood).size();
+  CHECK_FALSE(reader.exit_code());
+  CHECK(reader.finish().size() < 16);
+  CHECK(handed_on + 16 > 6 + 64 * flood.size());
+  // A real status after a forged mark of that kind is still read.
+  EndMarkerReader again("Be5");
+  CHECK(again.feed("Be5 x 123456789012345\nBe5 x 3\n") == "Be5 x 123456789012345\n");
+  CHECK(again.exit_code() == 3);
+}
+
 TEST_CASE("ssh commands: a line's newline is handed on at once, not held back for the end mark") {
   // Live output: a command that prints a line and then waits must show the whole line.
   EndMarkerReader reader("Be3");
@@ -171,15 +188,20 @@ TEST_CASE("ssh commands: invalid input is refused before anything is sent") {
   bad_env["1X"] = "v";
   CHECK_THROWS_AS(exedev::detail::ssh_command_program("B", "true", bad_env, std::nullopt), std::invalid_argument);
   CHECK_THROWS_AS(exedev::detail::ssh_stop_program(1), std::invalid_argument);
-  CHECK_THROWS_AS(exedev::detail::ssh_script_program("true", {"not base64!"}), std::invalid_argument);
-  CHECK_THROWS_AS(exedev::detail::ssh_script_program(std::string("\0", 1), {}), std::invalid_argument);
+  CHECK_THROWS_AS(exedev::detail::ssh_script_program("B", "true", {"not base64!"}), std::invalid_argument);
+  CHECK_THROWS_AS(exedev::detail::ssh_script_program("B", std::string("\0", 1), {}), std::invalid_argument);
+  CHECK_THROWS_AS(exedev::detail::ssh_script_program("B'", "true", {}), std::invalid_argument);
 }
 
 TEST_CASE("ssh commands: a script gets its arguments and cannot read its own text") {
-  const auto run = run_sh(exedev::detail::ssh_script_program("printf '%s,%s,' \"$1\" \"$2\"; cat; echo end; exit 4",
+  const auto run = run_sh(exedev::detail::ssh_script_program("Bs1", "printf '%s,%s,' \"$1\" \"$2\"; cat; echo end >&2; exit 4",
                                                              {"QUJD", "eA=="}));
   CHECK(run.exit_code == 4);
-  CHECK(run.stdout_bytes == "QUJD,eA==,end\n");
+  CHECK(run.stdout_bytes == "QUJD,eA==,");
+  // The process group's marker comes first on stderr (the stop after a deadline needs it).
+  StartMarkerReader marker("Bs1");
+  CHECK(marker.feed(run.stderr_bytes) == "end\n");
+  CHECK(marker.pgid());
 }
 
 TEST_CASE("ssh commands: the stop program ends at once when the group is gone") {

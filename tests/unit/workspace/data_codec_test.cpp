@@ -86,6 +86,16 @@ TEST_CASE("gzip: a damaged, cut, padded or mislabelled member never gives wrong 
   CHECK_FALSE(detail::gzip_decompress(data, data.size()));
 }
 
+TEST_CASE("gzip: an expected size the other end claimed is never allocated ahead", "[unit][workspace]") {
+  const auto data = text(3 * 1024 * 1024);  // more than one step of the output's growth
+  const auto member = detail::gzip_compress(data);
+  CHECK(detail::gzip_decompress(member, data.size()) == data);
+  // A terabyte claimed for a 3 MiB member: refused, not a bad_alloc (nor a terabyte zero-filled).
+  CHECK_FALSE(detail::gzip_decompress(member, std::size_t{1} << 40));
+  CHECK_FALSE(detail::gzip_decompress(member, ~std::size_t{0}));
+  CHECK(detail::gzip_decompress(detail::gzip_compress(""), 0) == std::string());
+}
+
 TEST_CASE("compression pays for text, never for random bytes", "[unit][workspace]") {
   CHECK(detail::compresses_well(text(8 * 1024 * 1024)));
   CHECK(detail::compresses_well(text(2000)));

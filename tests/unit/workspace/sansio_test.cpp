@@ -175,6 +175,21 @@ TEST_CASE("private exit codes map to path errors", "[unit][workspace]") {
   CHECK_THROWS_WITH(detail::raise_operation_failed(ws::CommandResult{1, "", "  boom \n"}, "/p"), "boom");
   CHECK_THROWS_WITH(detail::raise_operation_failed(ws::CommandResult{1, "", ""}, "/p"),
                     "shell filesystem operation failed for '/p'");
+  // The environment's stderr is inert in what() and as it came in the payload.
+  const std::string hostile = "\x1b]0;owned\x07\x1b[2J" + std::string(100000, 'x');
+  try {
+    detail::raise_operation_failed(ws::CommandResult{1, "out", hostile}, "/p");
+    FAIL("no error");
+  } catch (const ws::WorkspaceScriptError& e) {
+    const std::string what = e.what();
+    CHECK(what.find('\x1b') == std::string::npos);
+    CHECK(what.find('\x07') == std::string::npos);
+    CHECK(what.rfind("\\x1b]0;owned\\x07\\x1b[2J", 0) == 0);
+    CHECK(what.size() < 2048);
+    CHECK(what.find("more bytes)") != std::string::npos);
+    CHECK(e.output().stderr_data == hostile);
+    CHECK(e.output().stdout_data == "out");
+  }
 }
 
 TEST_CASE("scripts quote paths and stay below the per-argument limit", "[unit][workspace]") {

@@ -5,6 +5,8 @@
 
 #include "workspace/trees_codec.hpp"
 
+#include <exedev/workspace/errors.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -180,6 +182,19 @@ TEST_CASE("the tar codec round-trips long names, odd bytes, modes and links", "[
   CHECK(members[5].target == long_target);
 }
 
+namespace {
+// Sets the type (and link name) of the header at `at` and its checksum again.
+void set_type(std::string& archive, std::size_t at, char type, const std::string& link = {}) {
+  archive[at + 156] = type;
+  archive.replace(at + 157, link.size(), link);
+  unsigned sum = 0;
+  for (std::size_t i = 0; i < 512; ++i) sum += (i >= 148 && i < 156) ? ' ' : static_cast<unsigned char>(archive[at + i]);
+  char field[8];
+  std::snprintf(field, sizeof field, "%06o", sum);
+  archive.replace(at + 148, 6, field, 6);
+}
+}  // namespace
+
 TEST_CASE("read_tar refuses damaged and cut archives and other member types", "[unit]") {
   detail::TarWriter writer;
   writer.add_file("a", 0644, "data");
@@ -189,11 +204,56 @@ TEST_CASE("read_tar refuses damaged and cut archives and other member types", "[
   CHECK_THROWS(detail::read_tar(damaged));
   CHECK_THROWS(detail::read_tar(archive.substr(0, 600)));
   auto hard_link = archive;
-  hard_link[156] = '1';
-  unsigned sum = 0;
-  for (std::size_t i = 0; i < 512; ++i) sum += (i >= 148 && i < 156) ? ' ' : static_cast<unsigned char>(hard_link[i]);
-  char field[8];
-  std::snprintf(field, sizeof field, "%06o", sum);
-  hard_link.replace(148, 6, field, 6);
-  CHECK_THROWS_WITH(detail::read_tar(hard_link), Catch::Contains("type"));
+  set_type(hard_link, 0, '1');
+  CHECK_THROWS_AS(detail::read_tar(hard_link), exedev::workspace::WorkspaceError);  // names no earlier file
+  auto device = archive;
+  set_type(device, 0, '3');
+  CHECK_THROWS_WITH(detail::read_tar(device), Catch::Contains("type byte 51"));
+}
+
+TEST_CASE("read_tar: a hard link to an earlier file is a copy of it", "[unit]") {
+  detail::TarWriter writer;
+  writer.add_file("a", 04755, "shared");
+  writer.add_file("b", 0644, "");
+  auto archive = writer.finish();
+  // b becomes GNU tar's hard link to a (type '1', link name "./a").
+  set_type(archive, 1024, '1', "./a");
+  const auto members = detail::read_tar(archive);
+  REQUIRE(members.size() == 2);
+  CHECK(members[1].path == "b");
+  CHECK(members[1].type == TreeEntryType::file);
+  CHECK(members[1].data == "shared");
+  CHECK(members[1].target.empty());
+}
+
+TEST_CASE("read_tar: a pax size that is not a number is the library's error", "[unit]") {
+  detail::TarWriter writer;
+  writer.add_file(std::string(120, 'n'), 0644, "x");  // a pax header for the long name
+  auto archive = writer.finish();
+  const auto at = archive.find("path=");
+  REQUIRE(at != std::string::npos);
+  archive.replace(at, 5, "size=");  // "<len> size=nnn…": not a number
+  CHECK_THROWS_AS(detail::read_tar(archive), exedev::workspace::WorkspaceError);
+  CHECK_THROWS_WITH(detail::read_tar(archive), Catch::Contains("pax header"));
+}
+
+TEST_CASE("restrict_modes keeps permission bits only, within what is allowed", "[unit]") {
+  TreeManifest m;
+  m["setuid"] = file(1, "", 04755);
+  m["setgid-sticky"] = dir(03775);
+  TreeEntry link;
+  link.type = TreeEntryType::symlink;
+  link.mode = 0777;
+  link.target = "setuid";
+  m["link"] = link;
+  auto kept = m;
+  detail::restrict_modes(kept, 0777);
+  CHECK(kept["setuid"].mode == 0755);
+  CHECK(kept["setgid-sticky"].mode == 0775);
+  CHECK(kept["link"].mode == 0777);
+  detail::restrict_modes(m, 0777 & ~0027u);
+  CHECK(m["setuid"].mode == 0750);
+  CHECK(m["setgid-sticky"].mode == 0750);
+  detail::restrict_modes(m, 07777);  // set-id bits are never allowed back
+  CHECK(m["setuid"].mode == 0750);
 }

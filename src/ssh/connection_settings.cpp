@@ -1,0 +1,30 @@
+#include "ssh/connection_settings.hpp"
+
+namespace exedev::ssh {
+
+ConnectionSettings settle_connection(const Endpoint& endpoint, const SshOptions& options, const SshConfig& config,
+                                     const LocalFacts& local) {
+  ConnectionSettings out;
+  out.endpoint.host = config.host_name.value_or(endpoint.host);
+  out.endpoint.port = endpoint.port != 0 ? endpoint.port : config.port.value_or(22);
+  out.endpoint.user = !endpoint.user.empty() ? endpoint.user : config.user.value_or(local.user);
+
+  const PathTokens tokens{local.home, local.user, local.host_name, out.endpoint.host, out.endpoint.user};
+  out.explicit_key_file = options.private_key_file ? options.private_key_file : local.exe_ssh_key;
+  for (const auto& file : config.identity_files) out.identity_files.push_back(expand_config_path(file, tokens));
+  out.use_agent = options.use_agent && !config.identities_only.value_or(false);
+  if (!options.default_key_files.empty()) {
+    out.default_key_files = options.default_key_files;
+  } else if (config.identity_files.empty()) {
+    out.default_key_files = {local.home / ".ssh" / "id_ed25519", local.home / ".ssh" / "id_rsa"};
+  }
+
+  if (!options.known_hosts_file.empty()) out.known_hosts_file = options.known_hosts_file;
+  else if (local.exe_ssh_known_hosts) out.known_hosts_file = *local.exe_ssh_known_hosts;
+  else if (config.user_known_hosts_file) out.known_hosts_file = expand_config_path(*config.user_known_hosts_file, tokens);
+  else out.known_hosts_file = local.home / ".ssh" / "known_hosts";
+  out.host_key_policy = options.host_key_policy.value_or(config.host_key_policy.value_or(HostKeyPolicy::accept_new));
+  return out;
+}
+
+}  // namespace exedev::ssh
