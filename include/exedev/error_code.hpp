@@ -30,6 +30,7 @@ enum class errc {
   ssh_authentication_failed,  ///< SshAuthenticationError: the SSH server accepted none of the keys tried
   ssh_key_unusable,       ///< SshKeyUnusableError: a private key that cannot be used (unreadable, encrypted, unknown type)
   transport_unsupported,  ///< TransportUnsupportedError: the operation needs a channel the backend's transport lacks
+  ssh_misrouted,          ///< SshMisrouteError: an SSH connection landed somewhere other than the VM it names
 };
 
 /// The category of exedev::errc; its name is "exedev".

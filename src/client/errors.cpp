@@ -60,6 +60,7 @@ class ClientCategory final : public std::error_category {
       case errc::ssh_authentication_failed: return "the SSH server accepted none of the keys tried";
       case errc::ssh_key_unusable: return "an SSH private key could not be used";
       case errc::transport_unsupported: return "the transport in use has no channel for the operation";
+      case errc::ssh_misrouted: return "the SSH connection landed somewhere other than the VM it names";
     }
     return "unknown exedev error";
   }
@@ -88,6 +89,8 @@ bool Error::may_have_run() const noexcept {
       return false;  // refused before anything ran (§1.5)
     case errc::host_key_rejected: case errc::ssh_authentication_failed: case errc::ssh_key_unusable:
       return false;  // an SSH connection refused before any command was sent
+    case errc::ssh_misrouted:
+      return false;  // found by the route probe, before any of the caller's work was sent
     case errc::transport_unsupported:
       return false;  // refused before anything was sent
     default:

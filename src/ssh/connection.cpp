@@ -39,8 +39,10 @@ asio::awaitable<void> throw_if_cancelled() {
 
 }  // namespace
 
-Connection::Connection(std::shared_ptr<SessionDriver> driver, Endpoint endpoint, SshOptions options, std::string fingerprint)
-    : driver_(std::move(driver)), endpoint_(std::move(endpoint)), options_(std::move(options)), fingerprint_(std::move(fingerprint)) {}
+Connection::Connection(std::shared_ptr<SessionDriver> driver, Endpoint endpoint, SshOptions options, std::string fingerprint,
+                       std::string user_key_fingerprint)
+    : driver_(std::move(driver)), endpoint_(std::move(endpoint)), options_(std::move(options)), fingerprint_(std::move(fingerprint)),
+      user_key_fingerprint_(std::move(user_key_fingerprint)) {}
 
 Connection::~Connection() { driver_->stop("was closed"); }
 

@@ -39,6 +39,13 @@ struct Endpoint {
   std::string user;  ///< empty: ssh_config's User for the host, else the local login name
 };
 
+/// The SSH keys of the exe.dev account, when known (`whoami`): exe.dev's front lets the first key
+/// a client offers decide where the connection lands (a key the account does not hold lands in
+/// the lobby's registration shell), so only these keys are offered.
+struct AccountKeys {
+  std::vector<std::string> fingerprints;  ///< "SHA256:<base64 without padding>"
+};
+
 struct ExecRequest {
   /// The exec request's command line (sshd runs it with the user's shell -c).
   std::string command;
@@ -86,8 +93,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   /// being made is dropped and operation_aborted thrown. The agent's own unix socket is used
   /// blocking (a local, short exchange per key).
   static Task<std::shared_ptr<Connection>> open(Endpoint endpoint, SshOptions options);
+  /// open(), offering only the keys `account` lists (none known: as open()); a candidate whose
+  /// fingerprint cannot be read without its passphrase is read from the `.pub` file beside it.
+  /// None of them held: SshAuthenticationError naming every key and why it was not offered.
+  static Task<std::shared_ptr<Connection>> open(Endpoint endpoint, SshOptions options, std::optional<AccountKeys> account);
 
-  Connection(std::shared_ptr<SessionDriver> driver, Endpoint endpoint, SshOptions options, std::string fingerprint);
+  Connection(std::shared_ptr<SessionDriver> driver, Endpoint endpoint, SshOptions options, std::string fingerprint,
+             std::string user_key_fingerprint);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -146,6 +158,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   [[nodiscard]] bool is_open() const noexcept;
   /// The server's host key, "SHA256:<base64>".
   [[nodiscard]] const std::string& host_key_fingerprint() const noexcept { return fingerprint_; }
+  /// The key that authenticated, "SHA256:<base64>" (empty when it could not be read).
+  [[nodiscard]] const std::string& user_key_fingerprint() const noexcept { return user_key_fingerprint_; }
   [[nodiscard]] const Endpoint& endpoint() const noexcept { return endpoint_; }
   [[nodiscard]] NegotiatedMethods negotiated_methods() const;
 
@@ -198,6 +212,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Endpoint endpoint_;
   SshOptions options_;
   std::string fingerprint_;
+  std::string user_key_fingerprint_;
   std::size_t open_sessions_ = 0;
   bool opening_channel_ = false;
   int background_tasks_ = 0;  // channel closes and ready-channel openings close() waits for

@@ -7,6 +7,7 @@
 #include "ssh/private_key.hpp"
 #include "ssh/session_driver.hpp"
 #include "ssh/ssh_errors.hpp"
+#include "common/base64.hpp"
 #include "common/coroutines.hpp"
 
 #include <boost/asio/connect.hpp>
@@ -21,6 +22,7 @@
 #include <libssh2.h>
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdlib>
@@ -232,15 +234,24 @@ std::string key_problem(const KeyText& key, bool have_passphrase) {
 class Authenticator {
  public:
   Authenticator(SessionDriver& driver, const ConnectionSettings& settings, const SshOptions& options,
-                Clock::time_point deadline)
-      : driver_(driver), settings_(settings), endpoint_(settings.endpoint), options_(options), deadline_(deadline) {}
+                const std::optional<AccountKeys>& account, Clock::time_point deadline)
+      : driver_(driver), settings_(settings), endpoint_(settings.endpoint), options_(options), account_(account),
+        deadline_(deadline) {}
+
+  /// The key that authenticated, "SHA256:…" (empty when its fingerprint could not be read).
+  [[nodiscard]] const std::string& accepted_fingerprint() const noexcept { return accepted_; }
 
   asio::awaitable<void> authenticate() {
     if (auto explicit_key = explicit_key_text()) {
       const auto problem = key_problem(*explicit_key, options_.passphrase.has_value());
       if (!problem.empty()) throw_unusable(explicit_key->source, problem);
+      const auto fingerprint = fingerprint_of(*explicit_key);
+      if (!admitted(fingerprint, explicit_key->source)) throw_failed();
       const long rc = co_await try_key(*explicit_key, options_.passphrase);
-      if (rc == 0) co_return;
+      if (rc == 0) {
+        accepted_ = fingerprint.value_or("");
+        co_return;
+      }
       // libssh2 says FILE when it cannot load the key (a wrong passphrase, a format it lacks);
       // a key the server refuses is AUTHENTICATION_FAILED or PUBLICKEY_UNVERIFIED.
       if (rc == LIBSSH2_ERROR_FILE) {
@@ -290,8 +301,13 @@ class Authenticator {
         tried_.push_back(fmt::format("{} (skipped: {})", path.string(), problem));
         continue;
       }
+      const auto fingerprint = fingerprint_of(key);
+      if (!admitted(fingerprint, key.source)) continue;
       const long rc = co_await try_key(key, std::nullopt);
-      if (rc == 0) co_return true;
+      if (rc == 0) {
+        accepted_ = fingerprint.value_or("");
+        co_return true;
+      }
       tried_.push_back(rc == LIBSSH2_ERROR_FILE ? fmt::format("{} (libssh2 could not load it)", path.string()) : path.string());
     }
     co_return false;
@@ -337,11 +353,15 @@ class Authenticator {
     while (::libssh2_agent_get_identity(agent, &identity, previous) == 0) {
       previous = identity;
       ++keys;
+      const auto fingerprint = sha256_fingerprint(std::string(reinterpret_cast<const char*>(identity->blob), identity->blob_len));
+      if (!admitted(fingerprint, "agent key")) continue;
       const long rc = co_await driver_.run(
           call, [&] { return static_cast<long>(::libssh2_agent_userauth(agent, user.c_str(), identity)); });
-      if (rc == 0) co_return true;
-      const std::string blob(reinterpret_cast<const char*>(identity->blob), identity->blob_len);
-      tried_.push_back(fmt::format("agent key {}", sha256_fingerprint(blob)));
+      if (rc == 0) {
+        accepted_ = fingerprint;
+        co_return true;
+      }
+      tried_.push_back(fmt::format("agent key {}", fingerprint));
     }
     if (keys == 0) tried_.push_back(fmt::format("agent at {} (no keys)", socket_path));
     co_return false;
@@ -356,10 +376,48 @@ class Authenticator {
     throw SshKeyUnusableError(fmt::format("SSH: the private key {} cannot be used: {}", source, problem), source);
   }
 
+  // The key's fingerprint: from the private key when it carries its public half in the clear,
+  // else from the `.pub` file beside it; nullopt when neither says.
+  static std::optional<std::string> fingerprint_of(const KeyText& key) {
+    if (auto blob = inspect_private_key(key.text).public_blob; !blob.empty()) return sha256_fingerprint(blob);
+    const auto line = read_text_file(key.source + ".pub");
+    if (line.error != 0) return std::nullopt;
+    std::istringstream fields(line.text);
+    std::string type, base64;
+    fields >> type >> base64;
+    const auto blob = detail::base64_decode(base64);
+    if (!blob || key_type_of_blob(*blob) != type) return std::nullopt;
+    return sha256_fingerprint(*blob);
+  }
+
+  // Whether a key may be offered: with the account's keys known, only one of them (exe.dev's
+  // front lets the first key offered decide where the connection lands). A key not offered is
+  // listed with why.
+  bool admitted(const std::optional<std::string>& fingerprint, const std::string& label) {
+    if (!account_) return true;
+    if (!fingerprint) {
+      tried_.push_back(fmt::format("{} (not offered: its fingerprint is unknown, no .pub file beside it)", label));
+      return false;
+    }
+    const auto& held = account_->fingerprints;
+    if (std::find(held.begin(), held.end(), *fingerprint) != held.end()) return true;
+    tried_.push_back(fmt::format("{} {} (not offered: not a key of the exe.dev account)", label, *fingerprint));
+    return false;
+  }
+
   [[noreturn]] void throw_failed() const {
     std::string list;
     for (const auto& attempt : tried_) list += (list.empty() ? "" : "; ") + attempt;
     if (list.empty()) list = "no key (no explicit key, no ssh_config IdentityFile, no agent, no default key file)";
+    if (account_) {
+      throw SshAuthenticationError(
+          fmt::format("SSH: none of the keys tried is registered with the exe.dev account ({} key(s) listed by whoami), "
+                      "and exe.dev lands any other key in its registration shell: {}. Register one with "
+                      "`ssh exe.dev ssh-key add \"$(cat ~/.ssh/id_ed25519.pub)\"` (or Client::exec(\"ssh-key add '<public "
+                      "key>'\")), or name a registered key (SshOptions::private_key_file, ~/.ssh/config IdentityFile)",
+                      account_->fingerprints.size(), list),
+          tried_);
+    }
     throw SshAuthenticationError(
         fmt::format("SSH: {}@{}:{} accepted none of the keys tried: {}", endpoint_.user, endpoint_.host, endpoint_.port, list),
         tried_);
@@ -369,13 +427,20 @@ class Authenticator {
   const ConnectionSettings& settings_;
   const Endpoint& endpoint_;
   const SshOptions& options_;
+  const std::optional<AccountKeys>& account_;
   Clock::time_point deadline_;
   std::vector<std::string> tried_;
+  std::string accepted_;
 };
 
 }  // namespace
 
 asio::awaitable<std::shared_ptr<Connection>> Connection::open(Endpoint given, SshOptions options) {
+  co_return co_await open(std::move(given), std::move(options), std::nullopt);
+}
+
+asio::awaitable<std::shared_ptr<Connection>> Connection::open(Endpoint given, SshOptions options,
+                                                              std::optional<AccountKeys> account) {
   if (options.max_sessions == 0) throw std::invalid_argument("SSH: max_sessions must be at least 1");
   const auto settings = connection_settings(given, options);
   Endpoint endpoint = settings.endpoint;
@@ -401,9 +466,10 @@ asio::awaitable<std::shared_ptr<Connection>> Connection::open(Endpoint given, Ss
     const std::string blob(key, length);
     const auto fingerprint = sha256_fingerprint(blob);
     verify_host_key(endpoint, settings, options, blob, fingerprint);
-    Authenticator authenticator(*driver, settings, options, Clock::now() + options.auth_timeout);
+    Authenticator authenticator(*driver, settings, options, account, Clock::now() + options.auth_timeout);
     co_await authenticator.authenticate();
-    connection = std::make_shared<Connection>(driver, std::move(endpoint), std::move(options), fingerprint);
+    connection = std::make_shared<Connection>(driver, std::move(endpoint), std::move(options), fingerprint,
+                                              authenticator.accepted_fingerprint());
   } catch (...) {
     failure = std::current_exception();
   }

@@ -69,6 +69,7 @@ PrivateKeyInfo inspect_openssh(std::string_view text) {
     return info;
   }
   info.encrypted = *cipher != "none";
+  info.public_blob = std::string(*public_key);
   Reader key_reader(*public_key);
   const auto type = key_reader.string();
   if (!type) {

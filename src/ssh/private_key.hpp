@@ -17,6 +17,9 @@ struct PrivateKeyInfo {
   std::string key_type;
   /// Why the text is not a usable key (a format or type this library cannot use), or empty.
   std::string problem;
+  /// The public key's wire blob when the text carries it in the clear (OpenSSH keys, encrypted
+  /// or not); empty otherwise (PEM and PKCS#8: read the `.pub` file beside it).
+  std::string public_blob;
 };
 
 [[nodiscard]] PrivateKeyInfo inspect_private_key(std::string_view text);

@@ -42,7 +42,7 @@ std::string raw_deflate(std::string_view data, int level) {
   zlib::deflate_stream stream;
   stream.reset(level, kWindowBits, kMemLevel, zlib::Strategy::normal);
   std::string out(stream.upper_bound(data.size()), '\0');
-  zlib::z_params zs;
+  zlib::z_params zs{};  // avail_out and next_out start at zero: the loop allocates the first step
   zs.next_in = data.data();
   zs.avail_in = data.size();
   zs.next_out = out.data();
@@ -117,7 +117,7 @@ std::optional<std::string> gzip_decompress(std::string_view member, std::size_t 
   std::string out;
   zlib::inflate_stream stream;
   stream.reset(kWindowBits);
-  zlib::z_params zs;
+  zlib::z_params zs{};  // avail_out and next_out start at zero: the loop allocates the first step
   zs.next_in = member.data() + *start;
   // The trailer is offered too: Beast's inflate reads up to 4 bytes ahead of the final code and
   // only reports the end once it has them. Where the deflate data really ended is worked out below.

@@ -67,4 +67,24 @@ class SshKeyUnusableError : public SshAuthenticationError {
   std::string source_;
 };
 
+/// An SSH connection authenticated but landed somewhere other than the VM it names: exe.dev's
+/// front lets the key decide, so an unregistered key lands in its registration shell and another
+/// account's key on that account's VM. Found by the route probe before any of the caller's work
+/// ran on the connection (docs/ssh.md, "Landing on the VM it names"). `key_fingerprint()` is the
+/// key that authenticated; `landing()` what the probe saw ("the lobby's registration shell",
+/// "another VM", "a VM without the mark", "an unrecognised answer").
+class SshMisrouteError : public SshAuthenticationError {
+ public:
+  SshMisrouteError(const std::string& message, std::string key_fingerprint, std::string landing)
+      : SshAuthenticationError(errc::ssh_misrouted, message, {}),
+        key_fingerprint_(std::move(key_fingerprint)),
+        landing_(std::move(landing)) {}
+  [[nodiscard]] const std::string& key_fingerprint() const noexcept { return key_fingerprint_; }
+  [[nodiscard]] const std::string& landing() const noexcept { return landing_; }
+
+ private:
+  std::string key_fingerprint_;
+  std::string landing_;
+};
+
 }  // namespace exedev

@@ -295,3 +295,55 @@ TEST_CASE("ssh connect: an unresolvable host, a refused port, a silent port") {
       },
       testing::RunLimits{.deadline = 30s});
 }
+
+TEST_CASE("ssh authentication: with the account's keys known, only they are offered, in order") {
+  // MaxAuthTries 1: like exe.dev's front, the server takes the first key offered, no other.
+  Fixture f("MaxAuthTries 1\n");
+  const auto socket = f.server.directory() / "agent.sock";
+  std::string output;
+  REQUIRE(test_support::run_program({"/usr/bin/ssh-agent", "-a", socket.string()}, &output) == 0);
+  const auto pid_at = output.find("SSH_AGENT_PID=");
+  REQUIRE(pid_at != std::string::npos);
+  const pid_t agent_pid = std::stoi(output.substr(pid_at + 14));
+  ::setenv("SSH_AUTH_SOCK", socket.c_str(), 1);
+  // The agent holds a work key the account does not know, then the account's key.
+  const auto work = test_support::make_key(f.server.directory(), "work_key");
+  f.server.authorize(work);  // the server would take it: only the account's list keeps it out
+  CHECK(test_support::run_program({"/usr/bin/ssh-add", "-q", work.private_key.string()}) == 0);
+  CHECK(test_support::run_program({"/usr/bin/ssh-add", "-q", f.server.client_key().private_key.string()}) == 0);
+  const auto registered = fingerprint_of(f.server.client_key());
+  testing::run([&](auto) -> asio::awaitable<void> {
+    auto options = f.options();
+    options.private_key_file.reset();
+    options.use_agent = true;
+    const ssh::AccountKeys account{{registered}};
+    auto opening = Connection::open(f.endpoint(), options, account);
+    auto connection = co_await std::move(opening);
+    CHECK(connection->user_key_fingerprint() == registered);
+    CO_CHECK(co_await echo(*connection) == "hello\n");
+    co_await connection->close();
+
+    // Without the list the agent's first key gets in.
+    auto unfiltered = Connection::open(f.endpoint(), options);
+    connection = co_await std::move(unfiltered);
+    CHECK(connection->user_key_fingerprint() == fingerprint_of(work));
+    co_await connection->close();
+
+    // A default file that is not the account's is not offered either; an explicit key of
+    // another account fails before anything is offered, naming why.
+    options.use_agent = false;
+    options.default_key_files = {work.private_key, f.server.client_key().private_key};
+    auto from_files = Connection::open(f.endpoint(), options, account);
+    connection = co_await std::move(from_files);
+    CHECK(connection->user_key_fingerprint() == registered);
+    co_await connection->close();
+
+    options.private_key_file = work.private_key;
+    auto explicit_other = Connection::open(f.endpoint(), options, account);
+    const auto e = co_await expect_throw<SshAuthenticationError>(std::move(explicit_other));
+    CHECK_THAT(e.what(), Catch::Contains("not a key of the exe.dev account") && Catch::Contains("ssh-key add") &&
+                             Catch::Contains(fingerprint_of(work)));
+  });
+  ::unsetenv("SSH_AUTH_SOCK");
+  ::kill(agent_pid, SIGTERM);
+}

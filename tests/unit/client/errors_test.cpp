@@ -107,6 +107,7 @@ TEST_CASE("errors: the SSH transport's refusals are neither retryable nor may ha
   const HostKeyError host_key("h", "[vm]:2222", "SHA256:new", std::string("SHA256:old"));
   const SshAuthenticationError auth("a", {"agent key SHA256:x", "/home/u/.ssh/id_ed25519"});
   const SshKeyUnusableError unusable("k", "/keys/id");
+  const SshMisrouteError misrouted("m", "SHA256:key", "the lobby's registration shell");
   const TransportUnsupportedError no_tcp("forwarding port 8000 of VM \"v\"", "exe.dev's /exec API", "no channel for TCP");
   CHECK(no_tcp.code() == errc::transport_unsupported);
   CHECK(no_tcp.transport() == "exe.dev's /exec API");
@@ -114,7 +115,10 @@ TEST_CASE("errors: the SSH transport's refusals are neither retryable nor may ha
   CHECK(host_key.code() == errc::host_key_rejected);
   CHECK(auth.code() == errc::ssh_authentication_failed);
   CHECK(unusable.code() == errc::ssh_key_unusable);
-  for (const Error* e : std::vector<const Error*>{&host_key, &auth, &unusable, &no_tcp}) {
+  CHECK(misrouted.code() == errc::ssh_misrouted);
+  CHECK(misrouted.key_fingerprint() == "SHA256:key");
+  CHECK(misrouted.landing() == "the lobby's registration shell");
+  for (const Error* e : std::vector<const Error*>{&host_key, &auth, &unusable, &misrouted, &no_tcp}) {
     CHECK(e->code().category() == client_category());
     CHECK_FALSE(e->is_retryable());
     CHECK_FALSE(e->may_have_run());
@@ -166,13 +170,13 @@ TEST_CASE("errors: a 429 keeps the Retry-After it came with") {
 TEST_CASE("errors: the category names every code, and codes are distinct") {
   CHECK(std::string(client_category().name()) == "exedev");
   std::set<std::string> messages;
-  for (int value = static_cast<int>(errc::bad_request); value <= static_cast<int>(errc::ssh_key_unusable); ++value) {
+  for (int value = static_cast<int>(errc::bad_request); value <= static_cast<int>(errc::ssh_misrouted); ++value) {
     const std::error_code code = make_error_code(static_cast<errc>(value));
     CHECK(code);
     CHECK(code.message() != "unknown exedev error");
     messages.insert(code.message());
   }
-  CHECK(messages.size() == static_cast<std::size_t>(errc::ssh_key_unusable));
+  CHECK(messages.size() == static_cast<std::size_t>(errc::ssh_misrouted));
   CHECK(std::error_code(999, client_category()).message() == "unknown exedev error");
   CHECK(std::error_code(errc::rate_limited) != std::error_code(errc::server_error));
 }
