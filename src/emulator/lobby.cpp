@@ -45,7 +45,7 @@ Lobby::Lobby(LobbyConfig config, const VmHost& host, const std::optional<std::st
 
 Lobby::~Lobby() = default;
 
-HostPlan Lobby::startup_plan() const { return {SaveState{state_text()}, SaveAuthorizedKeys{authorized_keys()}}; }
+HostPlan Lobby::startup_plan() const { return {SaveState{state_text(), ssh_landing_table()}}; }
 
 void Lobby::adopt(StoredState stored) {
   vms_ = std::move(stored.vms);
@@ -67,7 +67,7 @@ HostPlan Lobby::take_plan() {
   HostPlan taken = std::move(planned_);
   planned_.clear();
   // The state as it is after the change, saved after the change's other host work.
-  if (persist_) taken.emplace_back(SaveState{state_text()});
+  if (persist_) taken.emplace_back(SaveState{state_text(), ssh_landing_table()});
   persist_ = false;
   return taken;
 }
@@ -162,16 +162,6 @@ HostPlan Lobby::kill_all_processes() const {
 bool Lobby::vm_current(const std::string& vm_id, std::uint64_t generation) const {
   return std::any_of(vms_.begin(), vms_.end(),
                      [&](const auto& entry) { return entry.second.id == vm_id && entry.second.generation == generation; });
-}
-
-std::optional<SshRoute> Lobby::ssh_route(const std::string& vm_id, WallTime now) const {
-  for (const auto& [name, vm] : vms_) {
-    if (vm.id != vm_id) continue;
-    // A paused VM does not serve SSH, nor does one still booting (docs/emulator.md, "SSH").
-    if (vm.record.status != "running" || !vm_ready(vm, now)) return std::nullopt;
-    return SshRoute{name, vm.id, vm.generation, vm.record.home, vm.record.env};
-  }
-  return std::nullopt;
 }
 
 std::vector<std::pair<std::string, std::uint16_t>> Lobby::ssh_endpoints() const {

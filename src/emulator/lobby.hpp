@@ -83,15 +83,8 @@ struct LobbyConfig {
   /// Where the VMs' SSH endpoints are, for the answers: their address and login user.
   std::string ssh_host = "127.0.0.1";
   std::string ssh_user = "exedev";
-};
-
-/// What an SSH session of a VM runs with: the VM, its home and environment (as SshPlan).
-struct SshRoute {
-  std::string vm;
-  std::string vm_id;
-  std::uint64_t generation = 0;
-  std::filesystem::path home;
-  std::vector<std::string> env;
+  /// The VMs' login shell, which an SSH session of the landing table runs.
+  std::string login_shell = "/bin/sh";
 };
 
 /// A command waiting for the host: run the step's plan, then pass its results to resume().
@@ -116,7 +109,7 @@ class Lobby {
   Lobby(const Lobby&) = delete;
   Lobby& operator=(const Lobby&) = delete;
 
-  /// What the host must save before the lobby serves: the state and the authorized_keys.
+  /// What the host must save before the lobby serves: the state and its SSH landing table.
   HostPlan startup_plan() const;
 
   /// Steps 1-4 of the check order (method, Authorization, token, key expiry, rate limit). On
@@ -158,9 +151,6 @@ class Lobby {
   /// Revokes the token; answers the plan that saves the change.
   HostPlan revoke_token(const std::string& token);
 
-  /// The session a new connection to the VM's SSH endpoint runs at `now`, or nullopt when the
-  /// endpoint must refuse it: the VM is gone, paused, or still booting.
-  std::optional<SshRoute> ssh_route(const std::string& vm_id, WallTime now) const;
   /// Whether and where the emulator's HTTPS proxy (vm_proxy.hpp) sends a request for VM `vm`
   /// at `requested_port` (0: the bare https://<vm>.exe.xyz/, which serves the proxy port)
   /// carrying share link `share_token` (empty: none) at `now`: status 200 and the VM port, or the
@@ -180,8 +170,16 @@ class Lobby {
   std::vector<std::pair<std::string, std::uint16_t>> ssh_endpoints() const;
   /// Records the port the VM's SSH endpoint now listens on; answers the plan that saves it.
   HostPlan set_ssh_port(const std::string& vm_id, std::uint16_t port);
-  /// The authorized_keys text of the registered SSH keys (saved by the plan of each change).
-  std::string authorized_keys() const;
+  /// The SSH landing table (files by path relative to the table's directory), saved with the
+  /// state (SaveState): what sshd's key script reads to route a connection by the key it offers
+  /// (docs/emulator.md, "SSH endpoints"):
+  ///  - `keys/<fingerprint, / as _>`: the account the registered key belongs to;
+  ///  - `<account>/shards/<endpoint port>` and `<account>/names/<vm>`: the account's VM there,
+  ///    shell assignments `vm_id`, `vm_name`, `vm_state` (running, paused), `vm_ready` (Unix
+  ///    milliseconds from which it runs), then the session's home, login shell and environment
+  ///    (`exedev_home`, `exedev_shell`, `set -- VAR=value…`) that the session wrapper sources.
+  /// A pure function of the lobby's state.
+  std::map<std::string, std::string> ssh_landing_table() const;
 
   /// The plan that kills the processes of every VM (the emulator is shutting down).
   HostPlan kill_all_processes() const;
@@ -245,8 +243,6 @@ class Lobby {
   /// Registers a public key line as `ssh-key add` does and answers its reply (422 with
   /// exe.dev's message when refused).
   Reply add_ssh_key(std::string_view line);
-  /// Plans the authorized_keys file as the registered keys now are.
-  void plan_authorized_keys();
   std::variant<Reply, SshPlan> cmd_exe0_to_exe1(const Key&, const Prepared&);
   std::variant<Reply, SshPlan> share_visibility(const Key&, const Prepared&, const std::string& share);
   /// The VM named by `share …`'s first argument, owned and in the key's tag scope; nullptr with

@@ -1,17 +1,21 @@
 // The `ssh-key` commands that manage the account's SSH keys: list, add and remove, with the
 // shapes, messages and matching rules of exe.dev's execore/ssh_key_command.go (read at the
 // commit exedev-api.md §0 names; docs/emulator.md). The account's keys are the API tokens' keys
-// (`ssh-key generate-api-key`) and the public keys registered here; the registered ones are the
-// authorized_keys of every VM's SSH endpoint, which each change plans to save.
+// (`ssh-key generate-api-key`) and the public keys registered here; the registered ones route
+// connections at the VMs' SSH endpoints through the landing table, saved with the state.
 #include "emulator/lobby.hpp"
 #include "emulator/lobby_internal.hpp"
 
 #include "emulator/lexer.hpp"
+#include "emulator/processes.hpp"
 #include "emulator/ssh_keys.hpp"
+
+#include "common/shell_quote.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 
 namespace exedev::emulator {
 
@@ -49,14 +53,37 @@ std::vector<Lobby::Command> Lobby::ssh_key_commands() {
   };
 }
 
-std::string Lobby::authorized_keys() const {
-  std::string text;
-  for (const SshKey& key : ssh_keys_) text += key.public_key + " " + key.name + "\n";
-  return text;
-}
+namespace {
 
-void Lobby::plan_authorized_keys() {
-  plan_host_work(SaveAuthorizedKeys{authorized_keys()});
+// The account of the emulator's token and its registered keys, as the landing table names it.
+constexpr const char* first_account = "first";
+
+std::string sh_quoted(const std::string& text) { return detail::sh_single_quote(text); }
+
+}  // namespace
+
+std::map<std::string, std::string> Lobby::ssh_landing_table() const {
+  std::map<std::string, std::string> files;
+  for (const SshKey& key : ssh_keys_) {
+    std::string name = key.fingerprint;
+    std::replace(name.begin(), name.end(), '/', '_');
+    files["keys/" + name] = std::string(first_account) + "\n";
+  }
+  for (const auto& [name, vm] : vms_) {
+    std::string entry = "vm_id=" + sh_quoted(vm.id) + "\nvm_name=" + sh_quoted(name) + "\nvm_state=" +
+                        sh_quoted(vm.record.status) + "\n";
+    entry += fmt::format("vm_ready={}\n",
+                         std::chrono::duration_cast<std::chrono::milliseconds>(vm.ready_at.time_since_epoch()).count());
+    entry += "exedev_home=" + sh_quoted(vm.record.home.string()) + "\nexedev_shell=" + sh_quoted(config_.login_shell) + "\nset --";
+    for (const std::string& variable : vm_environment(vm.id, name, vm.record.home, vm.record.env, config_.login_shell)) {
+      entry += ' ';
+      entry += sh_quoted(variable);
+    }
+    entry += '\n';
+    if (vm.ssh_port != 0) files[fmt::format("{}/shards/{}", first_account, vm.ssh_port)] = entry;
+    files[std::string(first_account) + "/names/" + name] = entry;
+  }
+  return files;
 }
 
 Reply Lobby::add_ssh_key(std::string_view line) {
@@ -81,7 +108,6 @@ Reply Lobby::add_ssh_key(std::string_view line) {
   if (added.name.empty()) added.name = fmt::format("key-{}", number);
   added.added_at = now_.wall;
   ssh_keys_.push_back(added);
-  plan_authorized_keys();
   return ok_sorted({{"name", added.name}, {"public_key", added.public_key}, {"status", "added"}});
 }
 
@@ -178,7 +204,6 @@ std::variant<Reply, SshPlan> Lobby::cmd_ssh_key_remove(const Key& key, const Pre
     keys_.erase(*target.token);  // an API key removed: its token stops working
   } else {
     ssh_keys_.erase(ssh_keys_.begin() + static_cast<std::ptrdiff_t>(target.ssh_index));
-    plan_authorized_keys();
   }
   persist();
   return ok_sorted(json);

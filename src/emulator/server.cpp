@@ -22,6 +22,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <stdexcept>
@@ -72,6 +73,13 @@ asio::awaitable<std::optional<Reply>> read_body(Stream& stream, beast::flat_buff
 
 
 }  // namespace
+
+Reply Emulator::Impl::known_hosts_reply() const {
+  // exe.dev's handleKnownHosts (execore/exe-web.go): the CA line, public, cacheable.
+  return Reply{200,
+               {{"Content-Type", "text/plain; charset=utf-8"}, {"Cache-Control", "public, max-age=300"}},
+               ssh_server->cert_authority_line()};
+}
 
 void Emulator::Impl::start() {
   ioc = std::make_unique<asio::io_context>(1);
@@ -226,8 +234,10 @@ asio::awaitable<void> Emulator::Impl::session(Stream& stream) {
       auto too_large = co_await read_body(stream, buffer, parser, broken);
       if (broken) break;
       // Named, not a temporary inside co_await: GCC 12 mishandles those (see docs/client.md).
-      const Reply not_found = error_reply(404, "not found");
-      keep = co_await write_reply(stream, not_found, request.version(), request.keep_alive() && !too_large);
+      const Reply answer = path == "/.well-known/ssh-known-hosts" && request.method() == http::verb::get && ssh_server
+                               ? known_hosts_reply()
+                               : error_reply(404, "not found");
+      keep = co_await write_reply(stream, answer, request.version(), request.keep_alive() && !too_large);
     }
     if (!keep) {
       // A refused request (413, or refused before a body the client never sent) whose body
@@ -383,10 +393,11 @@ Emulator::Emulator(Options options) : impl_(std::make_unique<Impl>()) {
   config.ssh_authorized_keys = options.ssh_authorized_keys;
   config.ssh_host = "127.0.0.1";
   config.ssh_user = login_user();
+  config.login_shell = impl.login_shell;
   impl.lobby = std::make_unique<Lobby>(std::move(config), *impl.host, impl.host->load_state(), Instant::now());
   run_host_plan(*impl.host, impl.lobby->startup_plan());
   try {
-    impl.ssh_server = std::make_unique<SshServer>(impl.state_dir, impl.login_shell, options.ssh_sftp);
+    impl.ssh_server = std::make_unique<SshServer>(impl.state_dir, impl.login_shell, options.ssh_sftp, options.ssh_domain);
     impl.known_hosts = impl.ssh_server->directory() / "known_hosts";
   } catch (const std::exception& e) {
     // The emulator serves /exec without SSH endpoints: answers then carry no ssh_port.
@@ -467,6 +478,39 @@ void Emulator::clear_commands() {
 std::size_t Emulator::connections_accepted() const { return impl_->accepted; }
 std::size_t Emulator::open_connections() const { return impl_->open; }
 std::filesystem::path Emulator::ssh_known_hosts() const { return impl_->known_hosts; }
+
+std::vector<SshLanding> Emulator::ssh_landings() const {
+  std::vector<SshLanding> landings;
+  if (!impl_->ssh_server) return landings;
+  // The key script's lines: connection, endpoint, fingerprint, account, decision, VM, message,
+  // username (the rest of the line); `-` for an empty field.
+  std::ifstream in(impl_->ssh_server->landings_file());
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> fields;
+    std::size_t start = 0;
+    while (fields.size() < 7) {
+      const auto tab = line.find('\t', start);
+      if (tab == std::string::npos) break;
+      fields.push_back(line.substr(start, tab - start));
+      start = tab + 1;
+    }
+    if (fields.size() < 7) continue;  // a line being written
+    const auto field = [&](std::size_t i) { return fields[i] == "-" ? std::string() : fields[i]; };
+    SshLanding landing;
+    landing.endpoint_port = static_cast<std::uint16_t>(std::strtoul(fields[1].c_str(), nullptr, 10));
+    landing.fingerprint = fields[2];
+    landing.account = field(3);
+    landing.decision = fields[4] == "vm"         ? SshLandingDecision::vm
+                       : fields[4] == "starting" ? SshLandingDecision::vm_starting
+                       : fields[4] == "denied"   ? SshLandingDecision::denied
+                                                 : SshLandingDecision::lobby;
+    landing.vm = field(5);
+    landing.message = field(6);
+    landing.username = line.substr(start);
+    landings.push_back(std::move(landing));
+  }
+  return landings;
+}
 
 void Emulator::restart() {
   Impl& impl = *impl_;

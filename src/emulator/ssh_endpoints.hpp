@@ -34,7 +34,7 @@ namespace exedev::emulator {
 
 class SshEndpoints final : public SshEndpointService {
  public:
-  /// `server` and `lobby` must outlive it; `known_hosts` is rewritten as endpoints come and go.
+  /// `server` and `lobby` must outlive it; writes `known_hosts` (the host key for every endpoint).
   SshEndpoints(boost::asio::io_context& ioc, Lobby& lobby, SshServer& server, std::filesystem::path known_hosts);
   ~SshEndpoints() override;
 
@@ -48,13 +48,10 @@ class SshEndpoints final : public SshEndpointService {
  private:
   boost::asio::awaitable<void> accept_loop(std::shared_ptr<Listener> listener);
   boost::asio::awaitable<void> relay(std::shared_ptr<Listener> listener, boost::asio::ip::tcp::socket client);
-  /// Under mutex_: `[127.0.0.1]:<port> <host key>` for every endpoint.
-  void write_known_hosts();
 
   boost::asio::io_context& ioc_;
   Lobby& lobby_;
   SshServer& server_;
-  std::filesystem::path known_hosts_;
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<Listener>> listeners_;  // by VM id
 };

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -57,8 +58,9 @@ class VmHost {
   /// Kills every process of the VM (rm, restart, shutdown).
   virtual void kill_vm_processes(const std::string& vm_id) = 0;
 
-  /// Replaces the authorized_keys file of the SSH endpoints at once. Throws on failure.
-  virtual void save_authorized_keys(const std::string& text) = 0;
+  /// Replaces the SSH landing table (files by relative path: what sshd's key script reads to
+  /// route a connection, ssh_server.hpp) at once. Throws on failure.
+  virtual void save_ssh_landing(const std::map<std::string, std::string>& files) = 0;
   /// Serves the VM's SSH endpoint (see SshEndpointService::open); 0 when the host serves none.
   virtual std::uint16_t open_ssh_endpoint(const std::string& vm_id, std::uint16_t port) = 0;
   /// Closes the VM's SSH connections, its endpoint staying (pause, restart).
@@ -97,14 +99,12 @@ struct KillVmProcesses {
   std::string vm_id;
   bool operator==(const KillVmProcesses&) const = default;
 };
-/// Replaces the persisted state with `text`, the state as it was when the plan was made.
+/// Replaces the persisted state with `text`, the state as it was when the plan was made, and
+/// the SSH landing table derived from it (Lobby::ssh_landing_table).
 struct SaveState {
   std::string text;
+  std::map<std::string, std::string> ssh_landing;
   bool operator==(const SaveState&) const = default;
-};
-struct SaveAuthorizedKeys {
-  std::string text;
-  bool operator==(const SaveAuthorizedKeys&) const = default;
 };
 /// Serves the VM's SSH endpoint on `port` (0: any); reports the port it got.
 struct OpenSshEndpoint {
@@ -122,7 +122,7 @@ struct CloseSshEndpoint {
 };
 
 using HostCommand = std::variant<CreateVmDirectory, CopyVmDirectory, RemoveVmDirectory, StopVmProcesses,
-                                 ContinueVmProcesses, KillVmProcesses, SaveState, SaveAuthorizedKeys, OpenSshEndpoint,
+                                 ContinueVmProcesses, KillVmProcesses, SaveState, OpenSshEndpoint,
                                  CloseSshConnections, CloseSshEndpoint>;
 /// Host commands to run in order.
 using HostPlan = std::vector<HostCommand>;
@@ -157,19 +157,20 @@ class FileVmHost final : public VmHost {
   void stop_vm_processes(const std::string& vm_id) override;
   void continue_vm_processes(const std::string& vm_id) override;
   void kill_vm_processes(const std::string& vm_id) override;
-  void save_authorized_keys(const std::string& text) override;
+  void save_ssh_landing(const std::map<std::string, std::string>& files) override;
   std::uint16_t open_ssh_endpoint(const std::string& vm_id, std::uint16_t port) override;
   void close_ssh_connections(const std::string& vm_id) override;
   void close_ssh_endpoint(const std::string& vm_id) override;
 
-  /// `<state_dir>/ssh/authorized_keys`.
-  std::filesystem::path authorized_keys_file() const;
+  /// `<state_dir>/ssh/landing`: a symbolic link to the table's current directory, replaced at once.
+  std::filesystem::path ssh_landing_link() const;
   /// The SSH endpoints the server serves while it runs (nullptr: none; the SSH calls do nothing).
   void attach_ssh(SshEndpointService* endpoints);
 
  private:
   std::filesystem::path state_dir_;
   std::mutex ssh_mutex_;
+  std::uint64_t landing_version_ = 0;
   SshEndpointService* ssh_ = nullptr;
 };
 

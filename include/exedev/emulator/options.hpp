@@ -41,6 +41,10 @@ struct Options {
   /// request, as a server configured without `Subsystem sftp` does (tests of a client's
   /// fallback); commands, shells and forwarding are served as before.
   bool ssh_sftp = true;
+  /// The domain of the emulator's SSH host names (exe.dev's `exe.xyz`): its host certificate
+  /// names `<domain>` and `*.<domain>`, and `GET /.well-known/ssh-known-hosts` answers the
+  /// `@cert-authority` line for them (docs/emulator.md, "SSH endpoints").
+  std::string ssh_domain = "exe.localhost";
   Modes modes{};
   EXEDEV_COAWAIT_GUARD;
 };

@@ -214,8 +214,8 @@ TEST_CASE("lobby on a fake host: changes save the state, reads do not, a new lob
   FakeVmHost host;
   LobbyDriver driver(host);
   driver.start();
-  // Nothing saved yet: the lobby saves its token, and the authorized_keys of its SSH keys.
-  CHECK(host.calls() == Calls{"load", "save", "keys"});
+  // Nothing saved yet: the lobby saves its token (and the SSH landing table with it).
+  CHECK(host.calls() == Calls{"load", "save"});
   host.clear_calls();
 
   driver.ok("new --name=kept-vm --tag=keep");
@@ -368,8 +368,10 @@ TEST_CASE("lobby on a fake host: the time is the one the lobby is given", "[lobb
   f.make("clocked-vm");
   const auto id = f.id("clocked-vm");
   CHECK(f.vm("clocked-vm")->status == "creating");
-  CHECK_FALSE(f.lobby->ssh_route(id, f.now.wall));
-  CHECK(f.lobby->ssh_route(id, f.now.wall + 10s));
+  // The landing entry carries the ready time, for the key script to compare with its clock.
+  const auto ready_ms = std::chrono::duration_cast<std::chrono::milliseconds>((f.now.wall + 10s).time_since_epoch()).count();
+  CHECK(f.fake.ssh_landing().at("first/names/clocked-vm").find("\nvm_ready=" + std::to_string(ready_ms) + "\n") !=
+        std::string::npos);
   f.now.wall += 10s;
   CHECK(f.vm("clocked-vm")->status == "running");
 
@@ -407,17 +409,20 @@ TEST_CASE("lobby on a fake host: each VM's SSH endpoint is in its answers and de
   CHECK(copied.at("ssh") == "exedev@127.0.0.1");
   CHECK(copied.at("ssh_port") == 2202);
 
-  // The route a connection gets: the VM's session while it runs, nothing while paused.
+  // The landing entry of a connection to it: the VM's session, and its state, saved with each change.
   const auto id = f.id("ssh-vm");
-  const auto route = f.lobby->ssh_route(id, f.now.wall);
-  REQUIRE(route);
-  CHECK(route->vm == "ssh-vm");
-  CHECK(route->home == f.vm("ssh-vm")->home);
+  const std::string entry = f.fake.ssh_landing().at("first/shards/2201");
+  CHECK(entry == f.fake.ssh_landing().at("first/names/ssh-vm"));
+  CHECK(entry.rfind("vm_id='" + id + "'\nvm_name='ssh-vm'\nvm_state='running'\nvm_ready=", 0) == 0);
+  CHECK(entry.find("\nexedev_home='" + f.vm("ssh-vm")->home.string() + "'\n") != std::string::npos);
+  CHECK(entry.find(" 'EXEDEV_EMULATOR_VM=" + id + "'") != std::string::npos);
   f.ok("pause ssh-vm");
-  CHECK_FALSE(f.lobby->ssh_route(id, f.now.wall));
+  CHECK(f.fake.ssh_landing().at("first/shards/2201").find("\nvm_state='paused'\n") != std::string::npos);
   f.ok("resume ssh-vm");
-  CHECK(f.lobby->ssh_route(id, f.now.wall));
-  CHECK_FALSE(f.lobby->ssh_route("no-such-id", f.now.wall));
+  CHECK(f.fake.ssh_landing().at("first/shards/2201").find("\nvm_state='running'\n") != std::string::npos);
+  f.ok("rm ssh-copy");
+  CHECK(f.fake.ssh_landing().count("first/shards/2202") == 0);
+  CHECK(f.fake.ssh_landing().count("first/names/ssh-copy") == 0);
 
   // The port is persisted and served again after a restart (the same port asked for).
   f.start();
@@ -429,14 +434,17 @@ TEST_CASE("lobby on a fake host: each VM's SSH endpoint is in its answers and de
   CHECK(f.ok("ls ssh-vm").at("vms").at(0).at("ssh_port") == 2301);
 }
 
-TEST_CASE("lobby on a fake host: ssh-key add and remove rewrite authorized_keys", "[lobby][host]") {
+TEST_CASE("lobby on a fake host: ssh-key add and remove change the landing table's keys", "[lobby][host]") {
   FakeFixture f;
   const std::string key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEXxjFCV/Ox+etysxQ+wLsYP4mbIVxXgyly9Hs2zDHac";
   f.ok("ssh-key add '" + key + " my laptop'");
-  CHECK(f.fake.calls() == Calls{"keys", "save"});
-  CHECK(f.fake.authorized_keys() == key + " my-laptop\n");
+  CHECK(f.fake.calls() == Calls{"save"});
+  std::string fingerprint = f.ok("ssh-key list").at("ssh_keys").at(0).at("fingerprint");
+  std::replace(fingerprint.begin(), fingerprint.end(), '/', '_');
+  const std::string file = "keys/" + fingerprint;
+  CHECK(f.fake.ssh_landing().at(file) == "first\n");
   f.fake.clear_calls();
   f.ok("ssh-key remove my-laptop");
-  CHECK(f.fake.calls() == Calls{"keys", "save"});
-  CHECK(f.fake.authorized_keys().empty());
+  CHECK(f.fake.calls() == Calls{"save"});
+  CHECK(f.fake.ssh_landing().count(file) == 0);
 }
