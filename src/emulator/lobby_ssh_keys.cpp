@@ -55,9 +55,6 @@ std::vector<Lobby::Command> Lobby::ssh_key_commands() {
 
 namespace {
 
-// The account of the emulator's token and its registered keys, as the landing table names it.
-constexpr const char* first_account = "first";
-
 std::string sh_quoted(const std::string& text) { return detail::sh_single_quote(text); }
 
 }  // namespace
@@ -67,8 +64,11 @@ std::map<std::string, std::string> Lobby::ssh_landing_table() const {
   for (const SshKey& key : ssh_keys_) {
     std::string name = key.fingerprint;
     std::replace(name.begin(), name.end(), '/', '_');
-    files["keys/" + name] = std::string(first_account) + "\n";
+    files["keys/" + name] = key.account + "\n";
   }
+  std::string hosts = "127.0.0.1 " + config_.ssh_domain;
+  for (const auto& [name, vm] : vms_) hosts += " " + name + "." + config_.ssh_domain;
+  files["hosts"] = hosts + "\n";
   for (const auto& [name, vm] : vms_) {
     std::string entry = "vm_id=" + sh_quoted(vm.id) + "\nvm_name=" + sh_quoted(name) + "\nvm_state=" +
                         sh_quoted(vm.record.status) + "\n";
@@ -80,13 +80,13 @@ std::map<std::string, std::string> Lobby::ssh_landing_table() const {
       entry += sh_quoted(variable);
     }
     entry += '\n';
-    if (vm.ssh_port != 0) files[fmt::format("{}/shards/{}", first_account, vm.ssh_port)] = entry;
-    files[std::string(first_account) + "/names/" + name] = entry;
+    if (vm.ssh_port != 0) files[fmt::format("{}/shards/{}", vm.account, vm.ssh_port)] = entry;
+    files[vm.account + "/names/" + name] = entry;
   }
   return files;
 }
 
-Reply Lobby::add_ssh_key(std::string_view line) {
+Reply Lobby::add_ssh_key(std::string_view line, const std::string& account) {
   const std::string text(trim_space(line));
   if (text.empty()) return fail("please provide the SSH public key to add");
   if (text.find("PRIVATE KEY") != std::string::npos) {
@@ -107,6 +107,7 @@ Reply Lobby::add_ssh_key(std::string_view line) {
   added.name = sanitize_key_name(key->comment);
   if (added.name.empty()) added.name = fmt::format("key-{}", number);
   added.added_at = now_.wall;
+  added.account = account;
   ssh_keys_.push_back(added);
   return ok_sorted({{"name", added.name}, {"public_key", added.public_key}, {"status", "added"}});
 }
@@ -119,12 +120,14 @@ std::variant<Reply, SshPlan> Lobby::cmd_ssh_key_list(const Key& key, const Prepa
   // Registered keys carry no tag scope: a tag-scoped caller sees only the API keys of its tag.
   if (!key.spec.tag) {
     for (const SshKey& registered : ssh_keys_) {
+      if (registered.account != key.account) continue;
       keys.push_back(Json{{"public_key", registered.public_key}, {"fingerprint", registered.fingerprint},
                           {"name", registered.name}, {"added_at", rfc3339(registered.added_at)}, {"current", false}});
     }
   }
   for (const auto& entry : keys_) {
     const Key& other = entry.second;
+    if (other.account != key.account) continue;
     if (key.spec.tag && other.spec.tag != key.spec.tag) continue;  // a tag-scoped key sees its peers only
     // `name` is always present; the emulator keeps no added_at / last_used_at for API keys
     // (exe.dev omits them when unset).
@@ -145,7 +148,7 @@ std::variant<Reply, SshPlan> Lobby::cmd_ssh_key_add(const Key& key, const Prepar
   }
   // A tag-scoped key would make a key of its tag, which the emulator's endpoints cannot scope.
   if (key.spec.tag) return fail(fmt::format("SSH key scoped to tag \"{}\" cannot add SSH keys in the emulator", *key.spec.tag));
-  return add_ssh_key(join(flags->positional, " "));
+  return add_ssh_key(join(flags->positional, " "), key.account);
 }
 
 std::variant<Reply, SshPlan> Lobby::cmd_ssh_key_remove(const Key& key, const Prepared& request) {
@@ -157,9 +160,11 @@ std::variant<Reply, SshPlan> Lobby::cmd_ssh_key_remove(const Key& key, const Pre
 
   std::vector<AccountKey> account;
   for (std::size_t i = 0; i < ssh_keys_.size(); ++i) {
+    if (ssh_keys_[i].account != key.account) continue;
     account.push_back(AccountKey{ssh_keys_[i].public_key, ssh_keys_[i].fingerprint, ssh_keys_[i].name, nullptr, i});
   }
   for (const auto& [token, other] : keys_) {
+    if (other.account != key.account) continue;
     account.push_back(AccountKey{other.public_key, other.fingerprint, other.spec.label, &token, 0});
   }
   // As exe.dev resolves it: a whole public key by its fingerprint, then a fingerprint (with or

@@ -34,12 +34,6 @@ namespace {
 
 constexpr std::size_t max_body = 64 * 1024;           // 64 KiB; the 65 537th byte is refused
 
-// The user the VMs' SSH endpoints log in as: the one running the emulator.
-std::string login_user() {
-  const passwd* entry = ::getpwuid(::geteuid());
-  return entry != nullptr && entry->pw_name != nullptr ? std::string(entry->pw_name) : std::string("root");
-}
-
 bool is_loopback_host(const std::string& host) {
   if (host == "localhost" || host == "::1") return true;
   boost::system::error_code ec;
@@ -100,8 +94,8 @@ void Emulator::Impl::start() {
     ssh_endpoints = std::make_unique<SshEndpoints>(*ioc, *lobby, *ssh_server, known_hosts);
     host->attach_ssh(ssh_endpoints.get());
     // Every VM's endpoint again, on the port it had when the port is still free.
-    for (const auto& [vm_id, ssh_port] : lobby->ssh_endpoints()) {
-      run_host_plan(*host, lobby->set_ssh_port(vm_id, ssh_endpoints->open(vm_id, ssh_port)));
+    for (const auto& [endpoint, ssh_port] : lobby->ssh_endpoints()) {
+      run_host_plan(*host, lobby->set_ssh_port(endpoint, ssh_endpoints->open(endpoint, ssh_port)));
     }
   }
   thread = std::thread([this] { ioc->run(); });
@@ -391,8 +385,9 @@ Emulator::Emulator(Options options) : impl_(std::make_unique<Impl>()) {
   config.tokens = options.tokens;
   config.modes = options.modes;
   config.ssh_authorized_keys = options.ssh_authorized_keys;
-  config.ssh_host = "127.0.0.1";
-  config.ssh_user = login_user();
+  config.second_token = options.second_token;
+  config.second_ssh_authorized_keys = options.second_ssh_authorized_keys;
+  config.ssh_domain = options.ssh_domain;
   config.login_shell = impl.login_shell;
   impl.lobby = std::make_unique<Lobby>(std::move(config), *impl.host, impl.host->load_state(), Instant::now());
   run_host_plan(*impl.host, impl.lobby->startup_plan());
@@ -436,6 +431,9 @@ std::filesystem::path Emulator::state_dir() const { return impl_->state_dir; }
 std::string Emulator::token() const {
   return impl_->with_lobby([&] { return impl_->lobby->default_token(); });
 }
+std::string Emulator::second_token() const {
+  return impl_->with_lobby([&] { return impl_->lobby->second_token(); });
+}
 std::string Emulator::control_secret() const { return impl_->control_secret; }
 std::string Emulator::issue_token(TokenSpec spec) {
   return impl_->with_lobby([&] {
@@ -478,6 +476,10 @@ void Emulator::clear_commands() {
 std::size_t Emulator::connections_accepted() const { return impl_->accepted; }
 std::size_t Emulator::open_connections() const { return impl_->open; }
 std::filesystem::path Emulator::ssh_known_hosts() const { return impl_->known_hosts; }
+
+std::filesystem::path Emulator::ssh_hosts_file() const {
+  return impl_->ssh_server ? impl_->ssh_server->hosts_file() : std::filesystem::path();
+}
 
 std::vector<SshLanding> Emulator::ssh_landings() const {
   std::vector<SshLanding> landings;

@@ -85,7 +85,7 @@ struct SshEndpoints::Connection {
 };
 
 struct SshEndpoints::Listener {
-  Listener(asio::io_context& ioc, std::string id) : vm_id(std::move(id)), acceptor(ioc) {}
+  Listener(asio::io_context& ioc, std::string name) : endpoint(std::move(name)), acceptor(ioc) {}
 
   // On the io_context's thread: every connection, or those that landed on the VM.
   void close_connections(const std::string* landed_on = nullptr) {
@@ -100,7 +100,7 @@ struct SshEndpoints::Listener {
     connections.push_back(connection);
   }
 
-  std::string vm_id;
+  std::string endpoint;
   tcp::acceptor acceptor;
   std::uint16_t port = 0;
   std::vector<std::weak_ptr<Connection>> connections;  // on the io_context's thread only
@@ -176,10 +176,10 @@ SshEndpoints::SshEndpoints(asio::io_context& ioc, Lobby& lobby, SshServer& serve
 
 SshEndpoints::~SshEndpoints() = default;
 
-std::uint16_t SshEndpoints::open(const std::string& vm_id, std::uint16_t port) {
+std::uint16_t SshEndpoints::open(const std::string& endpoint, std::uint16_t port) {
   std::lock_guard lock(mutex_);
-  if (const auto it = listeners_.find(vm_id); it != listeners_.end()) return it->second->port;
-  auto listener = std::make_shared<Listener>(ioc_, vm_id);
+  if (const auto it = listeners_.find(endpoint); it != listeners_.end()) return it->second->port;
+  auto listener = std::make_shared<Listener>(ioc_, endpoint);
   const auto listen_on = [&](std::uint16_t wanted) {
     boost::system::error_code ec;
     listener->acceptor.open(tcp::v4(), ec);
@@ -196,11 +196,11 @@ std::uint16_t SshEndpoints::open(const std::string& vm_id, std::uint16_t port) {
   auto failed = listen_on(port);
   if (failed && port != 0) failed = listen_on(0);
   if (failed) {
-    std::cerr << "exedev-emulator: no SSH endpoint for a VM: " << failed.message() << "\n";
+    std::cerr << "exedev-emulator: no SSH endpoint " << endpoint << ": " << failed.message() << "\n";
     return 0;
   }
   listener->port = listener->acceptor.local_endpoint().port();
-  listeners_[vm_id] = listener;
+  listeners_[endpoint] = listener;
   asio::co_spawn(ioc_, accept_loop(listener), asio::detached);
   return listener->port;
 }
@@ -213,9 +213,9 @@ void SshEndpoints::disconnect(const std::string& vm_id) {
   }
 }
 
-void SshEndpoints::close(const std::string& vm_id) {
+void SshEndpoints::close(const std::string& endpoint) {
   std::lock_guard lock(mutex_);
-  const auto it = listeners_.find(vm_id);
+  const auto it = listeners_.find(endpoint);
   if (it == listeners_.end()) return;
   auto listener = std::move(it->second);
   listeners_.erase(it);
@@ -224,10 +224,6 @@ void SshEndpoints::close(const std::string& vm_id) {
     listener->acceptor.close(ignored);
     listener->close_connections();
   });
-  // Connections that landed on the VM through another endpoint go too.
-  for (const auto& [id, other] : listeners_) {
-    asio::post(ioc_, [listener = other, vm_id] { listener->close_connections(&vm_id); });
-  }
 }
 
 asio::awaitable<void> SshEndpoints::accept_loop(std::shared_ptr<Listener> listener) {

@@ -38,9 +38,9 @@ class SshEndpoints final : public SshEndpointService {
   SshEndpoints(boost::asio::io_context& ioc, Lobby& lobby, SshServer& server, std::filesystem::path known_hosts);
   ~SshEndpoints() override;
 
-  std::uint16_t open(const std::string& vm_id, std::uint16_t port) override;
+  std::uint16_t open(const std::string& endpoint, std::uint16_t port) override;
   void disconnect(const std::string& vm_id) override;
-  void close(const std::string& vm_id) override;
+  void close(const std::string& endpoint) override;
 
   struct Listener;
   struct Connection;
@@ -53,7 +53,7 @@ class SshEndpoints final : public SshEndpointService {
   Lobby& lobby_;
   SshServer& server_;
   std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<Listener>> listeners_;  // by VM id
+  std::map<std::string, std::shared_ptr<Listener>> listeners_;  // by endpoint
 };
 
 }  // namespace exedev::emulator

@@ -139,6 +139,7 @@ SshServer::SshServer(const fs::path& state_dir, std::string login_shell, bool sf
   run_keygen({"-q", "-s", ca_key_file().string(), "-I", "exedev-emulator-host", "-h", "-n", principals,
               host_key_file().string() + ".pub"},
              "could not certify the host key");
+  if (!fs::is_symlink(hosts_file())) fs::create_symlink("landing/hosts", hosts_file());
   {
     const std::string_view shim = any_user_shim();
     write_text(shim_file(), std::string(shim), fs::perms(0755));

@@ -80,6 +80,8 @@ class SshServer {
   /// Where the key script appends one line per decision (SshLanding, read by ssh_landings()).
   std::filesystem::path landings_file() const { return directory_ / "landings.log"; }
   std::filesystem::path key_script_file() const { return directory_ / "land"; }
+  /// The hosts(5) file of the emulator's SSH names: a link to the landing table's `hosts`.
+  std::filesystem::path hosts_file() const { return directory_ / "hosts"; }
   /// The shim sshd is started with (LD_PRELOAD) to take any login name (any_user_shim.hpp).
   std::filesystem::path shim_file() const { return directory_ / "any_user.so"; }
 

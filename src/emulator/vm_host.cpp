@@ -78,9 +78,9 @@ void FileVmHost::attach_ssh(SshEndpointService* endpoints) {
   ssh_ = endpoints;
 }
 
-std::uint16_t FileVmHost::open_ssh_endpoint(const std::string& vm_id, std::uint16_t port) {
+std::uint16_t FileVmHost::open_ssh_endpoint(const std::string& endpoint, std::uint16_t port) {
   std::lock_guard lock(ssh_mutex_);
-  return ssh_ ? ssh_->open(vm_id, port) : 0;
+  return ssh_ ? ssh_->open(endpoint, port) : 0;
 }
 
 void FileVmHost::close_ssh_connections(const std::string& vm_id) {
@@ -88,9 +88,9 @@ void FileVmHost::close_ssh_connections(const std::string& vm_id) {
   if (ssh_) ssh_->disconnect(vm_id);
 }
 
-void FileVmHost::close_ssh_endpoint(const std::string& vm_id) {
+void FileVmHost::close_ssh_endpoint(const std::string& endpoint) {
   std::lock_guard lock(ssh_mutex_);
-  if (ssh_) ssh_->close(vm_id);
+  if (ssh_) ssh_->close(endpoint);
 }
 
 void FileVmHost::create_vm_directory(const std::filesystem::path& dir) { std::filesystem::create_directories(dir / "home"); }
@@ -132,9 +132,9 @@ HostResult run_host_command(VmHost& host, const HostCommand& command) {
           host.save_state(c.text);
           host.save_ssh_landing(c.ssh_landing);
         }
-        else if constexpr (std::is_same_v<C, OpenSshEndpoint>) result.ssh_port = host.open_ssh_endpoint(c.vm_id, c.port);
+        else if constexpr (std::is_same_v<C, OpenSshEndpoint>) result.ssh_port = host.open_ssh_endpoint(c.endpoint, c.port);
         else if constexpr (std::is_same_v<C, CloseSshConnections>) host.close_ssh_connections(c.vm_id);
-        else if constexpr (std::is_same_v<C, CloseSshEndpoint>) host.close_ssh_endpoint(c.vm_id);
+        else if constexpr (std::is_same_v<C, CloseSshEndpoint>) host.close_ssh_endpoint(c.endpoint);
         else static_assert(sizeof(C) == 0, "a host command without its VmHost call");
       },
       command);

@@ -21,13 +21,14 @@ namespace exedev::emulator {
 class SshEndpointService {
  public:
   virtual ~SshEndpointService() = default;
-  /// Serves the VM's endpoint on `port` (0, or a port no longer free: another one) and returns
-  /// the port it listens on; 0 when no SSH can be served.
-  virtual std::uint16_t open(const std::string& vm_id, std::uint16_t port) = 0;
-  /// Closes the VM's open SSH connections; the endpoint stays (pause, restart).
+  /// Serves the endpoint (a shard's, `shard-<n>`, or the name endpoint, `names`) on `port` (0,
+  /// or a port no longer free: another one) unless it is served, and returns the port it
+  /// listens on; 0 when no SSH can be served.
+  virtual std::uint16_t open(const std::string& endpoint, std::uint16_t port) = 0;
+  /// Closes the SSH connections that landed on the VM; the endpoints stay (pause, restart, rm).
   virtual void disconnect(const std::string& vm_id) = 0;
-  /// Closes the endpoint and its connections (rm).
-  virtual void close(const std::string& vm_id) = 0;
+  /// Closes the endpoint and its connections (rm of the last VM on a shard).
+  virtual void close(const std::string& endpoint) = 0;
 };
 
 class VmHost {
@@ -61,12 +62,12 @@ class VmHost {
   /// Replaces the SSH landing table (files by relative path: what sshd's key script reads to
   /// route a connection, ssh_server.hpp) at once. Throws on failure.
   virtual void save_ssh_landing(const std::map<std::string, std::string>& files) = 0;
-  /// Serves the VM's SSH endpoint (see SshEndpointService::open); 0 when the host serves none.
-  virtual std::uint16_t open_ssh_endpoint(const std::string& vm_id, std::uint16_t port) = 0;
-  /// Closes the VM's SSH connections, its endpoint staying (pause, restart).
+  /// Serves an SSH endpoint (see SshEndpointService::open); 0 when the host serves none.
+  virtual std::uint16_t open_ssh_endpoint(const std::string& endpoint, std::uint16_t port) = 0;
+  /// Closes the SSH connections that landed on the VM (pause, restart, rm).
   virtual void close_ssh_connections(const std::string& vm_id) = 0;
-  /// Closes the VM's SSH endpoint and its connections (rm).
-  virtual void close_ssh_endpoint(const std::string& vm_id) = 0;
+  /// Closes an SSH endpoint and its connections.
+  virtual void close_ssh_endpoint(const std::string& endpoint) = 0;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -106,9 +107,9 @@ struct SaveState {
   std::map<std::string, std::string> ssh_landing;
   bool operator==(const SaveState&) const = default;
 };
-/// Serves the VM's SSH endpoint on `port` (0: any); reports the port it got.
+/// Serves an SSH endpoint (`shard-<n>`, `names`) on `port` (0: any); reports the port it got.
 struct OpenSshEndpoint {
-  std::string vm_id;
+  std::string endpoint;
   std::uint16_t port = 0;
   bool operator==(const OpenSshEndpoint&) const = default;
 };
@@ -117,7 +118,7 @@ struct CloseSshConnections {
   bool operator==(const CloseSshConnections&) const = default;
 };
 struct CloseSshEndpoint {
-  std::string vm_id;
+  std::string endpoint;
   bool operator==(const CloseSshEndpoint&) const = default;
 };
 
@@ -158,9 +159,9 @@ class FileVmHost final : public VmHost {
   void continue_vm_processes(const std::string& vm_id) override;
   void kill_vm_processes(const std::string& vm_id) override;
   void save_ssh_landing(const std::map<std::string, std::string>& files) override;
-  std::uint16_t open_ssh_endpoint(const std::string& vm_id, std::uint16_t port) override;
+  std::uint16_t open_ssh_endpoint(const std::string& endpoint, std::uint16_t port) override;
   void close_ssh_connections(const std::string& vm_id) override;
-  void close_ssh_endpoint(const std::string& vm_id) override;
+  void close_ssh_endpoint(const std::string& endpoint) override;
 
   /// `<state_dir>/ssh/landing`: a symbolic link to the table's current directory, replaced at once.
   std::filesystem::path ssh_landing_link() const;

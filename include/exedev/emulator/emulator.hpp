@@ -47,6 +47,8 @@ class Emulator {
   std::filesystem::path ca_file() const;    ///< PEM of the CA that signed the server cert
   std::filesystem::path state_dir() const;
   std::string token() const;                ///< all commands allowed, no tag scope
+  /// The second account's all-commands token: its own VMs, SSH keys and email.
+  std::string second_token() const;
   std::string control_secret() const;
   std::string issue_token(TokenSpec spec);  ///< a new exe1. token
   void revoke_token(const std::string& token);
@@ -76,6 +78,11 @@ class Emulator {
   /// Every connection to an SSH endpoint that got as far as its first key, in order: where it
   /// landed. Empty without SSH.
   std::vector<SshLanding> ssh_landings() const;
+  /// A hosts(5) file naming 127.0.0.1 for every SSH name of the emulator (`<domain>` and
+  /// `<vm>.<domain>`), rewritten as VMs come and go; pass it as SshOptions::hosts_file (or set
+  /// EXE_SSH_HOSTS) so that the answers' `ssh_host` resolves without the system's resolver.
+  /// Empty without SSH.
+  std::filesystem::path ssh_hosts_file() const;
 
   /// Stops the server and starts it again on the same port, reloading VMs and tokens from
   /// state_dir as a fresh emulator process would: open connections and in-flight `ssh` streams

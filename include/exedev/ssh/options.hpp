@@ -46,6 +46,12 @@ struct SshOptions {
   std::vector<std::filesystem::path> default_key_files{};
   /// Empty: ~/.ssh/known_hosts.
   std::filesystem::path known_hosts_file{};
+  /// A hosts(5) file consulted before the system resolver: a host name it lists connects to its
+  /// address (the name itself is still what the host key is checked for). Empty: the
+  /// EXE_SSH_HOSTS environment variable's path, else none. The emulator writes one for its SSH
+  /// names (`exedev-emulator --print-env`, docs/emulator.md "SSH endpoints"). A file that cannot
+  /// be read fails the connection (ConnectionError).
+  std::filesystem::path hosts_file{};
   HostKeyPolicy host_key_policy = HostKeyPolicy::accept_new;
   /// For HostKeyPolicy::callback: true accepts the key (it is not recorded).
   std::function<bool(const HostKeyCheck&)> host_key_callback{};

@@ -79,6 +79,7 @@ void configure_transfer(exedev::SandboxBackendOptions& o) {
     o.ssh.private_key_file = ssh_key().private_key;
     o.ssh.use_agent = false;
     o.ssh.known_hosts_file = emulator().ssh_known_hosts();
+    o.ssh.hosts_file = emulator().ssh_hosts_file();
     o.ssh.host_key_policy = exedev::HostKeyPolicy::strict;
   } else if (mode != "default") {
     throw std::invalid_argument(

@@ -156,11 +156,14 @@ bool gone(int pid) {
   return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] == 'Z';
 }
 
-// An emulator whose options register a client key, and the OpenSSH client pointed at it.
+// An emulator whose options register a client key, and the OpenSSH client pointed at it. Its
+// answers name each VM's shard endpoint (vm_domain), which OpenSSH reaches at 127.0.0.1 (it has
+// no hosts-file hook for the names).
 class SshHarness {
  public:
   explicit SshHarness(Options options = {}) : dir_(make_temp_dir()), key(make_key(dir_, "client-key")) {
     options.ssh_authorized_keys.push_back(public_key(key));
+    options.modes.ssh_destination = SshDestination::vm_domain;
     emulator = std::make_unique<Emulator>(std::move(options));
     REQUIRE_FALSE(emulator->ssh_known_hosts().empty());
   }
@@ -170,11 +173,11 @@ class SshHarness {
   }
 
   /// A lobby command through /exec (curl over TLS with the emulator's CA): the response body.
-  std::string exec(const std::string& line) {
+  std::string exec(const std::string& line, const std::string& token = {}) {
     const auto body = dir_ / "body";
     write_file(body, line);
     const auto answer = run({"/usr/bin/curl", "-sS", "--max-time", "60", "--cacert", emulator->ca_file().string(), "-H",
-                             "Authorization: Bearer " + emulator->token(), "--data-binary", "@" + body.string(),
+                             "Authorization: Bearer " + (token.empty() ? emulator->token() : token), "--data-binary", "@" + body.string(),
                              emulator->url() + "/exec"});
     INFO(line << " -> " << answer.output);
     REQUIRE(answer.exit_code == 0);
@@ -271,10 +274,10 @@ TEST_CASE("ssh: a command's output and exit status, run as the /exec path runs i
 
   // ls names the endpoint.
   const Json listed = h.exec_json("ls --json").at("vms").at(0);
-  CHECK(listed.at("ssh_host") == "127.0.0.1");
+  CHECK(listed.at("ssh_host") == "ssh-vm.exe.localhost");
   CHECK(listed.at("ssh_port") == port);
-  CHECK(listed.at("ssh_user") == login_user());
-  CHECK(listed.at("ssh_dest") == login_user() + "@127.0.0.1");
+  CHECK_FALSE(listed.contains("ssh_user"));
+  CHECK(listed.at("ssh_dest") == "ssh-vm.exe.localhost");
 }
 
 TEST_CASE("ssh: sftp puts and gets files in the VM's home", "[ssh]") {
@@ -397,6 +400,66 @@ TEST_CASE("ssh: an ssh-rsa (SHA-1) user key logs in, as the front accepts it", "
   INFO(outcome.output);
   CHECK(outcome.exit_code == 0);
   CHECK(outcome.output == "signed with sha1\n");
+}
+
+TEST_CASE("ssh: a second account's key reaches that account's VM on the shared shard, never the first's", "[ssh]") {
+  const auto keys = make_temp_dir();
+  const auto second_key = make_key(keys, "second-key");
+  Options options;
+  options.second_ssh_authorized_keys.push_back(public_key(second_key));
+  SshHarness h(options);
+  const std::string second = h.emulator->second_token();
+  // Each account's first VM is shard 0: one endpoint port for both.
+  const auto port = h.make_vm("first-vm");
+  const Json made = Json::parse(h.exec("new --name=second-vm", second));
+  CHECK(made.at("ssh_port") == port);
+  const auto first_only = h.make_vm("first-two");  // shard 1: the second account has none there
+  CHECK(first_only != port);
+  // whoami tells each account its own keys, with the fingerprints the landings record.
+  const Json whoami = Json::parse(h.exec("whoami --json", second));
+  CHECK(whoami.at("email") == "second@example.com");
+  CHECK(whoami.at("ssh_keys").at(0).at("fingerprint") == fingerprint_of(second_key));
+
+  CHECK(h.ssh(port, "echo $EXEDEV_EMULATOR_VM_NAME").output == "first-vm\n");
+  CHECK(h.ssh_as(second_key, port, "echo $EXEDEV_EMULATOR_VM_NAME").output == "second-vm\n");
+  // Where the second account has no VM: its lobby shell, never the first account's VM.
+  const auto lobby = h.ssh_as(second_key, first_only, "echo $EXEDEV_EMULATOR_VM_NAME");
+  CHECK(lobby.exit_code == 1);
+  CHECK(lobby.output.find("first-two") == std::string::npos);
+  auto by_name = h.ssh_args(first_only, second_key, "vm+first-two");
+  by_name.push_back("echo reached");
+  CHECK(run(by_name).exit_code == 255);  // a vm+ name of the other account: denied
+
+  std::size_t second_landings = 0;
+  for (const auto& landing : h.emulator->ssh_landings()) {
+    if (landing.fingerprint != fingerprint_of(second_key)) continue;
+    ++second_landings;
+    CHECK(landing.account == "second");
+    CHECK(landing.vm != "first-vm");
+    if (landing.decision != SshLandingDecision::denied) CHECK(landing.vm != "first-two");
+  }
+  CHECK(second_landings == 3);
+  fs::remove_all(keys);
+}
+
+TEST_CASE("ssh: vm_plus answers name the VM by a routing user at the name endpoint; the hosts file names every VM", "[ssh]") {
+  SshHarness h;
+  Modes modes = h.emulator->modes();
+  modes.ssh_destination = SshDestination::vm_plus;
+  h.emulator->set_modes(modes);
+  const Json made = h.exec_json("new --name=plus-vm");
+  CHECK(made.at("ssh_host") == "exe.localhost");
+  CHECK(made.at("ssh_user") == "vm+plus-vm");
+  CHECK(made.at("ssh_dest") == "vm+plus-vm@exe.localhost");
+  const auto port = made.at("ssh_port").get<std::uint16_t>();
+  auto command = h.ssh_args(port, h.key, "vm+plus-vm");
+  command.push_back("echo $EXEDEV_EMULATOR_VM_NAME");
+  const auto reached = run(command);
+  INFO(reached.output);
+  CHECK(reached.output == "plus-vm\n");
+  // The name endpoint with no routing name is exe.dev's own: the lobby shell.
+  CHECK(h.ssh(port, "true").exit_code == 1);
+  CHECK(read_file(h.emulator->ssh_hosts_file()) == "127.0.0.1 exe.localhost plus-vm.exe.localhost\n");
 }
 
 TEST_CASE("ssh: pause closes the VM's connections and refuses new ones; resume serves the same port; rm refuses", "[ssh]") {

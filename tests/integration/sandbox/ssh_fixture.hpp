@@ -52,6 +52,7 @@ inline exedev::SandboxBackendOptions ssh_options(Fixture& f, exedev::Transport t
   o.ssh.private_key_file = key.private_key;
   o.ssh.use_agent = false;
   o.ssh.known_hosts_file = f.emu().ssh_known_hosts();
+  o.ssh.hosts_file = f.emu().ssh_hosts_file();  // the answers' SSH names, without the system's resolver
   o.ssh.host_key_policy = exedev::HostKeyPolicy::strict;
   return o;
 }
