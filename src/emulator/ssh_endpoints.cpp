@@ -1,6 +1,5 @@
 #include "emulator/ssh_endpoints.hpp"
 
-#include "emulator/processes.hpp"
 
 #include "common/event.hpp"
 
