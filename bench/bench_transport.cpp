@@ -77,6 +77,7 @@ std::string format(const char* pattern, double value) {
 struct Target {
   exedev::ClientOptions client_options;
   std::filesystem::path known_hosts;
+  std::filesystem::path hosts;  // the emulator's SSH names (SshOptions::hosts_file)
   std::filesystem::path private_key;
 };
 
@@ -90,6 +91,7 @@ bench::Subject make_subject(const Target& target, exedev::Transport transport,
   options.ssh.private_key_file = target.private_key;
   options.ssh.use_agent = false;
   options.ssh.known_hosts_file = target.known_hosts;
+  options.ssh.hosts_file = target.hosts;
   options.ssh.host_key_policy = exedev::HostKeyPolicy::strict;
   auto backend = std::make_shared<exedev::SandboxBackend>(std::move(options));
   return {exedev::transport_name(transport), backend, std::make_shared<ws::Workspace>(backend)};
@@ -418,8 +420,9 @@ int main(int argc, char** argv) try {
   const exedev::testing::RunLimits limits{.deadline = std::chrono::minutes(60), .settle = std::chrono::seconds(10)};
   if (want("cpu") || want("scale")) {
     const bench::EmulatorProcess emulator(EXEDEV_BENCH_EMULATOR, {"--ssh-key=" + key.public_key().string()},
-                                          {"url", "ca_file", "token", "ssh_known_hosts"});
-    const Target target{emulator.client_options(), emulator.setting("ssh_known_hosts"), key.private_key()};
+                                          {"url", "ca_file", "token", "ssh_known_hosts", "ssh_hosts"});
+    const Target target{emulator.client_options(), emulator.setting("ssh_known_hosts"), emulator.setting("ssh_hosts"),
+                        key.private_key()};
     exedev::testing::run(
         [&](asio::any_io_executor) -> asio::awaitable<void> {
           if (want("cpu")) co_await cpu_per_command(target);
@@ -432,7 +435,8 @@ int main(int argc, char** argv) try {
     options.ssh_authorized_keys.push_back(key.public_line());
     exedev::emulator::Emulator emulator(std::move(options));
     if (emulator.ssh_known_hosts().empty()) throw std::runtime_error("this machine cannot serve SSH (no sshd)");
-    const Target target{exedev::emulator::client_options(emulator), emulator.ssh_known_hosts(), key.private_key()};
+    const Target target{exedev::emulator::client_options(emulator), emulator.ssh_known_hosts(), emulator.ssh_hosts_file(),
+                        key.private_key()};
     exedev::testing::run(
         [&](asio::any_io_executor) -> asio::awaitable<void> {
           if (want("files")) co_await files(emulator, target, goals);

@@ -69,6 +69,7 @@ std::shared_ptr<exedev::SandboxBackend> make_backend(const Run& run, exedev::Tra
   options.ssh.private_key_file = run.key_file;
   options.ssh.use_agent = false;
   options.ssh.known_hosts_file = run.emulator->ssh_known_hosts();
+  options.ssh.hosts_file = run.emulator->ssh_hosts_file();
   options.ssh.host_key_policy = exedev::HostKeyPolicy::strict;
   return std::make_shared<exedev::SandboxBackend>(std::move(options));
 }

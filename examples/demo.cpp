@@ -134,6 +134,7 @@ int main() try {
                                  .client_options = client_options};
   options.ssh.private_key_file = key;
   options.ssh.known_hosts_file = emulator.ssh_known_hosts();  // the emulator's host keys, checked strictly
+  options.ssh.hosts_file = emulator.ssh_hosts_file();         // its SSH names, resolved to 127.0.0.1
   options.ssh.host_key_policy = exedev::HostKeyPolicy::strict;
   options.logger = [](exedev::LogLevel, std::string_view line) {
     std::printf("   [log] %.*s\n", static_cast<int>(line.size()), line.data());

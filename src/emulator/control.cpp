@@ -26,6 +26,7 @@ Json modes_json(const Modes& m) {
                           {"retry_after", m.rate_limit.retry_after}}},
           {"latency_ms", m.latency.count()},
           {"ssh_silent", m.ssh_silent},
+          {"ssh_destination", m.ssh_destination == SshDestination::vm_plus ? "vm-plus" : "vm-domain"},
           {"boot_delay_ms", m.boot_delay.count()}};
 }
 
@@ -65,6 +66,9 @@ Modes apply_modes(Modes m, const Json& j) {
   }
   if (j.contains("latency_ms")) m.latency = milliseconds(j.at("latency_ms").get<long long>());
   if (j.contains("ssh_silent")) m.ssh_silent = j.at("ssh_silent").get<bool>();
+  if (j.contains("ssh_destination")) {
+    m.ssh_destination = required(ssh_destination_from(j.at("ssh_destination").get<std::string>()), "ssh_destination");
+  }
   if (j.contains("boot_delay_ms")) m.boot_delay = milliseconds(j.at("boot_delay_ms").get<long long>());
   return m;
 }
@@ -115,6 +119,11 @@ std::optional<std::optional<int>> cut_exit_code_from(std::string_view text) {
 std::optional<CpResponse> cp_response_from(std::string_view name) {
   if (name == "legacy") return CpResponse::legacy;
   if (name == "new-like") return CpResponse::new_like;
+  return std::nullopt;
+}
+std::optional<SshDestination> ssh_destination_from(std::string_view name) {
+  if (name == "vm-plus") return SshDestination::vm_plus;
+  if (name == "vm-domain") return SshDestination::vm_domain;
   return std::nullopt;
 }
 std::optional<FaultKind> fault_kind_from(std::string_view name) {

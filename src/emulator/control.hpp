@@ -17,6 +17,7 @@ std::optional<OnClientDisconnect> on_disconnect_from(std::string_view name);  //
 std::optional<Trailers> trailers_from(std::string_view name);                 ///< send | strip
 std::optional<SshNonzeroExit> ssh_nonzero_exit_from(std::string_view name);   ///< stream | unprocessable
 std::optional<CpResponse> cp_response_from(std::string_view name);            ///< legacy | new-like
+std::optional<SshDestination> ssh_destination_from(std::string_view name);    ///< vm-plus | vm-domain
 std::optional<FaultKind> fault_kind_from(std::string_view name);              ///< reset-before-run, …
 /// "none", or an exit code 0-255 (Modes::cut_exit_code).
 std::optional<std::optional<int>> cut_exit_code_from(std::string_view text);

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 #include <stdexcept>
 
 namespace exedev::emulator {
@@ -25,6 +26,17 @@ Lobby::Lobby(LobbyConfig config, const VmHost& host, const std::optional<std::st
     key.spec.label = "emulator";
     add_key(std::move(key));
   }
+  // The second account's token, as the first's: configured, persisted, or new.
+  if (!config_.second_token.empty()) second_token_ = config_.second_token;
+  if (second_token_.empty()) second_token_ = new_token();
+  if (!keys_.count(second_token_)) {
+    Key key;
+    key.token = second_token_;
+    key.account = second_account;
+    key.all_commands = true;
+    key.spec.label = "emulator-second";
+    add_key(std::move(key));
+  }
   for (auto& [token, spec] : config_.tokens) {
     Key key;
     key.token = token;
@@ -32,12 +44,15 @@ Lobby::Lobby(LobbyConfig config, const VmHost& host, const std::optional<std::st
     keys_.erase(token);
     add_key(std::move(key));
   }
-  for (const std::string& line : config_.ssh_authorized_keys) {
-    const Reply added = add_ssh_key(line);
-    // A key registered before (a restart on the same state) is no error.
-    if (added.status != 200 && added.body.find("already associated") == std::string::npos) {
-      throw std::invalid_argument("cannot register an SSH key of the emulator's options: " +
-                                  nlohmann::json::parse(added.body).at("error").get<std::string>());
+  for (const auto& [lines, account] : {std::pair{&config_.ssh_authorized_keys, first_account},
+                                        std::pair{&config_.second_ssh_authorized_keys, second_account}}) {
+    for (const std::string& line : *lines) {
+      const Reply added = add_ssh_key(line, account);
+      // A key registered before (a restart on the same state) is no error.
+      if (added.status != 200 && added.body.find("already associated") == std::string::npos) {
+        throw std::invalid_argument("cannot register an SSH key of the emulator's options: " +
+                                    nlohmann::json::parse(added.body).at("error").get<std::string>());
+      }
     }
   }
   take_plan();  // what add_ssh_key planned is in startup_plan()
@@ -45,7 +60,7 @@ Lobby::Lobby(LobbyConfig config, const VmHost& host, const std::optional<std::st
 
 Lobby::~Lobby() = default;
 
-HostPlan Lobby::startup_plan() const { return {SaveState{state_text()}, SaveAuthorizedKeys{authorized_keys()}}; }
+HostPlan Lobby::startup_plan() const { return {SaveState{state_text(), ssh_landing_table()}}; }
 
 void Lobby::adopt(StoredState stored) {
   vms_ = std::move(stored.vms);
@@ -53,7 +68,10 @@ void Lobby::adopt(StoredState stored) {
   ssh_keys_ = std::move(stored.ssh_keys);
   next_ssh_key_number_ = stored.next_ssh_key_number;
   default_token_ = std::move(stored.default_token);
+  second_token_ = std::move(stored.second_token);
   next_generation_ = stored.next_generation;
+  shard_ports_ = std::move(stored.shard_ports);
+  names_port_ = stored.names_port;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -67,7 +85,7 @@ HostPlan Lobby::take_plan() {
   HostPlan taken = std::move(planned_);
   planned_.clear();
   // The state as it is after the change, saved after the change's other host work.
-  if (persist_) taken.emplace_back(SaveState{state_text()});
+  if (persist_) taken.emplace_back(SaveState{state_text(), ssh_landing_table()});
   persist_ = false;
   return taken;
 }
@@ -94,10 +112,14 @@ Step Lobby::resume(std::uint64_t ticket, const std::vector<HostResult>& results,
       return Step{take_plan(), within_deadline(refused, started, now)};
     }
     created.directory_made = true;
-    plan_host_work(OpenSshEndpoint{created.vm.id, 0});
+    // The shard's endpoint: already served when another VM has the shard, else opened on the
+    // port the shard had before.
+    const auto known = shard_ports_.find(created.vm.shard);
+    plan_host_work(OpenSshEndpoint{shard_endpoint(created.vm.shard), known == shard_ports_.end() ? std::uint16_t{0} : known->second});
     return Step{take_plan(), AwaitHost{ticket}};
   }
   created.vm.ssh_port = results.front().ssh_port;
+  if (created.vm.ssh_port != 0) shard_ports_[created.vm.shard] = created.vm.ssh_port;
   created.vm.ready_at = now.wall + created.boot_delay;
   reserved_names_.erase(created.vm.record.name);
   const std::string name = created.vm.record.name;
@@ -164,31 +186,49 @@ bool Lobby::vm_current(const std::string& vm_id, std::uint64_t generation) const
                      [&](const auto& entry) { return entry.second.id == vm_id && entry.second.generation == generation; });
 }
 
-std::optional<SshRoute> Lobby::ssh_route(const std::string& vm_id, WallTime now) const {
-  for (const auto& [name, vm] : vms_) {
-    if (vm.id != vm_id) continue;
-    // A paused VM does not serve SSH, nor does one still booting (docs/emulator.md, "SSH").
-    if (vm.record.status != "running" || !vm_ready(vm, now)) return std::nullopt;
-    return SshRoute{name, vm.id, vm.generation, vm.record.home, vm.record.env};
-  }
-  return std::nullopt;
-}
-
 std::vector<std::pair<std::string, std::uint16_t>> Lobby::ssh_endpoints() const {
-  std::vector<std::pair<std::string, std::uint16_t>> out;
-  for (const auto& [name, vm] : vms_) out.emplace_back(vm.id, vm.ssh_port);
+  std::vector<std::pair<std::string, std::uint16_t>> out = {{names_endpoint, names_port_}};
+  std::set<unsigned> shards;
+  for (const auto& [name, vm] : vms_) shards.insert(vm.shard);
+  for (const unsigned shard : shards) {
+    const auto known = shard_ports_.find(shard);
+    out.emplace_back(shard_endpoint(shard), known == shard_ports_.end() ? std::uint16_t{0} : known->second);
+  }
   return out;
 }
 
-HostPlan Lobby::set_ssh_port(const std::string& vm_id, std::uint16_t port) {
+HostPlan Lobby::set_ssh_port(const std::string& endpoint, std::uint16_t port) {
+  if (endpoint == names_endpoint) {
+    if (names_port_ != port) persist();
+    names_port_ = port;
+    return take_plan();
+  }
+  for (const auto& [shard, known] : shard_ports_) {
+    if (shard_endpoint(shard) == endpoint && known == port) return take_plan();
+  }
   for (auto& [name, vm] : vms_) {
-    if (vm.id == vm_id && vm.ssh_port != port) {
-      vm.ssh_port = port;
-      persist();
-    }
+    if (shard_endpoint(vm.shard) != endpoint) continue;
+    shard_ports_[vm.shard] = port;
+    vm.ssh_port = port;
+    persist();
   }
   return take_plan();
 }
+
+unsigned Lobby::free_shard(const std::string& account) const {
+  std::set<unsigned> taken;
+  for (const auto& [name, vm] : vms_) {
+    if (vm.account == account) taken.insert(vm.shard);
+  }
+  for (const auto& [ticket, made] : awaiting_) {
+    if (made.vm.account == account) taken.insert(made.vm.shard);
+  }
+  unsigned shard = 0;
+  while (taken.count(shard)) ++shard;
+  return shard;
+}
+
+SshWhere Lobby::ssh_where(const Vm& vm) const { return SshWhere{vm.ssh_port, names_port_}; }
 
 std::vector<VMRecord> Lobby::vms(WallTime now) const {
   std::vector<VMRecord> out;
@@ -213,5 +253,7 @@ std::optional<std::string> Lobby::vm_id(const std::string& name) const {
 }
 
 std::string Lobby::default_token() const { return default_token_; }
+
+std::string Lobby::second_token() const { return second_token_; }
 
 }  // namespace exedev::emulator

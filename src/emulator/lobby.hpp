@@ -64,6 +64,12 @@ struct SshPlan {
   bool answer_without_running = false;
 };
 
+/// Where a VM's SSH endpoint is: its shard's port (0: no SSH endpoint) and the name endpoint's.
+struct SshWhere {
+  std::uint16_t shard_port = 0;
+  std::uint16_t names_port = 0;
+};
+
 /// A request that passed every check up to execution.
 struct Prepared {
   std::string token;
@@ -80,18 +86,15 @@ struct LobbyConfig {
   std::string email = "user@example.com";
   /// Public keys (authorized_keys lines) registered at start, as `ssh-key add` registers them.
   std::vector<std::string> ssh_authorized_keys;
-  /// Where the VMs' SSH endpoints are, for the answers: their address and login user.
-  std::string ssh_host = "127.0.0.1";
-  std::string ssh_user = "exedev";
-};
-
-/// What an SSH session of a VM runs with: the VM, its home and environment (as SshPlan).
-struct SshRoute {
-  std::string vm;
-  std::string vm_id;
-  std::uint64_t generation = 0;
-  std::filesystem::path home;
-  std::vector<std::string> env;
+  /// The second account: its token (empty = reuse the persisted one or make one), its email
+  /// and the public keys registered to it at start.
+  std::string second_token;
+  std::string second_email = "second@example.com";
+  std::vector<std::string> second_ssh_authorized_keys;
+  /// The domain of the SSH names in the answers (`<domain>`, `<vm>.<domain>`).
+  std::string ssh_domain = "exe.localhost";
+  /// The VMs' login shell, which an SSH session of the landing table runs.
+  std::string login_shell = "/bin/sh";
 };
 
 /// A command waiting for the host: run the step's plan, then pass its results to resume().
@@ -116,7 +119,7 @@ class Lobby {
   Lobby(const Lobby&) = delete;
   Lobby& operator=(const Lobby&) = delete;
 
-  /// What the host must save before the lobby serves: the state and the authorized_keys.
+  /// What the host must save before the lobby serves: the state and its SSH landing table.
   HostPlan startup_plan() const;
 
   /// Steps 1-4 of the check order (method, Authorization, token, key expiry, rate limit). On
@@ -153,14 +156,12 @@ class Lobby {
   std::optional<VMRecord> vm(const std::string& name, WallTime now) const;
   std::optional<std::string> vm_id(const std::string& name) const;
   std::string default_token() const;
+  std::string second_token() const;
   /// A new token, and the plan that saves it.
   std::pair<std::string, HostPlan> issue_token(TokenSpec spec);
   /// Revokes the token; answers the plan that saves the change.
   HostPlan revoke_token(const std::string& token);
 
-  /// The session a new connection to the VM's SSH endpoint runs at `now`, or nullopt when the
-  /// endpoint must refuse it: the VM is gone, paused, or still booting.
-  std::optional<SshRoute> ssh_route(const std::string& vm_id, WallTime now) const;
   /// Whether and where the emulator's HTTPS proxy (vm_proxy.hpp) sends a request for VM `vm`
   /// at `requested_port` (0: the bare https://<vm>.exe.xyz/, which serves the proxy port)
   /// carrying share link `share_token` (empty: none) at `now`: status 200 and the VM port, or the
@@ -176,12 +177,22 @@ class Lobby {
   ProxyDecision proxy_decision(const std::string& vm, std::uint16_t requested_port, const std::string& share_token,
                                WallTime now) const;
 
-  /// Every VM's id and the port its SSH endpoint had (0: none yet), to serve them again.
+  /// The SSH endpoints to serve (each shard some VM uses, `shard-<n>`, and the name endpoint
+  /// `names`) and the port each had (0: none yet), to serve them again.
   std::vector<std::pair<std::string, std::uint16_t>> ssh_endpoints() const;
-  /// Records the port the VM's SSH endpoint now listens on; answers the plan that saves it.
-  HostPlan set_ssh_port(const std::string& vm_id, std::uint16_t port);
-  /// The authorized_keys text of the registered SSH keys (saved by the plan of each change).
-  std::string authorized_keys() const;
+  /// Records the port an SSH endpoint now listens on; answers the plan that saves it.
+  HostPlan set_ssh_port(const std::string& endpoint, std::uint16_t port);
+  /// The SSH landing table (files by path relative to the table's directory), saved with the
+  /// state (SaveState): what sshd's key script reads to route a connection by the key it offers
+  /// (docs/emulator.md, "SSH endpoints"):
+  ///  - `keys/<fingerprint, / as _>`: the account the registered key belongs to;
+  ///  - `hosts`: a hosts(5) file, 127.0.0.1 for `<domain>` and every `<vm>.<domain>`;
+  ///  - `<account>/shards/<endpoint port>` and `<account>/names/<vm>`: the account's VM there,
+  ///    shell assignments `vm_id`, `vm_name`, `vm_state` (running, paused), `vm_ready` (Unix
+  ///    milliseconds from which it runs), then the session's home, login shell and environment
+  ///    (`exedev_home`, `exedev_shell`, `set -- VAR=value…`) that the session wrapper sources.
+  /// A pure function of the lobby's state.
+  std::map<std::string, std::string> ssh_landing_table() const;
 
   /// The plan that kills the processes of every VM (the emulator is shutting down).
   HostPlan kill_all_processes() const;
@@ -244,9 +255,13 @@ class Lobby {
   static std::vector<Command> ssh_key_commands();
   /// Registers a public key line as `ssh-key add` does and answers its reply (422 with
   /// exe.dev's message when refused).
-  Reply add_ssh_key(std::string_view line);
-  /// Plans the authorized_keys file as the registered keys now are.
-  void plan_authorized_keys();
+  Reply add_ssh_key(std::string_view line, const std::string& account);
+  /// The smallest shard no VM of the account has (nor one being made for it).
+  unsigned free_shard(const std::string& account) const;
+  /// Where the VM's SSH endpoint is, for the answers.
+  SshWhere ssh_where(const Vm& vm) const;
+  /// Whether a VM of this name belongs to the key's account.
+  bool in_account(const Key& key, const std::string& name) const;
   std::variant<Reply, SshPlan> cmd_exe0_to_exe1(const Key&, const Prepared&);
   std::variant<Reply, SshPlan> share_visibility(const Key&, const Prepared&, const std::string& share);
   /// The VM named by `share …`'s first argument, owned and in the key's tag scope; nullptr with
@@ -297,6 +312,9 @@ class Lobby {
   std::vector<SshKey> ssh_keys_;            // in the order registered
   std::uint64_t next_ssh_key_number_ = 1;   // names `key-N` for keys without a comment
   std::string default_token_;
+  std::string second_token_;
+  std::map<unsigned, std::uint16_t> shard_ports_;  // the port of each shard's endpoint, kept
+  std::uint16_t names_port_ = 0;                   // the vm+ name endpoint's
   RateLimiter limiter_;
   std::deque<Fault> faults_;
   std::vector<CommandRecord> records_;

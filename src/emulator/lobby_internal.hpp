@@ -33,9 +33,20 @@ struct ShareInvite {
   WallTime invited_at;
 };
 
+/// The emulator's two accounts, as the landing table names them.
+inline constexpr const char* first_account = "first";    // the token of Options::token, its keys
+inline constexpr const char* second_account = "second";  // Options::second_token's
+
+/// The SSH endpoint of shard `shard` (a port every account's VM of that shard shares), and the
+/// one endpoint that routes by `vm+<name>`, as the host's SshEndpointService names them.
+std::string shard_endpoint(unsigned shard);
+inline constexpr const char* names_endpoint = "names";
+
 struct Lobby::Vm {
   VMRecord record;  // record.status holds the stored status: running or paused
   std::string id;
+  std::string account = first_account;
+  unsigned shard = 0;  // the smallest free one of its account when made
   WallTime ready_at;
   std::string boot_status;  // shown until ready_at: creating (new) or starting (cp, restart)
   std::uint64_t generation = 0;
@@ -45,7 +56,7 @@ struct Lobby::Vm {
   std::vector<ShareLink> share_links;
   std::vector<ShareInvite> share_invites;
   bool team_access = false;  // `share access allow`: the route's TeamSSH and TeamShelley
-  // The port of the VM's SSH endpoint (0: none), kept across restarts of the emulator.
+  // The port of its shard's SSH endpoint (0: none), as Lobby::shard_ports_ has it.
   std::uint16_t ssh_port = 0;
 };
 
@@ -56,10 +67,12 @@ struct Lobby::SshKey {
   std::string fingerprint;  // SHA256:…
   std::string name;
   WallTime added_at;
+  std::string account = first_account;
 };
 
 struct Lobby::Key {
   std::string token;
+  std::string account = first_account;
   TokenSpec spec;
   bool all_commands = false;  // the emulator's own token
   std::optional<std::string> vm_scope;
@@ -95,7 +108,10 @@ struct Lobby::StoredState {
   std::vector<SshKey> ssh_keys;
   std::uint64_t next_ssh_key_number = 1;
   std::string default_token;
+  std::string second_token;
   std::uint64_t next_generation = 1;
+  std::map<unsigned, std::uint16_t> shard_ports;
+  std::uint16_t names_port = 0;
 };
 
 /// The commands a token without `cmds` may run.
@@ -114,10 +130,10 @@ Reply fail(const std::string& message);
 std::string rfc3339(WallTime t);
 /// `<vm>.exe.xyz`.
 std::string host_of(const std::string& vm);
-/// Sets the fields that say where the VM's SSH endpoint is: `ssh_dest` (`user@host`),
-/// `ssh_host`, `ssh_port`, `ssh_user` and `ssh_command`; without an endpoint (port 0) only
-/// `ssh_dest` and `ssh_host` (`<vm>.exe.xyz`, which reach nothing) and `ssh_command`.
-void add_ssh_fields(Json& json, const std::string& vm, std::uint16_t ssh_port, const LobbyConfig& config);
+/// Sets the fields that say where the VM's SSH endpoint is: `ssh_dest`, `ssh_host`, `ssh_port`,
+/// `ssh_user` (vm_plus only) and `ssh_command`; without an endpoint only `ssh_dest` and
+/// `ssh_host` (`<vm>.exe.xyz`, which reach nothing) and `ssh_command`.
+void add_ssh_fields(Json& json, const std::string& vm, SshWhere where, const LobbyConfig& config);
 bool has_tag(const VMRecord& vm, const std::string& tag);
 std::string join(const std::vector<std::string>& words, std::string_view separator);
 /// A new exe1 token: `exe1.` and 26 characters of the base32 alphabet.

@@ -1,17 +1,21 @@
 // The `ssh-key` commands that manage the account's SSH keys: list, add and remove, with the
 // shapes, messages and matching rules of exe.dev's execore/ssh_key_command.go (read at the
 // commit exedev-api.md §0 names; docs/emulator.md). The account's keys are the API tokens' keys
-// (`ssh-key generate-api-key`) and the public keys registered here; the registered ones are the
-// authorized_keys of every VM's SSH endpoint, which each change plans to save.
+// (`ssh-key generate-api-key`) and the public keys registered here; the registered ones route
+// connections at the VMs' SSH endpoints through the landing table, saved with the state.
 #include "emulator/lobby.hpp"
 #include "emulator/lobby_internal.hpp"
 
 #include "emulator/lexer.hpp"
+#include "emulator/processes.hpp"
 #include "emulator/ssh_keys.hpp"
+
+#include "common/shell_quote.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 
 namespace exedev::emulator {
 
@@ -49,17 +53,40 @@ std::vector<Lobby::Command> Lobby::ssh_key_commands() {
   };
 }
 
-std::string Lobby::authorized_keys() const {
-  std::string text;
-  for (const SshKey& key : ssh_keys_) text += key.public_key + " " + key.name + "\n";
-  return text;
+namespace {
+
+std::string sh_quoted(const std::string& text) { return detail::sh_single_quote(text); }
+
+}  // namespace
+
+std::map<std::string, std::string> Lobby::ssh_landing_table() const {
+  std::map<std::string, std::string> files;
+  for (const SshKey& key : ssh_keys_) {
+    std::string name = key.fingerprint;
+    std::replace(name.begin(), name.end(), '/', '_');
+    files["keys/" + name] = key.account + "\n";
+  }
+  std::string hosts = "127.0.0.1 " + config_.ssh_domain;
+  for (const auto& [name, vm] : vms_) hosts += " " + name + "." + config_.ssh_domain;
+  files["hosts"] = hosts + "\n";
+  for (const auto& [name, vm] : vms_) {
+    std::string entry = "vm_id=" + sh_quoted(vm.id) + "\nvm_name=" + sh_quoted(name) + "\nvm_state=" +
+                        sh_quoted(vm.record.status) + "\n";
+    entry += fmt::format("vm_ready={}\n",
+                         std::chrono::duration_cast<std::chrono::milliseconds>(vm.ready_at.time_since_epoch()).count());
+    entry += "exedev_home=" + sh_quoted(vm.record.home.string()) + "\nexedev_shell=" + sh_quoted(config_.login_shell) + "\nset --";
+    for (const std::string& variable : vm_environment(vm.id, name, vm.record.home, vm.record.env, config_.login_shell)) {
+      entry += ' ';
+      entry += sh_quoted(variable);
+    }
+    entry += '\n';
+    if (vm.ssh_port != 0) files[fmt::format("{}/shards/{}", vm.account, vm.ssh_port)] = entry;
+    files[vm.account + "/names/" + name] = entry;
+  }
+  return files;
 }
 
-void Lobby::plan_authorized_keys() {
-  plan_host_work(SaveAuthorizedKeys{authorized_keys()});
-}
-
-Reply Lobby::add_ssh_key(std::string_view line) {
+Reply Lobby::add_ssh_key(std::string_view line, const std::string& account) {
   const std::string text(trim_space(line));
   if (text.empty()) return fail("please provide the SSH public key to add");
   if (text.find("PRIVATE KEY") != std::string::npos) {
@@ -80,8 +107,8 @@ Reply Lobby::add_ssh_key(std::string_view line) {
   added.name = sanitize_key_name(key->comment);
   if (added.name.empty()) added.name = fmt::format("key-{}", number);
   added.added_at = now_.wall;
+  added.account = account;
   ssh_keys_.push_back(added);
-  plan_authorized_keys();
   return ok_sorted({{"name", added.name}, {"public_key", added.public_key}, {"status", "added"}});
 }
 
@@ -93,12 +120,14 @@ std::variant<Reply, SshPlan> Lobby::cmd_ssh_key_list(const Key& key, const Prepa
   // Registered keys carry no tag scope: a tag-scoped caller sees only the API keys of its tag.
   if (!key.spec.tag) {
     for (const SshKey& registered : ssh_keys_) {
+      if (registered.account != key.account) continue;
       keys.push_back(Json{{"public_key", registered.public_key}, {"fingerprint", registered.fingerprint},
                           {"name", registered.name}, {"added_at", rfc3339(registered.added_at)}, {"current", false}});
     }
   }
   for (const auto& entry : keys_) {
     const Key& other = entry.second;
+    if (other.account != key.account) continue;
     if (key.spec.tag && other.spec.tag != key.spec.tag) continue;  // a tag-scoped key sees its peers only
     // `name` is always present; the emulator keeps no added_at / last_used_at for API keys
     // (exe.dev omits them when unset).
@@ -119,7 +148,7 @@ std::variant<Reply, SshPlan> Lobby::cmd_ssh_key_add(const Key& key, const Prepar
   }
   // A tag-scoped key would make a key of its tag, which the emulator's endpoints cannot scope.
   if (key.spec.tag) return fail(fmt::format("SSH key scoped to tag \"{}\" cannot add SSH keys in the emulator", *key.spec.tag));
-  return add_ssh_key(join(flags->positional, " "));
+  return add_ssh_key(join(flags->positional, " "), key.account);
 }
 
 std::variant<Reply, SshPlan> Lobby::cmd_ssh_key_remove(const Key& key, const Prepared& request) {
@@ -131,9 +160,11 @@ std::variant<Reply, SshPlan> Lobby::cmd_ssh_key_remove(const Key& key, const Pre
 
   std::vector<AccountKey> account;
   for (std::size_t i = 0; i < ssh_keys_.size(); ++i) {
+    if (ssh_keys_[i].account != key.account) continue;
     account.push_back(AccountKey{ssh_keys_[i].public_key, ssh_keys_[i].fingerprint, ssh_keys_[i].name, nullptr, i});
   }
   for (const auto& [token, other] : keys_) {
+    if (other.account != key.account) continue;
     account.push_back(AccountKey{other.public_key, other.fingerprint, other.spec.label, &token, 0});
   }
   // As exe.dev resolves it: a whole public key by its fingerprint, then a fingerprint (with or
@@ -178,7 +209,6 @@ std::variant<Reply, SshPlan> Lobby::cmd_ssh_key_remove(const Key& key, const Pre
     keys_.erase(*target.token);  // an API key removed: its token stops working
   } else {
     ssh_keys_.erase(ssh_keys_.begin() + static_cast<std::ptrdiff_t>(target.ssh_index));
-    plan_authorized_keys();
   }
   persist();
   return ok_sorted(json);

@@ -54,20 +54,32 @@ std::string rfc3339(WallTime t) {
 
 std::string host_of(const std::string& vm) { return vm + ".exe.xyz"; }
 
-void add_ssh_fields(Json& json, const std::string& vm, std::uint16_t ssh_port, const LobbyConfig& config) {
-  if (ssh_port == 0) {
+std::string shard_endpoint(unsigned shard) { return fmt::format("shard-{}", shard); }
+
+void add_ssh_fields(Json& json, const std::string& vm, SshWhere where, const LobbyConfig& config) {
+  if (where.shard_port == 0) {
     json["ssh_command"] = "ssh " + host_of(vm);
     json["ssh_dest"] = host_of(vm);
     json["ssh_host"] = host_of(vm);
     return;
   }
-  // As exe.dev's newer answers: the destination as user@host, and the parts apart.
-  const std::string dest = config.ssh_user + "@" + config.ssh_host;
-  json["ssh_command"] = fmt::format("ssh -p {} {}", ssh_port, dest);
-  json["ssh_dest"] = dest;
-  json["ssh_host"] = config.ssh_host;
-  json["ssh_port"] = ssh_port;
-  json["ssh_user"] = config.ssh_user;
+  if (config.modes.ssh_destination == SshDestination::vm_plus) {
+    // exe.dev's newer answers: the host is exe.dev's, the user a routing name.
+    const std::string user = "vm+" + vm;
+    const std::string dest = user + "@" + config.ssh_domain;
+    json["ssh_command"] = fmt::format("ssh -p {} {}", where.names_port, dest);
+    json["ssh_dest"] = dest;
+    json["ssh_host"] = config.ssh_domain;
+    json["ssh_port"] = where.names_port;
+    json["ssh_user"] = user;
+    return;
+  }
+  // The older answers: the VM's own name, which resolves to its shard's address.
+  const std::string host = vm + "." + config.ssh_domain;
+  json["ssh_command"] = fmt::format("ssh -p {} {}", where.shard_port, host);
+  json["ssh_dest"] = host;
+  json["ssh_host"] = host;
+  json["ssh_port"] = where.shard_port;
 }
 
 bool has_tag(const VMRecord& vm, const std::string& tag) {
@@ -101,6 +113,10 @@ std::string Lobby::state_text() const {
   Json state;
   state["version"] = 1;
   state["token"] = default_token_;
+  state["second_token"] = second_token_;
+  state["ssh_names_port"] = names_port_;
+  state["ssh_shard_ports"] = Json::object();
+  for (const auto& [shard, port] : shard_ports_) state["ssh_shard_ports"][std::to_string(shard)] = port;
   state["next_generation"] = next_generation_;
   state["vms"] = Json::array();
   for (const auto& [name, vm] : vms_) {
@@ -112,7 +128,8 @@ std::string Lobby::state_text() const {
                             {"standalone", vm.record.standalone}, {"egress", vm.record.egress},
                             {"ready_at", to_ms(vm.ready_at)}, {"boot_status", vm.boot_status},
                             {"generation", vm.generation}, {"share", vm.share}, {"proxy_port", vm.proxy_port},
-                            {"team_access", vm.team_access}, {"ssh_port", vm.ssh_port}});
+                            {"team_access", vm.team_access}, {"ssh_port", vm.ssh_port}, {"account", vm.account},
+                            {"shard", vm.shard}});
     Json links = Json::array();
     for (const ShareLink& link : vm.share_links) links.push_back({{"token", link.token}, {"created_at", to_ms(link.created_at)}});
     state["vms"].back()["share_links"] = std::move(links);
@@ -124,7 +141,7 @@ std::string Lobby::state_text() const {
   }
   state["keys"] = Json::array();
   for (const auto& [token, key] : keys_) {
-    Json j{{"token", token}, {"all_commands", key.all_commands}, {"label", key.spec.label},
+    Json j{{"token", token}, {"account", key.account}, {"all_commands", key.all_commands}, {"label", key.spec.label},
            {"fingerprint", key.fingerprint}, {"public_key", key.public_key}};
     if (key.spec.cmds) j["cmds"] = *key.spec.cmds;
     if (key.spec.tag) j["tag"] = *key.spec.tag;
@@ -137,7 +154,7 @@ std::string Lobby::state_text() const {
   state["ssh_keys"] = Json::array();
   for (const SshKey& key : ssh_keys_) {
     state["ssh_keys"].push_back({{"public_key", key.public_key}, {"fingerprint", key.fingerprint}, {"name", key.name},
-                                 {"added_at", to_ms(key.added_at)}});
+                                 {"added_at", to_ms(key.added_at)}, {"account", key.account}});
   }
   return state.dump(1) + '\n';
 }
@@ -154,6 +171,12 @@ Lobby::StoredState Lobby::parse_state(const std::string& text) const {
   try {
     StoredState stored;
     stored.default_token = state.value("token", std::string());
+    stored.second_token = state.value("second_token", std::string());
+    stored.names_port = state.value("ssh_names_port", std::uint16_t{0});
+    const Json shard_ports = state.value("ssh_shard_ports", Json::object());
+    for (const auto& item : shard_ports.items()) {
+      stored.shard_ports[static_cast<unsigned>(std::stoul(item.key()))] = item.value().get<std::uint16_t>();
+    }
     stored.next_generation = state.value("next_generation", std::uint64_t{1});
     for (const Json& j : state.at("vms")) {
       Vm vm;
@@ -180,6 +203,8 @@ Lobby::StoredState Lobby::parse_state(const std::string& text) const {
       vm.proxy_port = j.value("proxy_port", 80u);
       vm.team_access = j.value("team_access", false);
       vm.ssh_port = j.value("ssh_port", std::uint16_t{0});
+      vm.account = j.value("account", std::string(first_account));
+      vm.shard = j.value("shard", 0u);
       for (const Json& link : j.value("share_links", Json::array())) {
         vm.share_links.push_back(ShareLink{link.at("token"), from_ms(link.at("created_at"))});
       }
@@ -191,6 +216,7 @@ Lobby::StoredState Lobby::parse_state(const std::string& text) const {
     for (const Json& j : state.at("keys")) {
       Key key;
       key.token = j.at("token");
+      key.account = j.value("account", std::string(first_account));
       key.all_commands = j.at("all_commands");
       if (j.contains("cmds")) key.spec.cmds = j.at("cmds").get<std::vector<std::string>>();
       if (j.contains("tag")) key.spec.tag = j.at("tag").get<std::string>();
@@ -204,7 +230,8 @@ Lobby::StoredState Lobby::parse_state(const std::string& text) const {
     }
     stored.next_ssh_key_number = state.value("next_ssh_key_number", std::uint64_t{1});
     for (const Json& j : state.value("ssh_keys", Json::array())) {
-      stored.ssh_keys.push_back(SshKey{j.at("public_key"), j.at("fingerprint"), j.at("name"), from_ms(j.at("added_at"))});
+      stored.ssh_keys.push_back(SshKey{j.at("public_key"), j.at("fingerprint"), j.at("name"), from_ms(j.at("added_at")),
+                                       j.value("account", std::string(first_account))});
     }
     return stored;
   } catch (const Json::exception& e) {
@@ -230,10 +257,15 @@ std::string Lobby::add_key(Key key) {
 
 Lobby::Vm* Lobby::find_visible(const Key& key, const std::string& name) {
   const auto it = vms_.find(name);
-  if (it == vms_.end()) return nullptr;
+  if (it == vms_.end() || it->second.account != key.account) return nullptr;
   if (key.spec.tag && !has_tag(it->second.record, *key.spec.tag)) return nullptr;
   if (key.vm_scope && *key.vm_scope != name) return nullptr;
   return &it->second;
+}
+
+bool Lobby::in_account(const Key& key, const std::string& name) const {
+  const auto it = vms_.find(name);
+  return it != vms_.end() && it->second.account == key.account;
 }
 
 bool Lobby::vm_ready(const Vm& vm, WallTime now) { return now >= vm.ready_at; }

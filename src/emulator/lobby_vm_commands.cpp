@@ -29,11 +29,11 @@ std::optional<Reply> refuse_egress(const std::string& egress) {
 
 std::string new_id() { return detail::random_hex(8); }
 
-Json new_details(const VMRecord& vm, std::uint16_t ssh_port, const LobbyConfig& config) {
+Json new_details(const VMRecord& vm, SshWhere where, const LobbyConfig& config) {
   Json json;
   json["vm_name"] = vm.name;
   json["tags"] = vm.tags;
-  add_ssh_fields(json, vm.name, ssh_port, config);
+  add_ssh_fields(json, vm.name, where, config);
   json["https_url"] = "https://" + host_of(vm.name);
   json["proxy_port"] = 80;  // exedb.DefaultRoute's port: a new VM's proxy port
   if (vm.image == "exeuntu") {
@@ -48,6 +48,7 @@ Json new_details(const VMRecord& vm, std::uint16_t ssh_port, const LobbyConfig& 
 
 Reply Lobby::create_vm(NewVm vm) {
   reserved_names_.insert(vm.vm.record.name);
+  vm.vm.shard = free_shard(vm.vm.account);
   if (vm.copy_from.empty()) plan_host_work(CreateVmDirectory{vm.vm.record.dir});
   else plan_host_work(CopyVmDirectory{vm.copy_from, vm.vm.record.dir});
   const std::uint64_t ticket = next_ticket_++;
@@ -58,7 +59,12 @@ Reply Lobby::create_vm(NewVm vm) {
 
 void Lobby::remove_vm(const std::string& name) {
   const auto it = vms_.find(name);
-  plan_host_work(CloseSshEndpoint{it->second.id});
+  plan_host_work(CloseSshConnections{it->second.id});
+  // The shard's endpoint closes with the last VM of any account on it.
+  const bool shard_used = std::any_of(vms_.begin(), vms_.end(), [&](const auto& entry) {
+    return entry.first != name && entry.second.shard == it->second.shard;
+  });
+  if (!shard_used) plan_host_work(CloseSshEndpoint{shard_endpoint(it->second.shard)});
   plan_host_work(KillVmProcesses{it->second.id});
   plan_host_work(RemoveVmDirectory{it->second.record.dir});
   vms_.erase(it);
@@ -140,6 +146,7 @@ std::variant<Reply, SshPlan> Lobby::cmd_new(const Key& key, const Prepared& requ
 
   Vm vm;
   vm.id = new_id();
+  vm.account = key.account;
   vm.record = std::move(record);
   vm.record.status = "running";
   vm.record.dir = host_.vm_directory(vm.id);
@@ -148,7 +155,9 @@ std::variant<Reply, SshPlan> Lobby::cmd_new(const Key& key, const Prepared& requ
   vm.generation = next_generation_++;
   NewVm created;
   created.boot_delay = config_.modes.boot_delay;
-  created.reply = [config = config_](const Vm& made, Instant) { return ok(new_details(made.record, made.ssh_port, config)); };
+  created.reply = [config = config_, names_port = names_port_](const Vm& made, Instant) {
+    return ok(new_details(made.record, SshWhere{made.ssh_port, names_port}, config));
+  };
   created.vm = std::move(vm);
   return create_vm(std::move(created));
 }
@@ -172,6 +181,7 @@ std::variant<Reply, SshPlan> Lobby::cmd_cp(const Key& key, const Prepared& reque
     if (name_taken(name)) return fail(fmt::format("name \"{}\" is not available", name));
   }
   Vm copy;
+  copy.account = key.account;
   copy.record = source->record;
   copy.record.name = name;
   copy.record.status = "running";
@@ -205,20 +215,23 @@ std::variant<Reply, SshPlan> Lobby::cmd_cp(const Key& key, const Prepared& reque
   created.source_name = args[0];
   created.boot_delay = config_.modes.boot_delay;
   if (config_.modes.cp_response == CpResponse::new_like) {
-    created.reply = [config = config_, source_name = source->record.name](const Vm& made, Instant) {
-      Json json = new_details(made.record, made.ssh_port, config);
+    created.reply = [config = config_, names_port = names_port_, source_name = source->record.name](const Vm& made, Instant) {
+      Json json = new_details(made.record, SshWhere{made.ssh_port, names_port}, config);
       json["source"] = source_name;
       return ok(json);
     };
   } else {
-    created.reply = [config = config_, source_name = source->record.name, begun](const Vm& made, Instant now) {
+    created.reply = [config = config_, names_port = names_port_, source_name = source->record.name, begun](const Vm& made,
+                                                                                                             Instant now) {
       Json json{{"name", made.record.name}, {"state", "starting"}, {"source", source_name}};
       // `ssh` is the legacy form's destination; the endpoint's fields follow it (docs/emulator.md).
       Json where;
-      add_ssh_fields(where, made.record.name, made.ssh_port, config);
+      add_ssh_fields(where, made.record.name, SshWhere{made.ssh_port, names_port}, config);
       json["ssh"] = where["ssh_dest"];
       if (made.ssh_port != 0) {
-        for (const char* field : {"ssh_host", "ssh_port", "ssh_user"}) json[field] = where[field];
+        for (const char* field : {"ssh_host", "ssh_port", "ssh_user"}) {
+          if (where.contains(field)) json[field] = where[field];
+        }
       }
       json["elapsed"] = std::chrono::duration<double>(now.steady - begun).count();
       return ok(json);
@@ -247,7 +260,7 @@ std::variant<Reply, SshPlan> Lobby::cmd_ls(const Key& key, const Prepared& reque
     }
     Json item;
     item["vm_name"] = name;
-    add_ssh_fields(item, name, vm.ssh_port, config_);
+    add_ssh_fields(item, name, ssh_where(vm), config_);
     item.erase("ssh_command");  // ls names no command
     item["status"] = vm_status(vm);
     item["region"] = region;
@@ -313,7 +326,7 @@ std::variant<Reply, SshPlan> Lobby::cmd_pause(const Key& key, const Prepared& re
   if (vm == nullptr) return *error;
   if (!vm_ready(*vm)) return fail(fmt::format("VM \"{}\" is in state \"{}\" and cannot be paused", vm->record.name, vm_status(*vm)));
   if (vm->record.status == "paused") return fail(fmt::format("VM \"{}\" is already paused", vm->record.name));
-  // A paused VM serves no SSH: its connections close, new ones are refused (ssh_route).
+  // A paused VM serves no SSH: its connections close, new ones are denied (the landing table).
   plan_host_work(CloseSshConnections{vm->id});
   plan_host_work(StopVmProcesses{vm->id});
   vm->record.status = "paused";

@@ -30,14 +30,15 @@ constexpr const char* usage = R"usage(usage: exedev-emulator [options]
 
 Runs a local exe.dev (POST /exec over HTTPS on loopback, and each VM's SSH endpoint) until
 SIGINT or SIGTERM, after printing
-  url=…  ca_file=…  token=…  control_secret=…  state_dir=…  ssh_known_hosts=…
+  url=…  ca_file=…  token=…  control_secret=…  state_dir=…  ssh_known_hosts=…  ssh_hosts=…
 on stdout, one per line. See docs/emulator.md.
 
   --print-env                 print instead, for a shell to eval, the lines
                                 export EXE_BASE_URL=…  export EXE_TOKEN=…  export EXE_CA_FILE=…
-                                export EXE_SSH_KNOWN_HOSTS=…
-                              that point a default exedev::Client at the emulator (the last:
-                              the known_hosts file of the VMs' SSH endpoints)
+                                export EXE_SSH_KNOWN_HOSTS=…  export EXE_SSH_HOSTS=…
+                              that point a default exedev::Client at the emulator (the last
+                              two: the known_hosts file of the VMs' SSH endpoints, and the
+                              hosts file naming 127.0.0.1 for their SSH names)
   --background                serve from a background process, print the lines above plus its
                               process id (pid=… or export EXEDEV_EMULATOR_PID=…), and return:
                                 eval "$(exedev-emulator --background --print-env)"
@@ -71,6 +72,13 @@ on stdout, one per line. See docs/emulator.md.
                               /bin/bash when present, else /bin/sh)
   --ssh-key=FILE              register the public keys in FILE (e.g. ~/.ssh/id_ed25519.pub)
                               for the VMs' SSH endpoints, as `ssh-key add` does (repeatable)
+  --second-token=TOKEN        the second account's all-commands token (default: persisted or
+                              random; the account has its own VMs, keys and email)
+  --second-ssh-key=FILE       as --ssh-key, for the second account (repeatable)
+  --ssh-destination=vm-plus|vm-domain  the SSH fields of new/ls/cp answers: ssh_user vm+<name>
+                              at <domain> and the name endpoint, or <name>.<domain> and the
+                              VM's shard endpoint (default vm-plus)
+  --ssh-domain=DOMAIN         the domain of the SSH names (default exe.localhost)
   --ssh-silent                the SSH endpoints accept connections and never answer
   --no-sftp                   the SSH endpoints refuse the SFTP subsystem
   --help                      this text
@@ -92,6 +100,7 @@ std::string ready_lines(const Emulator& emulator, bool print_env, std::optional<
         << "export EXE_CA_FILE=" << sh_quote_if_needed(emulator.ca_file().string()) << "\n";
     if (!emulator.ssh_known_hosts().empty()) {
       out << "export EXE_SSH_KNOWN_HOSTS=" << sh_quote_if_needed(emulator.ssh_known_hosts().string()) << "\n";
+      out << "export EXE_SSH_HOSTS=" << sh_quote_if_needed(emulator.ssh_hosts_file().string()) << "\n";
     }
     if (background_pid) out << "export EXEDEV_EMULATOR_PID=" << *background_pid << "\n";
   } else {
@@ -100,7 +109,10 @@ std::string ready_lines(const Emulator& emulator, bool print_env, std::optional<
         << "token=" << emulator.token() << "\n"
         << "control_secret=" << emulator.control_secret() << "\n"
         << "state_dir=" << emulator.state_dir().string() << "\n";
-    if (!emulator.ssh_known_hosts().empty()) out << "ssh_known_hosts=" << emulator.ssh_known_hosts().string() << "\n";
+    if (!emulator.ssh_known_hosts().empty()) {
+      out << "ssh_known_hosts=" << emulator.ssh_known_hosts().string() << "\n"
+          << "ssh_hosts=" << emulator.ssh_hosts_file().string() << "\n";
+    }
     if (background_pid) out << "pid=" << *background_pid << "\n";
   }
   return out.str();
@@ -150,13 +162,13 @@ std::string trim(std::string s) {
 }
 
 // Every public key line of a file (blank lines and # comments skipped).
-void load_ssh_keys(const std::string& path, Options& options) {
+void load_ssh_keys(const std::string& path, std::vector<std::string>& keys) {
   std::ifstream in(path);
   if (!in) bad("cannot read " + path);
   std::string line;
   while (std::getline(in, line)) {
     line = trim(line);
-    if (!line.empty() && line[0] != '#') options.ssh_authorized_keys.push_back(line);
+    if (!line.empty() && line[0] != '#') keys.push_back(line);
   }
 }
 
@@ -236,7 +248,11 @@ int main(int argc, char** argv) {
     else if (name == "--tokens-file") load_tokens(need_value(), options);
     else if (name == "--control-secret") options.control_secret = need_value();
     else if (name == "--login-shell") options.login_shell = need_value();
-    else if (name == "--ssh-key") load_ssh_keys(need_value(), options);
+    else if (name == "--ssh-key") load_ssh_keys(need_value(), options.ssh_authorized_keys);
+    else if (name == "--second-ssh-key") load_ssh_keys(need_value(), options.second_ssh_authorized_keys);
+    else if (name == "--second-token") options.second_token = need_value();
+    else if (name == "--ssh-domain") options.ssh_domain = need_value();
+    else if (name == "--ssh-destination") modes.ssh_destination = need(ssh_destination_from(need_value()), name);
     else if (name == "--boot-delay") modes.boot_delay = duration();
     else if (name == "--ssh-time-limit") modes.ssh_time_limit = need(duration_from(need_value()), name);
     else if (name == "--lobby-deadline") modes.lobby_deadline = duration();

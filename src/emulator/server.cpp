@@ -22,6 +22,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <stdexcept>
@@ -32,12 +33,6 @@ namespace exedev::emulator {
 namespace {
 
 constexpr std::size_t max_body = 64 * 1024;           // 64 KiB; the 65 537th byte is refused
-
-// The user the VMs' SSH endpoints log in as: the one running the emulator.
-std::string login_user() {
-  const passwd* entry = ::getpwuid(::geteuid());
-  return entry != nullptr && entry->pw_name != nullptr ? std::string(entry->pw_name) : std::string("root");
-}
 
 bool is_loopback_host(const std::string& host) {
   if (host == "localhost" || host == "::1") return true;
@@ -73,6 +68,13 @@ asio::awaitable<std::optional<Reply>> read_body(Stream& stream, beast::flat_buff
 
 }  // namespace
 
+Reply Emulator::Impl::known_hosts_reply() const {
+  // exe.dev's handleKnownHosts (execore/exe-web.go): the CA line, public, cacheable.
+  return Reply{200,
+               {{"Content-Type", "text/plain; charset=utf-8"}, {"Cache-Control", "public, max-age=300"}},
+               ssh_server->cert_authority_line()};
+}
+
 void Emulator::Impl::start() {
   ioc = std::make_unique<asio::io_context>(1);
   const auto address = options.host == "localhost" ? asio::ip::make_address("127.0.0.1") : asio::ip::make_address(options.host);
@@ -92,8 +94,8 @@ void Emulator::Impl::start() {
     ssh_endpoints = std::make_unique<SshEndpoints>(*ioc, *lobby, *ssh_server, known_hosts);
     host->attach_ssh(ssh_endpoints.get());
     // Every VM's endpoint again, on the port it had when the port is still free.
-    for (const auto& [vm_id, ssh_port] : lobby->ssh_endpoints()) {
-      run_host_plan(*host, lobby->set_ssh_port(vm_id, ssh_endpoints->open(vm_id, ssh_port)));
+    for (const auto& [endpoint, ssh_port] : lobby->ssh_endpoints()) {
+      run_host_plan(*host, lobby->set_ssh_port(endpoint, ssh_endpoints->open(endpoint, ssh_port)));
     }
   }
   thread = std::thread([this] { ioc->run(); });
@@ -226,8 +228,10 @@ asio::awaitable<void> Emulator::Impl::session(Stream& stream) {
       auto too_large = co_await read_body(stream, buffer, parser, broken);
       if (broken) break;
       // Named, not a temporary inside co_await: GCC 12 mishandles those (see docs/client.md).
-      const Reply not_found = error_reply(404, "not found");
-      keep = co_await write_reply(stream, not_found, request.version(), request.keep_alive() && !too_large);
+      const Reply answer = path == "/.well-known/ssh-known-hosts" && request.method() == http::verb::get && ssh_server
+                               ? known_hosts_reply()
+                               : error_reply(404, "not found");
+      keep = co_await write_reply(stream, answer, request.version(), request.keep_alive() && !too_large);
     }
     if (!keep) {
       // A refused request (413, or refused before a body the client never sent) whose body
@@ -381,12 +385,14 @@ Emulator::Emulator(Options options) : impl_(std::make_unique<Impl>()) {
   config.tokens = options.tokens;
   config.modes = options.modes;
   config.ssh_authorized_keys = options.ssh_authorized_keys;
-  config.ssh_host = "127.0.0.1";
-  config.ssh_user = login_user();
+  config.second_token = options.second_token;
+  config.second_ssh_authorized_keys = options.second_ssh_authorized_keys;
+  config.ssh_domain = options.ssh_domain;
+  config.login_shell = impl.login_shell;
   impl.lobby = std::make_unique<Lobby>(std::move(config), *impl.host, impl.host->load_state(), Instant::now());
   run_host_plan(*impl.host, impl.lobby->startup_plan());
   try {
-    impl.ssh_server = std::make_unique<SshServer>(impl.state_dir, impl.login_shell, options.ssh_sftp);
+    impl.ssh_server = std::make_unique<SshServer>(impl.state_dir, impl.login_shell, options.ssh_sftp, options.ssh_domain);
     impl.known_hosts = impl.ssh_server->directory() / "known_hosts";
   } catch (const std::exception& e) {
     // The emulator serves /exec without SSH endpoints: answers then carry no ssh_port.
@@ -424,6 +430,9 @@ std::filesystem::path Emulator::ca_file() const { return impl_->ca_path; }
 std::filesystem::path Emulator::state_dir() const { return impl_->state_dir; }
 std::string Emulator::token() const {
   return impl_->with_lobby([&] { return impl_->lobby->default_token(); });
+}
+std::string Emulator::second_token() const {
+  return impl_->with_lobby([&] { return impl_->lobby->second_token(); });
 }
 std::string Emulator::control_secret() const { return impl_->control_secret; }
 std::string Emulator::issue_token(TokenSpec spec) {
@@ -467,6 +476,43 @@ void Emulator::clear_commands() {
 std::size_t Emulator::connections_accepted() const { return impl_->accepted; }
 std::size_t Emulator::open_connections() const { return impl_->open; }
 std::filesystem::path Emulator::ssh_known_hosts() const { return impl_->known_hosts; }
+
+std::filesystem::path Emulator::ssh_hosts_file() const {
+  return impl_->ssh_server ? impl_->ssh_server->hosts_file() : std::filesystem::path();
+}
+
+std::vector<SshLanding> Emulator::ssh_landings() const {
+  std::vector<SshLanding> landings;
+  if (!impl_->ssh_server) return landings;
+  // The key script's lines: connection, endpoint, fingerprint, account, decision, VM, message,
+  // username (the rest of the line); `-` for an empty field.
+  std::ifstream in(impl_->ssh_server->landings_file());
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> fields;
+    std::size_t start = 0;
+    while (fields.size() < 7) {
+      const auto tab = line.find('\t', start);
+      if (tab == std::string::npos) break;
+      fields.push_back(line.substr(start, tab - start));
+      start = tab + 1;
+    }
+    if (fields.size() < 7) continue;  // a line being written
+    const auto field = [&](std::size_t i) { return fields[i] == "-" ? std::string() : fields[i]; };
+    SshLanding landing;
+    landing.endpoint_port = static_cast<std::uint16_t>(std::strtoul(fields[1].c_str(), nullptr, 10));
+    landing.fingerprint = fields[2];
+    landing.account = field(3);
+    landing.decision = fields[4] == "vm"         ? SshLandingDecision::vm
+                       : fields[4] == "starting" ? SshLandingDecision::vm_starting
+                       : fields[4] == "denied"   ? SshLandingDecision::denied
+                                                 : SshLandingDecision::lobby;
+    landing.vm = field(5);
+    landing.message = field(6);
+    landing.username = line.substr(start);
+    landings.push_back(std::move(landing));
+  }
+  return landings;
+}
 
 void Emulator::restart() {
   Impl& impl = *impl_;

@@ -78,6 +78,8 @@ struct Emulator::Impl {
 
   void start();
   void stop();
+  /// `GET /.well-known/ssh-known-hosts`: the @cert-authority line (needs ssh_server).
+  Reply known_hosts_reply() const;
 
   /// Runs `action` (which uses the lobby) on the server's thread and returns its result: the
   /// lobby has no lock, so while the server runs only its thread touches the lobby and the host

@@ -1,6 +1,5 @@
 #include "emulator/ssh_endpoints.hpp"
 
-#include "emulator/processes.hpp"
 
 #include "common/event.hpp"
 
@@ -47,7 +46,22 @@ struct SshEndpoints::Connection {
   explicit Connection(asio::io_context& ioc) : client(ioc), upstream(ioc) {}
   ~Connection() {
     std::error_code ignored;
-    if (!route.empty()) std::filesystem::remove(route, ignored);
+    for (const auto& file : files) {
+      std::filesystem::remove(file, ignored);
+      std::filesystem::remove(file.string() + ".key", ignored);
+      std::filesystem::remove(file.string() + ".tmp", ignored);
+    }
+  }
+
+  /// Whether the key script routed it to the VM (its route names the VM's id).
+  bool landed_on(const std::string& vm_id) const {
+    if (route.empty()) return false;
+    std::ifstream in(route);
+    const std::string wanted = "vm_id='" + vm_id + "'";
+    for (std::string line; std::getline(in, line);) {
+      if (line == wanted) return true;
+    }
+    return false;
   }
 
   void close() {
@@ -62,28 +76,30 @@ struct SshEndpoints::Connection {
 
   tcp::socket client;
   tcp::socket upstream;
-  std::filesystem::path route;  // removed with the connection
+  std::filesystem::path route;                   // where the key script writes its decision
+  std::vector<std::filesystem::path> files;      // of this connection, removed with it
   Pipe to_upstream;
   Pipe to_client;
   bool closed = false;
 };
 
 struct SshEndpoints::Listener {
-  Listener(asio::io_context& ioc, std::string id) : vm_id(std::move(id)), acceptor(ioc) {}
+  Listener(asio::io_context& ioc, std::string name) : endpoint(std::move(name)), acceptor(ioc) {}
 
-  // On the io_context's thread.
-  void close_connections() {
+  // On the io_context's thread: every connection, or those that landed on the VM.
+  void close_connections(const std::string* landed_on = nullptr) {
     for (const auto& weak : connections) {
-      if (auto connection = weak.lock()) connection->close();
+      auto connection = weak.lock();
+      if (connection && (landed_on == nullptr || connection->landed_on(*landed_on))) connection->close();
     }
-    connections.clear();
+    std::erase_if(connections, [](const std::weak_ptr<Connection>& weak) { return weak.expired(); });
   }
   void add(const std::shared_ptr<Connection>& connection) {
     std::erase_if(connections, [](const std::weak_ptr<Connection>& weak) { return weak.expired(); });
     connections.push_back(connection);
   }
 
-  std::string vm_id;
+  std::string endpoint;
   tcp::acceptor acceptor;
   std::uint16_t port = 0;
   std::vector<std::weak_ptr<Connection>> connections;  // on the io_context's thread only
@@ -149,17 +165,20 @@ asio::awaitable<void> write_side(std::shared_ptr<Connection> connection, tcp::so
 }  // namespace
 
 SshEndpoints::SshEndpoints(asio::io_context& ioc, Lobby& lobby, SshServer& server, std::filesystem::path known_hosts)
-    : ioc_(ioc), lobby_(lobby), server_(server), known_hosts_(std::move(known_hosts)) {
-  std::lock_guard lock(mutex_);
-  write_known_hosts();
+    : ioc_(ioc), lobby_(lobby), server_(server) {
+  // Replaced at once: a client reading it never sees half a file.
+  const auto temporary = known_hosts.string() + ".tmp";
+  std::ofstream(temporary, std::ios::trunc) << server_.known_hosts_text();
+  std::error_code ignored;
+  std::filesystem::rename(temporary, known_hosts, ignored);
 }
 
 SshEndpoints::~SshEndpoints() = default;
 
-std::uint16_t SshEndpoints::open(const std::string& vm_id, std::uint16_t port) {
+std::uint16_t SshEndpoints::open(const std::string& endpoint, std::uint16_t port) {
   std::lock_guard lock(mutex_);
-  if (const auto it = listeners_.find(vm_id); it != listeners_.end()) return it->second->port;
-  auto listener = std::make_shared<Listener>(ioc_, vm_id);
+  if (const auto it = listeners_.find(endpoint); it != listeners_.end()) return it->second->port;
+  auto listener = std::make_shared<Listener>(ioc_, endpoint);
   const auto listen_on = [&](std::uint16_t wanted) {
     boost::system::error_code ec;
     listener->acceptor.open(tcp::v4(), ec);
@@ -176,50 +195,34 @@ std::uint16_t SshEndpoints::open(const std::string& vm_id, std::uint16_t port) {
   auto failed = listen_on(port);
   if (failed && port != 0) failed = listen_on(0);
   if (failed) {
-    std::cerr << "exedev-emulator: no SSH endpoint for a VM: " << failed.message() << "\n";
+    std::cerr << "exedev-emulator: no SSH endpoint " << endpoint << ": " << failed.message() << "\n";
     return 0;
   }
   listener->port = listener->acceptor.local_endpoint().port();
-  listeners_[vm_id] = listener;
-  write_known_hosts();
+  listeners_[endpoint] = listener;
   asio::co_spawn(ioc_, accept_loop(listener), asio::detached);
   return listener->port;
 }
 
 void SshEndpoints::disconnect(const std::string& vm_id) {
   std::lock_guard lock(mutex_);
-  const auto it = listeners_.find(vm_id);
-  if (it == listeners_.end()) return;
-  asio::post(ioc_, [listener = it->second] { listener->close_connections(); });
+  // Any endpoint may carry connections that landed on the VM (vm+ names it from anywhere).
+  for (const auto& [id, listener] : listeners_) {
+    asio::post(ioc_, [listener = listener, vm_id] { listener->close_connections(&vm_id); });
+  }
 }
 
-void SshEndpoints::close(const std::string& vm_id) {
+void SshEndpoints::close(const std::string& endpoint) {
   std::lock_guard lock(mutex_);
-  const auto it = listeners_.find(vm_id);
+  const auto it = listeners_.find(endpoint);
   if (it == listeners_.end()) return;
   auto listener = std::move(it->second);
   listeners_.erase(it);
-  write_known_hosts();
   asio::post(ioc_, [listener = std::move(listener)] {
     boost::system::error_code ignored;
     listener->acceptor.close(ignored);
     listener->close_connections();
   });
-}
-
-void SshEndpoints::write_known_hosts() {
-  std::string text;
-  for (const auto& [id, listener] : listeners_) {
-    text += "[127.0.0.1]:" + std::to_string(listener->port) + " " + server_.host_public_key() + "\n";
-  }
-  // Replaced at once: a client reading it never sees half a file.
-  const auto temporary = known_hosts_.string() + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << text;
-  }
-  std::error_code ignored;
-  std::filesystem::rename(temporary, known_hosts_, ignored);
 }
 
 asio::awaitable<void> SshEndpoints::accept_loop(std::shared_ptr<Listener> listener) {
@@ -235,12 +238,8 @@ asio::awaitable<void> SshEndpoints::accept_loop(std::shared_ptr<Listener> listen
 
 asio::awaitable<void> SshEndpoints::relay(std::shared_ptr<Listener> listener, tcp::socket client) {
   boost::system::error_code ignored;
-  // A VM that is paused, booting or gone serves no SSH: accepted, then closed at once.
-  const auto route = lobby_.ssh_route(listener->vm_id, Instant::now().wall);
-  if (!route) {
-    client.close(ignored);
-    co_return;
-  }
+  // Where the connection lands (a VM, the lobby shell, or denied) is the key script's decision,
+  // at authentication: sshd is the front.
   auto connection = std::make_shared<Connection>(ioc_);
   connection->client = std::move(client);
   connection->client.set_option(tcp::no_delay(true), ignored);
@@ -262,8 +261,6 @@ asio::awaitable<void> SshEndpoints::relay(std::shared_ptr<Listener> listener, tc
     connection->close();
     co_return;
   }
-  const auto environment = vm_environment(route->vm_id, route->vm, route->home, route->env, server_.login_shell());
-  const std::string route_text = SshServer::route_text(route->home, server_.login_shell(), environment);
   const tcp::endpoint sshd(asio::ip::address_v4::loopback(), server_.port());
   const auto give_up = Clock::now() + sshd_start_bound;
   asio::steady_timer pause_between(ioc_);
@@ -274,17 +271,22 @@ asio::awaitable<void> SshEndpoints::relay(std::shared_ptr<Listener> listener, tc
     upstream.bind(tcp::endpoint(asio::ip::address_v4::loopback(), 0), ignored);
     const auto local = upstream.local_endpoint(ignored);
     if (ignored) break;
+    // For the key script: which endpoint the client came in on. A route left by an earlier
+    // connection from the same port is stale.
+    const auto connection_file = server_.connection_file(local.port());
     const auto route_file = server_.route_file(local.port());
-    std::ofstream(route_file, std::ios::trunc) << route_text;
+    std::error_code removal;
+    for (const auto& stale : {route_file, std::filesystem::path(route_file.string() + ".key")}) std::filesystem::remove(stale, removal);
+    std::ofstream(connection_file, std::ios::trunc) << listener->port << "\n";
     const auto [ec] = co_await upstream.async_connect(sshd, use_tuple);
     if (!ec && !connection->closed) {
       upstream.set_option(tcp::no_delay(true), ignored);
       connection->upstream = std::move(upstream);
       connection->route = route_file;
+      connection->files = {connection_file, route_file};
       break;
     }
-    std::error_code removal;
-    std::filesystem::remove(route_file, removal);
+    std::filesystem::remove(connection_file, removal);
     if (ec != asio::error::connection_refused || Clock::now() > give_up || !server_.running()) break;
     pause_between.expires_after(sshd_start_poll);
     co_await pause_between.async_wait(use_tuple);

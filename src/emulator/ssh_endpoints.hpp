@@ -1,19 +1,19 @@
 #pragma once
-// SshEndpoints: every VM's SSH endpoint. Each VM has a loopback port of its own on which the
-// emulator accepts connections (on the server's io_context) and relays their bytes to the
-// private sshd (ssh_server.hpp). Before connecting to sshd, the relay binds its socket, writes
-// the route `routes/<its local port>` naming the VM's session, and removes it when the
-// connection ends: sshd's ForceCommand wrapper finds the VM by that port (SSH_CONNECTION).
+// SshEndpoints: the SSH endpoints, exe.dev's front as the client meets it (ADR 14): one loopback
+// port per shard (`shard-<n>`, shared by both accounts' VMs of that shard) and one for `vm+<name>`
+// (`names`), on which the emulator accepts connections (on the server's io_context) and relays
+// their bytes to the private sshd (ssh_server.hpp). Before connecting to sshd, the relay binds its
+// socket and writes `connections/<its local port>`: the endpoint port the client came in on, which
+// sshd's key script reads to route the connection by its first key; the script writes the route
+// `routes/<that port>`. Both go when the connection ends.
 //
-// The relay is where the lobby's decisions about SSH take effect: a connection to a VM that is
-// paused, booting or gone is accepted and closed at once (the endpoint serves no SSH: the client
-// sees the connection closed before the SSH banner); pause, restart and rm close the VM's
-// connections; rm closes the endpoint. The `latency` mode delays each direction's bytes by half
-// the latency, so a round trip costs `latency`, as one /exec request does.
+// Pause, restart and rm close the connections whose route names the VM (disconnect); rm of a
+// shard's last VM closes its endpoint (close). The `latency` mode delays each direction's bytes
+// by half the latency, so a round trip costs `latency`, as one /exec request does.
 //
 // Thread safety: open, disconnect and close may be called from any thread (the lobby's host
 // work runs on the server's thread, and before it starts or after it stops); the relay itself
-// runs on the io_context's one thread, the lobby's strand, where it asks the lobby for routes.
+// runs on the io_context's one thread, the lobby's strand, where it reads the lobby's modes.
 
 #include "emulator/lobby.hpp"
 #include "emulator/ssh_server.hpp"
@@ -34,13 +34,13 @@ namespace exedev::emulator {
 
 class SshEndpoints final : public SshEndpointService {
  public:
-  /// `server` and `lobby` must outlive it; `known_hosts` is rewritten as endpoints come and go.
+  /// `server` and `lobby` must outlive it; writes `known_hosts` (the host key for every endpoint).
   SshEndpoints(boost::asio::io_context& ioc, Lobby& lobby, SshServer& server, std::filesystem::path known_hosts);
   ~SshEndpoints() override;
 
-  std::uint16_t open(const std::string& vm_id, std::uint16_t port) override;
+  std::uint16_t open(const std::string& endpoint, std::uint16_t port) override;
   void disconnect(const std::string& vm_id) override;
-  void close(const std::string& vm_id) override;
+  void close(const std::string& endpoint) override;
 
   struct Listener;
   struct Connection;
@@ -48,15 +48,12 @@ class SshEndpoints final : public SshEndpointService {
  private:
   boost::asio::awaitable<void> accept_loop(std::shared_ptr<Listener> listener);
   boost::asio::awaitable<void> relay(std::shared_ptr<Listener> listener, boost::asio::ip::tcp::socket client);
-  /// Under mutex_: `[127.0.0.1]:<port> <host key>` for every endpoint.
-  void write_known_hosts();
 
   boost::asio::io_context& ioc_;
   Lobby& lobby_;
   SshServer& server_;
-  std::filesystem::path known_hosts_;
   std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<Listener>> listeners_;  // by VM id
+  std::map<std::string, std::shared_ptr<Listener>> listeners_;  // by endpoint
 };
 
 }  // namespace exedev::emulator

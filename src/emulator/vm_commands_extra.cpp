@@ -184,7 +184,7 @@ std::variant<Reply, SshPlan> Lobby::cmd_rename(const Key& key, const Prepared& r
   const std::string new_name = flags->positional[1];
   if (old_name == new_name) return json_reply(200, fmt::format("{} is already named {}", old_name, new_name));
   if (auto message = validate_vm_name(new_name)) return fail("invalid new name: " + *message);
-  if (vms_.count(old_name) == 0) return fail(fmt::format("vm \"{}\" not found", old_name));
+  if (!in_account(key, old_name)) return fail(fmt::format("vm \"{}\" not found", old_name));
   Vm* vm = find_visible(key, old_name);
   if (vm == nullptr) return fail(fmt::format("VM \"{}\" not found", old_name));  // out of the key's scope
   if (name_taken(new_name)) return fail(fmt::format("name \"{}\" is not available", new_name));
@@ -202,7 +202,7 @@ std::variant<Reply, SshPlan> Lobby::cmd_rename(const Key& key, const Prepared& r
   return ok_sorted({{"old_name", old_name}, {"new_name", new_name}, {"status", "renamed"}});
 }
 
-std::variant<Reply, SshPlan> Lobby::cmd_stat(const Key&, const Prepared& request) {
+std::variant<Reply, SshPlan> Lobby::cmd_stat(const Key& key, const Prepared& request) {
   std::optional<Reply> error;
   const auto flags = parse_command_flags(request, error);
   if (!flags) return *error;
@@ -215,7 +215,7 @@ std::variant<Reply, SshPlan> Lobby::cmd_stat(const Key&, const Prepared& request
   else return fail(fmt::format("invalid range \"{}\" (use 24h, 7d, or 30d)", range));
   // exe.dev looks the name up among all the user's VMs, without the key's tag scope.
   const auto it = vms_.find(flags->positional[0]);
-  if (it == vms_.end()) return fail("VM not found: " + flags->positional[0]);
+  if (it == vms_.end() || it->second.account != key.account) return fail("VM not found: " + flags->positional[0]);
   // The emulator collects no metrics: the series is empty.
   Json json;
   json["name"] = it->first;
@@ -226,7 +226,7 @@ std::variant<Reply, SshPlan> Lobby::cmd_stat(const Key&, const Prepared& request
 }
 
 Lobby::Vm* Lobby::shared_vm(const Key& key, const std::string& name, std::optional<Reply>& error) {
-  if (vms_.count(name) == 0) {
+  if (!in_account(key, name)) {
     error = fail(fmt::format("VM \"{}\" not found or access denied", name));
     return nullptr;
   }
@@ -328,7 +328,7 @@ std::variant<Reply, SshPlan> Lobby::cmd_share_remove_link(const Key& key, const 
   const std::string& name = flags->positional[0];
   const std::string& token = flags->positional[1];
   const std::string not_found = fmt::format("VM \"{}\" not found or share link '{}' not found", name, token);
-  if (vms_.count(name) == 0) return fail(not_found);
+  if (!in_account(key, name)) return fail(not_found);
   Vm* vm = shared_vm(key, name, error);
   if (vm == nullptr) return *error;
   auto& links = vm->share_links;

@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include <unistd.h>
+
 namespace exedev::emulator {
 
 FileVmHost::FileVmHost(std::filesystem::path state_dir) : state_dir_(std::move(state_dir)) {
@@ -41,11 +43,34 @@ void replace_file(const std::filesystem::path& path, const std::string& text) {
 
 void FileVmHost::save_state(const std::string& text) { replace_file(state_file(), text); }
 
-std::filesystem::path FileVmHost::authorized_keys_file() const { return state_dir_ / "ssh" / "authorized_keys"; }
+std::filesystem::path FileVmHost::ssh_landing_link() const { return state_dir_ / "ssh" / "landing"; }
 
-void FileVmHost::save_authorized_keys(const std::string& text) {
-  std::filesystem::create_directories(authorized_keys_file().parent_path());
-  replace_file(authorized_keys_file(), text);
+void FileVmHost::save_ssh_landing(const std::map<std::string, std::string>& files) {
+  namespace fs = std::filesystem;
+  // A new directory, then the link renamed over the old one: a script reading the table sees
+  // the old one or the new one, never half of either.
+  const fs::path ssh_dir = ssh_landing_link().parent_path();
+  fs::create_directories(ssh_dir);
+  std::string name;
+  do {
+    name = "landing." + std::to_string(::getpid()) + "." + std::to_string(++landing_version_);
+  } while (fs::exists(ssh_dir / name));
+  for (const auto& [path, text] : files) {
+    const fs::path file = ssh_dir / name / path;
+    fs::create_directories(file.parent_path());
+    std::ofstream out(file, std::ios::trunc);
+    out << text;
+    if (!out) throw std::runtime_error("cannot write " + file.string());
+  }
+  fs::create_directories(ssh_dir / name);
+  const fs::path link = ssh_dir / "landing.link.tmp";
+  std::error_code ignored;
+  fs::remove(link, ignored);
+  fs::create_directory_symlink(name, link);
+  std::error_code unread;
+  const fs::path previous = fs::read_symlink(ssh_landing_link(), unread);
+  fs::rename(link, ssh_landing_link());
+  if (!unread && !previous.empty() && previous != name) fs::remove_all(ssh_dir / previous, ignored);
 }
 
 void FileVmHost::attach_ssh(SshEndpointService* endpoints) {
@@ -53,9 +78,9 @@ void FileVmHost::attach_ssh(SshEndpointService* endpoints) {
   ssh_ = endpoints;
 }
 
-std::uint16_t FileVmHost::open_ssh_endpoint(const std::string& vm_id, std::uint16_t port) {
+std::uint16_t FileVmHost::open_ssh_endpoint(const std::string& endpoint, std::uint16_t port) {
   std::lock_guard lock(ssh_mutex_);
-  return ssh_ ? ssh_->open(vm_id, port) : 0;
+  return ssh_ ? ssh_->open(endpoint, port) : 0;
 }
 
 void FileVmHost::close_ssh_connections(const std::string& vm_id) {
@@ -63,9 +88,9 @@ void FileVmHost::close_ssh_connections(const std::string& vm_id) {
   if (ssh_) ssh_->disconnect(vm_id);
 }
 
-void FileVmHost::close_ssh_endpoint(const std::string& vm_id) {
+void FileVmHost::close_ssh_endpoint(const std::string& endpoint) {
   std::lock_guard lock(ssh_mutex_);
-  if (ssh_) ssh_->close(vm_id);
+  if (ssh_) ssh_->close(endpoint);
 }
 
 void FileVmHost::create_vm_directory(const std::filesystem::path& dir) { std::filesystem::create_directories(dir / "home"); }
@@ -103,11 +128,13 @@ HostResult run_host_command(VmHost& host, const HostCommand& command) {
         else if constexpr (std::is_same_v<C, StopVmProcesses>) host.stop_vm_processes(c.vm_id);
         else if constexpr (std::is_same_v<C, ContinueVmProcesses>) host.continue_vm_processes(c.vm_id);
         else if constexpr (std::is_same_v<C, KillVmProcesses>) host.kill_vm_processes(c.vm_id);
-        else if constexpr (std::is_same_v<C, SaveState>) host.save_state(c.text);
-        else if constexpr (std::is_same_v<C, SaveAuthorizedKeys>) host.save_authorized_keys(c.text);
-        else if constexpr (std::is_same_v<C, OpenSshEndpoint>) result.ssh_port = host.open_ssh_endpoint(c.vm_id, c.port);
+        else if constexpr (std::is_same_v<C, SaveState>) {
+          host.save_state(c.text);
+          host.save_ssh_landing(c.ssh_landing);
+        }
+        else if constexpr (std::is_same_v<C, OpenSshEndpoint>) result.ssh_port = host.open_ssh_endpoint(c.endpoint, c.port);
         else if constexpr (std::is_same_v<C, CloseSshConnections>) host.close_ssh_connections(c.vm_id);
-        else if constexpr (std::is_same_v<C, CloseSshEndpoint>) host.close_ssh_endpoint(c.vm_id);
+        else if constexpr (std::is_same_v<C, CloseSshEndpoint>) host.close_ssh_endpoint(c.endpoint);
         else static_assert(sizeof(C) == 0, "a host command without its VmHost call");
       },
       command);

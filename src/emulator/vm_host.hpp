@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -20,13 +21,14 @@ namespace exedev::emulator {
 class SshEndpointService {
  public:
   virtual ~SshEndpointService() = default;
-  /// Serves the VM's endpoint on `port` (0, or a port no longer free: another one) and returns
-  /// the port it listens on; 0 when no SSH can be served.
-  virtual std::uint16_t open(const std::string& vm_id, std::uint16_t port) = 0;
-  /// Closes the VM's open SSH connections; the endpoint stays (pause, restart).
+  /// Serves the endpoint (a shard's, `shard-<n>`, or the name endpoint, `names`) on `port` (0,
+  /// or a port no longer free: another one) unless it is served, and returns the port it
+  /// listens on; 0 when no SSH can be served.
+  virtual std::uint16_t open(const std::string& endpoint, std::uint16_t port) = 0;
+  /// Closes the SSH connections that landed on the VM; the endpoints stay (pause, restart, rm).
   virtual void disconnect(const std::string& vm_id) = 0;
-  /// Closes the endpoint and its connections (rm).
-  virtual void close(const std::string& vm_id) = 0;
+  /// Closes the endpoint and its connections (rm of the last VM on a shard).
+  virtual void close(const std::string& endpoint) = 0;
 };
 
 class VmHost {
@@ -57,14 +59,15 @@ class VmHost {
   /// Kills every process of the VM (rm, restart, shutdown).
   virtual void kill_vm_processes(const std::string& vm_id) = 0;
 
-  /// Replaces the authorized_keys file of the SSH endpoints at once. Throws on failure.
-  virtual void save_authorized_keys(const std::string& text) = 0;
-  /// Serves the VM's SSH endpoint (see SshEndpointService::open); 0 when the host serves none.
-  virtual std::uint16_t open_ssh_endpoint(const std::string& vm_id, std::uint16_t port) = 0;
-  /// Closes the VM's SSH connections, its endpoint staying (pause, restart).
+  /// Replaces the SSH landing table (files by relative path: what sshd's key script reads to
+  /// route a connection, ssh_server.hpp) at once. Throws on failure.
+  virtual void save_ssh_landing(const std::map<std::string, std::string>& files) = 0;
+  /// Serves an SSH endpoint (see SshEndpointService::open); 0 when the host serves none.
+  virtual std::uint16_t open_ssh_endpoint(const std::string& endpoint, std::uint16_t port) = 0;
+  /// Closes the SSH connections that landed on the VM (pause, restart, rm).
   virtual void close_ssh_connections(const std::string& vm_id) = 0;
-  /// Closes the VM's SSH endpoint and its connections (rm).
-  virtual void close_ssh_endpoint(const std::string& vm_id) = 0;
+  /// Closes an SSH endpoint and its connections.
+  virtual void close_ssh_endpoint(const std::string& endpoint) = 0;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -97,18 +100,16 @@ struct KillVmProcesses {
   std::string vm_id;
   bool operator==(const KillVmProcesses&) const = default;
 };
-/// Replaces the persisted state with `text`, the state as it was when the plan was made.
+/// Replaces the persisted state with `text`, the state as it was when the plan was made, and
+/// the SSH landing table derived from it (Lobby::ssh_landing_table).
 struct SaveState {
   std::string text;
+  std::map<std::string, std::string> ssh_landing;
   bool operator==(const SaveState&) const = default;
 };
-struct SaveAuthorizedKeys {
-  std::string text;
-  bool operator==(const SaveAuthorizedKeys&) const = default;
-};
-/// Serves the VM's SSH endpoint on `port` (0: any); reports the port it got.
+/// Serves an SSH endpoint (`shard-<n>`, `names`) on `port` (0: any); reports the port it got.
 struct OpenSshEndpoint {
-  std::string vm_id;
+  std::string endpoint;
   std::uint16_t port = 0;
   bool operator==(const OpenSshEndpoint&) const = default;
 };
@@ -117,12 +118,12 @@ struct CloseSshConnections {
   bool operator==(const CloseSshConnections&) const = default;
 };
 struct CloseSshEndpoint {
-  std::string vm_id;
+  std::string endpoint;
   bool operator==(const CloseSshEndpoint&) const = default;
 };
 
 using HostCommand = std::variant<CreateVmDirectory, CopyVmDirectory, RemoveVmDirectory, StopVmProcesses,
-                                 ContinueVmProcesses, KillVmProcesses, SaveState, SaveAuthorizedKeys, OpenSshEndpoint,
+                                 ContinueVmProcesses, KillVmProcesses, SaveState, OpenSshEndpoint,
                                  CloseSshConnections, CloseSshEndpoint>;
 /// Host commands to run in order.
 using HostPlan = std::vector<HostCommand>;
@@ -157,19 +158,20 @@ class FileVmHost final : public VmHost {
   void stop_vm_processes(const std::string& vm_id) override;
   void continue_vm_processes(const std::string& vm_id) override;
   void kill_vm_processes(const std::string& vm_id) override;
-  void save_authorized_keys(const std::string& text) override;
-  std::uint16_t open_ssh_endpoint(const std::string& vm_id, std::uint16_t port) override;
+  void save_ssh_landing(const std::map<std::string, std::string>& files) override;
+  std::uint16_t open_ssh_endpoint(const std::string& endpoint, std::uint16_t port) override;
   void close_ssh_connections(const std::string& vm_id) override;
-  void close_ssh_endpoint(const std::string& vm_id) override;
+  void close_ssh_endpoint(const std::string& endpoint) override;
 
-  /// `<state_dir>/ssh/authorized_keys`.
-  std::filesystem::path authorized_keys_file() const;
+  /// `<state_dir>/ssh/landing`: a symbolic link to the table's current directory, replaced at once.
+  std::filesystem::path ssh_landing_link() const;
   /// The SSH endpoints the server serves while it runs (nullptr: none; the SSH calls do nothing).
   void attach_ssh(SshEndpointService* endpoints);
 
  private:
   std::filesystem::path state_dir_;
   std::mutex ssh_mutex_;
+  std::uint64_t landing_version_ = 0;
   SshEndpointService* ssh_ = nullptr;
 };
 

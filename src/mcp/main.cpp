@@ -242,6 +242,7 @@ class Environment {
       options.ssh.known_hosts_file = *config.known_hosts;
     } else if (emulator != nullptr) {
       options.ssh.known_hosts_file = emulator->ssh_known_hosts();
+      options.ssh.hosts_file = emulator->ssh_hosts_file();
       options.ssh.host_key_policy = HostKeyPolicy::strict;
     }
     // The choice of transport, once, on stderr (stdout is the protocol).

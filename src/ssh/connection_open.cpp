@@ -1,6 +1,7 @@
 // Connection::open: resolve, connect, handshake, host key, authentication.
 #include "ssh/connection.hpp"
 #include "ssh/connection_settings.hpp"
+#include "ssh/hosts_file.hpp"
 #include "ssh/key_sources.hpp"
 
 #include "ssh/known_hosts.hpp"
@@ -77,7 +78,19 @@ asio::awaitable<tcp::socket> connect_socket(const Endpoint& endpoint, const SshO
   });
   boost::system::error_code ec;
   const auto port = std::to_string(endpoint.port);
-  auto results = co_await resolver.async_resolve(endpoint.host, port, asio::redirect_error(asio::use_awaitable, ec));
+  // The hosts file first: an address there is resolved without the system's resolver.
+  std::string address = endpoint.host;
+  if (const auto hosts = hosts_file_to_use(options.hosts_file); !hosts.empty()) {
+    std::ifstream in(hosts);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in) {
+      timer.cancel();
+      throw ConnectionError(fmt::format("SSH: cannot read the hosts file {}", hosts.string()), false);
+    }
+    if (auto listed = address_in_hosts(text.str(), endpoint.host)) address = std::move(*listed);
+  }
+  auto results = co_await resolver.async_resolve(address, port, asio::redirect_error(asio::use_awaitable, ec));
   if (ec == asio::error::operation_aborted && !timed_out) throw_cancelled();
   if (ec || timed_out) {
     timer.cancel();

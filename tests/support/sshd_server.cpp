@@ -139,7 +139,8 @@ KeyPair make_key(const fs::path& directory, const std::string& name, const std::
 SshServer::SshServer(const std::string& extra_config) : directory_(make_temp_directory()) {
   const passwd* entry = ::getpwuid(::getuid());
   user_ = entry != nullptr ? entry->pw_name : "root";
-  host_key_ = make_key(directory_, "ssh_host_ed25519_key");
+  // exe.dev's front: one RSA-2048 host key (docs/emulator.md, "SSH endpoints").
+  host_key_ = make_key(directory_, "ssh_host_rsa_key", "", "rsa");
   client_key_ = make_key(directory_, "client_key");
   authorize(client_key_);
   // As root, sshd needs its privilege separation directory.
@@ -166,7 +167,7 @@ void SshServer::authorize(const KeyPair& key) const {
 
 std::string SshServer::known_hosts_line() const {
   const auto line = host_key_.public_line();
-  // "ssh-ed25519 AAAA… comment" → "[127.0.0.1]:port ssh-ed25519 AAAA…"
+  // "ssh-rsa AAAA… comment" → "[127.0.0.1]:port ssh-rsa AAAA…"
   const auto space = line.find(' ', line.find(' ') + 1);
   return "[127.0.0.1]:" + std::to_string(port_) + " " + line.substr(0, space);
 }
@@ -174,7 +175,7 @@ std::string SshServer::known_hosts_line() const {
 std::string SshServer::host_key_fingerprint() const {
   std::string output;
   run_program({"/usr/bin/ssh-keygen", "-l", "-E", "sha256", "-f", host_key_.public_key.string()}, &output);
-  // "256 SHA256:xxxx comment (ED25519)"
+  // "2048 SHA256:xxxx comment (RSA)"
   const auto begin = output.find("SHA256:");
   return output.substr(begin, output.find(' ', begin) - begin);
 }
@@ -190,11 +191,17 @@ bool SshServer::start(const std::string& extra_config) {
     out << "Port " << port_ << "\n"
         << "ListenAddress 127.0.0.1\n"
         << "HostKey " << host_key_.private_key.string() << "\n"
-        // exe.dev's VM sshd_config (reference/exedev-ssh.md), paths and user made local.
-        << "HostKeyAlgorithms ssh-ed25519\n"
-        << "KexAlgorithms curve25519-sha256,curve25519-sha256@libssh.org\n"
-        << "Ciphers chacha20-poly1305@openssh.com,aes256-ctr,aes128-ctr\n"
-        << "MACs umac-128-etm@openssh.com,umac-64-etm@openssh.com,hmac-sha2-512,hmac-sha2-256\n"
+        // What a client negotiates with at exe.dev: its front's algorithms (x/crypto/ssh's;
+        // reference/exedev-ssh.md, "The front"), as the emulator's sshd has them.
+        << "HostKeyAlgorithms rsa-sha2-512,rsa-sha2-256,ssh-rsa\n"
+        << "KexAlgorithms curve25519-sha256,curve25519-sha256@libssh.org,ecdh-sha2-nistp256,ecdh-sha2-nistp384,"
+           "ecdh-sha2-nistp521,diffie-hellman-group14-sha256,diffie-hellman-group14-sha1\n"
+        << "Ciphers aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com,aes128-ctr,aes192-ctr,"
+           "aes256-ctr\n"
+        << "MACs hmac-sha2-256-etm@openssh.com,hmac-sha2-512-etm@openssh.com,hmac-sha2-256,hmac-sha2-512,hmac-sha1,"
+           "hmac-sha1-96\n"
+        << "PubkeyAcceptedAlgorithms +ssh-rsa\n"
+        // The channel layer: exe.dev's VM sshd_config, paths and user made local.
         << "PermitRootLogin prohibit-password\n"
         << "PubkeyAuthentication yes\n"
         << "PasswordAuthentication no\n"

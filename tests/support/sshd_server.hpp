@@ -1,6 +1,6 @@
 #pragma once
-// A private OpenSSH sshd for tests: exe.dev's VM settings (ed25519 host key only, curve25519,
-// its ciphers and MACs, SFTP, AcceptEnv LANG LC_*), listening on 127.0.0.1 on a free port, as
+// A private OpenSSH sshd for tests: what a client meets at exe.dev (its front's RSA host key and
+// algorithms; behind it the VM sshd's SFTP, AcceptEnv LANG LC_*, forwarding), listening on 127.0.0.1 on a free port, as
 // the current user (root works too), keys and authorized_keys in a temporary directory. The
 // constructor returns once sshd says it listens; the destructor kills it and every process it
 // started. Blocking, no Asio: usable from any test.
@@ -47,7 +47,7 @@ class SshServer {
   [[nodiscard]] const KeyPair& client_key() const noexcept { return client_key_; }
   /// Adds a public key to authorized_keys (sshd reads the file at each login).
   void authorize(const KeyPair& key) const;
-  /// The known_hosts line for this server: "[127.0.0.1]:<port> ssh-ed25519 AAAA…".
+  /// The known_hosts line for this server: "[127.0.0.1]:<port> ssh-rsa AAAA…".
   [[nodiscard]] std::string known_hosts_line() const;
   /// The host key's "SHA256:…" fingerprint, as ssh-keygen -l prints it.
   [[nodiscard]] std::string host_key_fingerprint() const;

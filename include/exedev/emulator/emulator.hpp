@@ -47,6 +47,8 @@ class Emulator {
   std::filesystem::path ca_file() const;    ///< PEM of the CA that signed the server cert
   std::filesystem::path state_dir() const;
   std::string token() const;                ///< all commands allowed, no tag scope
+  /// The second account's all-commands token: its own VMs, SSH keys and email.
+  std::string second_token() const;
   std::string control_secret() const;
   std::string issue_token(TokenSpec spec);  ///< a new exe1. token
   void revoke_token(const std::string& token);
@@ -67,11 +69,20 @@ class Emulator {
   std::size_t connections_accepted() const;
   std::size_t open_connections() const;
 
-  /// An OpenSSH known_hosts file with the host key of every VM's SSH endpoint
-  /// (`[127.0.0.1]:<port> ssh-ed25519 …`), rewritten as VMs come and go; the key stays the same
-  /// for every emulator on the same state_dir. Empty when this machine cannot serve SSH (no
-  /// /usr/sbin/sshd): VMs then have no SSH endpoint. See docs/emulator.md, "SSH endpoints".
+  /// An OpenSSH known_hosts file with the one RSA host key of every SSH endpoint, for all the
+  /// emulator's SSH names at any port (`[*.<domain>]:*,[<domain>]:*,[127.0.0.1]:* ssh-rsa …`);
+  /// the key stays the same for every emulator on the same state_dir. Empty when this machine
+  /// cannot serve SSH (no /usr/sbin/sshd): VMs then have no SSH endpoint. See docs/emulator.md,
+  /// "SSH endpoints".
   std::filesystem::path ssh_known_hosts() const;
+  /// Every connection to an SSH endpoint that got as far as its first key, in order: where it
+  /// landed. Empty without SSH.
+  std::vector<SshLanding> ssh_landings() const;
+  /// A hosts(5) file naming 127.0.0.1 for every SSH name of the emulator (`<domain>` and
+  /// `<vm>.<domain>`), rewritten as VMs come and go; pass it as SshOptions::hosts_file (or set
+  /// EXE_SSH_HOSTS) so that the answers' `ssh_host` resolves without the system's resolver.
+  /// Empty without SSH.
+  std::filesystem::path ssh_hosts_file() const;
 
   /// Stops the server and starts it again on the same port, reloading VMs and tokens from
   /// state_dir as a fresh emulator process would: open connections and in-flight `ssh` streams

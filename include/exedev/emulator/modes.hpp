@@ -43,6 +43,15 @@ enum class CpResponse {
   new_like,  ///< the fields of `new` (vm_name, ssh_dest, ssh_host, …) plus "source".
 };
 
+/// Where `new`, `ls` and `cp` say a VM's SSH endpoint is (the shapes of exe.dev's answers).
+enum class SshDestination {
+  /// The newer API: `ssh_host` `<domain>`, `ssh_user` `vm+<name>` (a routing name),
+  /// `ssh_dest` `vm+<name>@<domain>`, `ssh_port` the name endpoint's (default).
+  vm_plus,
+  /// `ssh_host` and `ssh_dest` `<name>.<domain>`, no `ssh_user`, `ssh_port` the VM's shard's.
+  vm_domain,
+};
+
 /// The token bucket of exe.dev's rate limiter (§6), one bucket per token.
 struct RateLimit {
   bool enabled = false;            ///< off by default: tests should not trip over it.
@@ -80,6 +89,8 @@ struct Modes {
   /// and dropped until it closes), as exe.dev's edge does with new connections to port 22 above
   /// its per-source-IP rate. Connections open before it was set are served on.
   bool ssh_silent = false;
+  /// The shape of the SSH fields of `new`, `ls` and `cp` answers.
+  SshDestination ssh_destination = SshDestination::vm_plus;
   /// Time a new or copied VM takes before it runs commands; `ls` shows `creating` meanwhile.
   std::chrono::milliseconds boot_delay{0};
 };

@@ -37,10 +37,19 @@ struct Options {
   /// SSH public keys (authorized_keys lines, e.g. the text of an `id_ed25519.pub`) registered at
   /// start, as `ssh-key add` registers them: they may log in to every VM's SSH endpoint.
   std::vector<std::string> ssh_authorized_keys{};
+  /// The second account: its all-commands token (empty = persisted or random;
+  /// Emulator::second_token()) and the SSH public keys registered to it at start. Each account
+  /// has its own VMs, keys and email; every command acts within its token's account.
+  std::string second_token{};
+  std::vector<std::string> second_ssh_authorized_keys{};
   /// Whether the SSH endpoints serve the SFTP subsystem. Off, sshd refuses the subsystem
   /// request, as a server configured without `Subsystem sftp` does (tests of a client's
   /// fallback); commands, shells and forwarding are served as before.
   bool ssh_sftp = true;
+  /// The domain of the emulator's SSH host names (exe.dev's `exe.xyz`): its host certificate
+  /// names `<domain>` and `*.<domain>`, and `GET /.well-known/ssh-known-hosts` answers the
+  /// `@cert-authority` line for them (docs/emulator.md, "SSH endpoints").
+  std::string ssh_domain = "exe.localhost";
   Modes modes{};
   EXEDEV_COAWAIT_GUARD;
 };

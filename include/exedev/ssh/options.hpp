@@ -53,6 +53,12 @@ struct SshOptions {
   /// Empty: the EXE_SSH_KNOWN_HOSTS environment variable (a path; the emulator prints it), else
   /// ssh_config's UserKnownHostsFile (its first file), else ~/.ssh/known_hosts.
   std::filesystem::path known_hosts_file{};
+  /// A hosts(5) file consulted before the system resolver: a host name it lists connects to its
+  /// address (the name itself is still what the host key is checked for). Empty: the
+  /// EXE_SSH_HOSTS environment variable's path, else none. The emulator writes one for its SSH
+  /// names (`exedev-emulator --print-env`, docs/emulator.md "SSH endpoints"). A file that cannot
+  /// be read fails the connection (ConnectionError).
+  std::filesystem::path hosts_file{};
   /// Unset: ssh_config's StrictHostKeyChecking (yes, ask: strict; accept-new, and also no, which
   /// never turns checking off here: accept_new), else accept_new.
   std::optional<HostKeyPolicy> host_key_policy{};

@@ -80,6 +80,7 @@ void configure_transfer(exedev::SandboxBackendOptions& o) {
     o.ssh.use_agent = false;
     o.ssh.use_config = false;  // the user's ~/.ssh/config must not change what a test does
     o.ssh.known_hosts_file = emulator().ssh_known_hosts();
+    o.ssh.hosts_file = emulator().ssh_hosts_file();
     o.ssh.host_key_policy = exedev::HostKeyPolicy::strict;
   } else if (mode != "default") {
     throw std::invalid_argument(

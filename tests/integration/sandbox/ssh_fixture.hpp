@@ -53,6 +53,7 @@ inline exedev::SandboxBackendOptions ssh_options(Fixture& f, exedev::Transport t
   o.ssh.use_agent = false;
   o.ssh.use_config = false;  // the user's ~/.ssh/config must not change what a test does
   o.ssh.known_hosts_file = f.emu().ssh_known_hosts();
+  o.ssh.hosts_file = f.emu().ssh_hosts_file();  // the answers' SSH names, without the system's resolver
   o.ssh.host_key_policy = exedev::HostKeyPolicy::strict;
   return o;
 }

@@ -260,7 +260,7 @@ TEST_CASE("a changed host key is refused with both fingerprints, whatever the tr
     co_await first->working_dir();
     co_await first->close();
     // known_hosts that records another key for every endpoint the emulator's file names.
-    const auto impostor = support::make_key(s.dir, "impostor");
+    const auto impostor = support::make_key(s.dir, "impostor", "", "rsa");  // the front's key type
     std::ifstream real(f.emu().ssh_known_hosts());
     std::ofstream forged(s.dir / "known_hosts");
     std::string line;

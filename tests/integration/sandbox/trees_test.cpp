@@ -131,6 +131,7 @@ std::shared_ptr<exedev::SandboxBackend> make_backend(Fixture& f, Keys& keys, exe
   o.ssh.use_agent = false;
   o.ssh.use_config = false;  // the user's ~/.ssh/config must not change what a test does
   o.ssh.known_hosts_file = f.emu().ssh_known_hosts();
+  o.ssh.hosts_file = f.emu().ssh_hosts_file();
   o.ssh.host_key_policy = exedev::HostKeyPolicy::strict;
   return std::make_shared<exedev::SandboxBackend>(o);
 }

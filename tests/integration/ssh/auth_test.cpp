@@ -34,9 +34,9 @@ asio::awaitable<std::string> echo(Connection& connection) {
   co_return result.stdout_bytes;
 }
 
-// Another server's ed25519 key line for the same host: what a changed key looks like.
+// Another server's RSA key line for the same host (the front has RSA only): what a changed key looks like.
 std::string other_key_line(const Fixture& f) {
-  const auto other = test_support::make_key(f.server.directory(), "other_host_key");
+  const auto other = test_support::make_key(f.server.directory(), "other_host_key", "", "rsa");
   const auto line = other.public_line();
   return "[127.0.0.1]:" + std::to_string(f.server.port()) + " " + line.substr(0, line.rfind(' '));
 }
@@ -57,7 +57,7 @@ TEST_CASE("ssh host keys: strict accepts the recorded key and refuses a changed 
     CO_CHECK(co_await echo(*connection) == "hello\n");
     co_await connection->close();
 
-    const auto other = test_support::make_key(f.server.directory(), "recorded_key");
+    const auto other = test_support::make_key(f.server.directory(), "recorded_key", "", "rsa");
     const auto line = other.public_line();
     std::ofstream(f.known_hosts) << "# the VM was recreated\n[127.0.0.1]:" << f.server.port() << " "
                                  << line.substr(0, line.rfind(' ')) << "\n";
@@ -129,7 +129,7 @@ TEST_CASE("ssh host keys: the callback decides on a key not recorded as it is; a
     REQUIRE(seen);
     CHECK(seen->host == "127.0.0.1");
     CHECK(seen->port == f.server.port());
-    CHECK(seen->key_type == "ssh-ed25519");
+    CHECK(seen->key_type == "ssh-rsa");
     CHECK(seen->known_fingerprint);
     options.host_key_callback = [](const HostKeyCheck&) { return false; };
     auto refused = Connection::open(f.endpoint(), options);

@@ -5,6 +5,7 @@
 #include "emulator/vm_host.hpp"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -18,13 +19,13 @@ class FakeVmHost final : public exedev::emulator::VmHost {
   std::error_code copy_error;
 
   /// Every call so far, in order: "load", "save", "create <dir>", "copy <from> <to>",
-  /// "remove <dir>", "stop <id>", "continue <id>", "kill <id>", "keys" (authorized_keys saved),
+  /// "remove <dir>", "stop <id>", "continue <id>", "kill <id>",
   /// "open ssh <id> <port asked>", "disconnect ssh <id>", "close ssh <id>".
   const std::vector<std::string>& calls() const { return calls_; }
   void clear_calls() { calls_.clear(); }
   const std::optional<std::string>& saved_state() const { return saved_; }
   void set_saved_state(std::string text) { saved_ = std::move(text); }
-  const std::string& authorized_keys() const { return authorized_keys_; }
+  const std::map<std::string, std::string>& ssh_landing() const { return ssh_landing_; }
 
   std::filesystem::path vm_directory(const std::string& vm_id) const override { return "/fake/vms/" + vm_id; }
   std::filesystem::path state_file() const override { return "/fake/emulator-state.json"; }
@@ -45,10 +46,8 @@ class FakeVmHost final : public exedev::emulator::VmHost {
   void stop_vm_processes(const std::string& vm_id) override { calls_.push_back("stop " + vm_id); }
   void continue_vm_processes(const std::string& vm_id) override { calls_.push_back("continue " + vm_id); }
   void kill_vm_processes(const std::string& vm_id) override { calls_.push_back("kill " + vm_id); }
-  void save_authorized_keys(const std::string& text) override {
-    calls_.push_back("keys");
-    authorized_keys_ = text;
-  }
+  /// Saved with the state (SaveState), so not a call of its own.
+  void save_ssh_landing(const std::map<std::string, std::string>& files) override { ssh_landing_ = files; }
   /// Answers the port asked for, or the next of 2201, 2202, … for 0.
   std::uint16_t open_ssh_endpoint(const std::string& vm_id, std::uint16_t port) override {
     calls_.push_back("open ssh " + vm_id + " " + std::to_string(port));
@@ -60,7 +59,7 @@ class FakeVmHost final : public exedev::emulator::VmHost {
  private:
   std::vector<std::string> calls_;
   std::optional<std::string> saved_;
-  std::string authorized_keys_;
+  std::map<std::string, std::string> ssh_landing_;
   std::uint16_t last_port_ = 2200;
 };
 

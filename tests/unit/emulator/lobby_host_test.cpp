@@ -64,7 +64,7 @@ TEST_CASE("lobby on a fake host: new asks for the VM's directory, then saves the
   REQUIRE(vm);
   CHECK(vm->dir == f.dir("first-vm"));
   CHECK(vm->home == vm->dir / "home");
-  CHECK(f.fake.calls() == Calls{"create " + f.dir("first-vm"), "open ssh " + f.id("first-vm") + " 0", "save"});
+  CHECK(f.fake.calls() == Calls{"create " + f.dir("first-vm"), "open ssh shard-0 0", "save"});
   CHECK(nlohmann::json::parse(*f.fake.saved_state()).at("vms").at(0).at("name") == "first-vm");
 
   f.fake.clear_calls();
@@ -80,7 +80,7 @@ TEST_CASE("lobby on a fake host: cp copies the source's directory; a failed copy
   CHECK(f.ok("cp source-vm copy-vm").at("name") == "copy-vm");
   CHECK(f.id("copy-vm") != f.id("source-vm"));
   CHECK(f.fake.calls() ==
-        Calls{"copy " + f.dir("source-vm") + " " + f.dir("copy-vm"), "open ssh " + f.id("copy-vm") + " 0", "save"});
+        Calls{"copy " + f.dir("source-vm") + " " + f.dir("copy-vm"), "open ssh shard-1 0", "save"});
 
   f.fake.clear_calls();
   f.fake.copy_error = std::make_error_code(std::errc::no_space_on_device);
@@ -107,8 +107,8 @@ TEST_CASE("lobby on a fake host: rm kills each VM's processes, removes its direc
   CHECK(removed.status == 200);
   CHECK(removed.body.find("\"deleted\":[\"rm-one\",\"rm-two\"]") != std::string::npos);
   CHECK(f.fake.calls() ==
-        Calls{"close ssh " + one, "kill " + one, "remove /fake/vms/" + one, "close ssh " + two, "kill " + two,
-              "remove /fake/vms/" + two, "save"});
+        Calls{"disconnect ssh " + one, "close ssh shard-0", "kill " + one, "remove /fake/vms/" + one, "disconnect ssh " + two,
+              "close ssh shard-1", "kill " + two, "remove /fake/vms/" + two, "save"});
   CHECK(f.vms().empty());
   CHECK(nlohmann::json::parse(*f.fake.saved_state()).at("vms").empty());
 }
@@ -207,22 +207,22 @@ TEST_CASE("lobby on a fake host: a rate-limited request is answered 429 before i
   const auto other = f.issue_token({});
   f.fake.clear_calls();
   CHECK(f.ok("new --name=other-vm", other).at("vm_name") == "other-vm");
-  CHECK(f.fake.calls() == Calls{"create " + f.dir("other-vm"), "open ssh " + f.id("other-vm") + " 0", "save"});
+  CHECK(f.fake.calls() == Calls{"create " + f.dir("other-vm"), "open ssh shard-1 0", "save"});
 }
 
 TEST_CASE("lobby on a fake host: changes save the state, reads do not, a new lobby loads it", "[lobby][host]") {
   FakeVmHost host;
   LobbyDriver driver(host);
   driver.start();
-  // Nothing saved yet: the lobby saves its token, and the authorized_keys of its SSH keys.
-  CHECK(host.calls() == Calls{"load", "save", "keys"});
+  // Nothing saved yet: the lobby saves its token (and the SSH landing table with it).
+  CHECK(host.calls() == Calls{"load", "save"});
   host.clear_calls();
 
   driver.ok("new --name=kept-vm --tag=keep");
   driver.ok("comment kept-vm remember this");
   driver.ok("share set-public kept-vm");
   const auto issued = driver.issue_token({});
-  CHECK(host.calls() == Calls{"create /fake/vms/" + *driver.lobby->vm_id("kept-vm"), "open ssh " + *driver.lobby->vm_id("kept-vm") + " 0",
+  CHECK(host.calls() == Calls{"create /fake/vms/" + *driver.lobby->vm_id("kept-vm"), "open ssh shard-0 0",
                              "save", "save", "save", "save"});
   host.clear_calls();
   driver.ok("ls");
@@ -323,19 +323,19 @@ TEST_CASE("lobby on a fake host: new and cp answer once the host has made the VM
   CHECK_FALSE(f.vm("two-step-vm"));
   CHECK(f.error("new --name=two-step-vm") == "VM name \"two-step-vm\" is not available");
 
-  // The directory is made: the lobby asks for the VM's SSH endpoint.
+  // The directory is made: the lobby asks for its shard's SSH endpoint (the account's first: 0).
   const Step endpoint = f.lobby->resume(ticket, {HostResult{}}, f.now);
   REQUIRE(std::holds_alternative<AwaitHost>(endpoint.answer));
   CHECK(std::get<AwaitHost>(endpoint.answer).ticket == ticket);
   REQUIRE(endpoint.plan.size() == 1);
   const auto& open = std::get<OpenSshEndpoint>(endpoint.plan[0]);
-  CHECK(dir == "/fake/vms/" + open.vm_id);
+  CHECK(open.endpoint == "shard-0");
   CHECK(open.port == 0);
 
-  // The endpoint listens on 2345: the VM exists, is saved, and the reply names the port.
+  // The endpoint listens on 2345: the VM exists, is saved, and the reply says where.
   const Step answered = f.lobby->resume(ticket, {HostResult{{}, 2345}}, f.now);
   REQUIRE(std::holds_alternative<Reply>(answered.answer));
-  CHECK(Json::parse(std::get<Reply>(answered.answer).body).at("ssh_port") == 2345);
+  CHECK(Json::parse(std::get<Reply>(answered.answer).body).at("ssh_dest") == "vm+two-step-vm@exe.localhost");
   REQUIRE(answered.plan.size() == 1);
   CHECK(saved(answered.plan[0]).at("vms").at(0).at("ssh_port") == 2345);
   CHECK(f.vm("two-step-vm"));
@@ -368,8 +368,10 @@ TEST_CASE("lobby on a fake host: the time is the one the lobby is given", "[lobb
   f.make("clocked-vm");
   const auto id = f.id("clocked-vm");
   CHECK(f.vm("clocked-vm")->status == "creating");
-  CHECK_FALSE(f.lobby->ssh_route(id, f.now.wall));
-  CHECK(f.lobby->ssh_route(id, f.now.wall + 10s));
+  // The landing entry carries the ready time, for the key script to compare with its clock.
+  const auto ready_ms = std::chrono::duration_cast<std::chrono::milliseconds>((f.now.wall + 10s).time_since_epoch()).count();
+  CHECK(f.fake.ssh_landing().at("first/names/clocked-vm").find("\nvm_ready=" + std::to_string(ready_ms) + "\n") !=
+        std::string::npos);
   f.now.wall += 10s;
   CHECK(f.vm("clocked-vm")->status == "running");
 
@@ -390,53 +392,118 @@ TEST_CASE("lobby on a fake host: the time is the one the lobby is given", "[lobb
   CHECK(std::get<Reply>(f.lobby->execute(prepared, f.now.steady - 30s, f.now).answer).status == 504);
 }
 
-TEST_CASE("lobby on a fake host: each VM's SSH endpoint is in its answers and decides its connections", "[lobby][host]") {
+TEST_CASE("lobby on a fake host: the SSH fields of the answers, in either shape, and the landing entries", "[lobby][host]") {
   FakeFixture f;
+  f.run_plan(f.lobby->set_ssh_port("names", 2299));
+  // vm_plus (the default): exe.dev's newer answers, a routing name at the domain's name endpoint.
   const Json created = f.ok("new --name=ssh-vm");
-  CHECK(created.at("ssh_host") == "127.0.0.1");
-  CHECK(created.at("ssh_port") == 2201);
-  CHECK(created.at("ssh_user") == "exedev");
-  CHECK(created.at("ssh_dest") == "exedev@127.0.0.1");
-  CHECK(created.at("ssh_command") == "ssh -p 2201 exedev@127.0.0.1");
+  CHECK(created.at("ssh_host") == "exe.localhost");
+  CHECK(created.at("ssh_port") == 2299);
+  CHECK(created.at("ssh_user") == "vm+ssh-vm");
+  CHECK(created.at("ssh_dest") == "vm+ssh-vm@exe.localhost");
+  CHECK(created.at("ssh_command") == "ssh -p 2299 vm+ssh-vm@exe.localhost");
   const Json listed = f.ok("ls ssh-vm").at("vms").at(0);
-  CHECK(listed.at("ssh_port") == 2201);
-  CHECK(listed.at("ssh_host") == "127.0.0.1");
-  CHECK(listed.at("ssh_user") == "exedev");
+  CHECK(listed.at("ssh_port") == 2299);
+  CHECK(listed.at("ssh_host") == "exe.localhost");
+  CHECK(listed.at("ssh_user") == "vm+ssh-vm");
   CHECK_FALSE(listed.contains("ssh_command"));
   const Json copied = f.ok("cp ssh-vm ssh-copy");
-  CHECK(copied.at("ssh") == "exedev@127.0.0.1");
-  CHECK(copied.at("ssh_port") == 2202);
+  CHECK(copied.at("ssh") == "vm+ssh-copy@exe.localhost");
+  CHECK(copied.at("ssh_port") == 2299);
+  // vm_domain: the VM's own name and its shard's endpoint (the copy is shard 1: port 2202).
+  Modes modes = f.lobby->modes();
+  modes.ssh_destination = SshDestination::vm_domain;
+  f.lobby->set_modes(modes);
+  const Json by_name = f.ok("ls ssh-copy").at("vms").at(0);
+  CHECK(by_name.at("ssh_host") == "ssh-copy.exe.localhost");
+  CHECK(by_name.at("ssh_dest") == "ssh-copy.exe.localhost");
+  CHECK(by_name.at("ssh_port") == 2202);
+  CHECK_FALSE(by_name.contains("ssh_user"));
+  CHECK(f.ok("cp ssh-vm legacy-copy").at("ssh") == "legacy-copy.exe.localhost");
 
-  // The route a connection gets: the VM's session while it runs, nothing while paused.
+  // The landing entry of a connection to it: the VM's session, and its state, saved with each change.
   const auto id = f.id("ssh-vm");
-  const auto route = f.lobby->ssh_route(id, f.now.wall);
-  REQUIRE(route);
-  CHECK(route->vm == "ssh-vm");
-  CHECK(route->home == f.vm("ssh-vm")->home);
+  const std::string entry = f.fake.ssh_landing().at("first/shards/2201");
+  CHECK(entry == f.fake.ssh_landing().at("first/names/ssh-vm"));
+  CHECK(entry.rfind("vm_id='" + id + "'\nvm_name='ssh-vm'\nvm_state='running'\nvm_ready=", 0) == 0);
+  CHECK(entry.find("\nexedev_home='" + f.vm("ssh-vm")->home.string() + "'\n") != std::string::npos);
+  CHECK(entry.find(" 'EXEDEV_EMULATOR_VM=" + id + "'") != std::string::npos);
+  CHECK(f.fake.ssh_landing().at("hosts") ==
+        "127.0.0.1 exe.localhost legacy-copy.exe.localhost ssh-copy.exe.localhost ssh-vm.exe.localhost\n");
   f.ok("pause ssh-vm");
-  CHECK_FALSE(f.lobby->ssh_route(id, f.now.wall));
+  CHECK(f.fake.ssh_landing().at("first/shards/2201").find("\nvm_state='paused'\n") != std::string::npos);
   f.ok("resume ssh-vm");
-  CHECK(f.lobby->ssh_route(id, f.now.wall));
-  CHECK_FALSE(f.lobby->ssh_route("no-such-id", f.now.wall));
+  CHECK(f.fake.ssh_landing().at("first/shards/2201").find("\nvm_state='running'\n") != std::string::npos);
+  f.fake.clear_calls();
+  const auto copy_id = f.id("ssh-copy");
+  f.ok("rm ssh-copy");
+  // Its connections close, and its shard's endpoint with it: no other VM is on shard 1.
+  CHECK(f.fake.calls() == Calls{"disconnect ssh " + copy_id, "close ssh shard-1", "kill " + copy_id,
+                                "remove /fake/vms/" + copy_id, "save"});
+  CHECK(f.fake.ssh_landing().count("first/shards/2202") == 0);
+  CHECK(f.fake.ssh_landing().count("first/names/ssh-copy") == 0);
 
-  // The port is persisted and served again after a restart (the same port asked for).
+  // The ports are persisted and served again after a restart (the same ports asked for).
   f.start();
   const auto endpoints = f.lobby->ssh_endpoints();
-  CHECK(std::find(endpoints.begin(), endpoints.end(), std::pair<std::string, std::uint16_t>(id, 2201)) != endpoints.end());
-  const Json stored = saved(f.lobby->set_ssh_port(id, 2301).at(0)).at("vms");
+  using Served = std::pair<std::string, std::uint16_t>;
+  CHECK(std::find(endpoints.begin(), endpoints.end(), Served("shard-0", 2201)) != endpoints.end());
+  CHECK(std::find(endpoints.begin(), endpoints.end(), Served("names", 2299)) != endpoints.end());
+  const Json stored = saved(f.lobby->set_ssh_port("shard-0", 2301).at(0)).at("vms");
   CHECK(std::any_of(stored.begin(), stored.end(), [&](const Json& vm) { return vm.at("id") == id && vm.at("ssh_port") == 2301; }));
-  CHECK(f.lobby->set_ssh_port(id, 2301).empty());  // no change, nothing to save
+  CHECK(f.lobby->set_ssh_port("shard-0", 2301).empty());  // no change, nothing to save
+  f.lobby->set_modes(modes);  // vm_domain: the answers name the shard's port
   CHECK(f.ok("ls ssh-vm").at("vms").at(0).at("ssh_port") == 2301);
 }
 
-TEST_CASE("lobby on a fake host: ssh-key add and remove rewrite authorized_keys", "[lobby][host]") {
+TEST_CASE("lobby on a fake host: two accounts, each with its VMs, keys and shards", "[lobby][host]") {
+  FakeFixture f;
+  const std::string second = f.lobby->second_token();
+  CHECK(second != f.token);
+  f.ok("new --name=first-a");
+  f.ok("new --name=first-b");
+  f.ok("new --name=second-a", second);
+  // Each account sees and touches only its own VMs; names are one namespace.
+  CHECK(f.ok("ls").at("vms").size() == 2);
+  CHECK(f.ok("ls", second).at("vms").size() == 1);
+  CHECK(f.exec("rm first-a", second).body.find("{\"error\":\"VM \\\"first-a\\\" not found\"}") == 0);
+  CHECK(f.vm("first-a"));
+  CHECK(f.exec("new --name=first-a", second).status == 422);
+  CHECK(f.exec("restart first-a", second).status == 422);
+  // Shards: each account's first VM is shard 0, so second-a shares first-a's endpoint port.
+  CHECK(f.ok("ls second-a", second).at("vms").at(0).at("ssh_port") == f.ok("ls first-a").at("vms").at(0).at("ssh_port"));
+  const auto& landing = f.fake.ssh_landing();
+  CHECK(landing.at("first/shards/2201").find("vm_name='first-a'") != std::string::npos);
+  CHECK(landing.at("first/shards/2202").find("vm_name='first-b'") != std::string::npos);
+  CHECK(landing.at("second/shards/2201").find("vm_name='second-a'") != std::string::npos);
+  CHECK(landing.count("second/shards/2202") == 0);
+  // Keys: registered to the account of the token that adds them; whoami lists them.
+  const std::string key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEXxjFCV/Ox+etysxQ+wLsYP4mbIVxXgyly9Hs2zDHac";
+  f.ok("ssh-key add '" + key + " second laptop'", second);
+  const Json whoami = f.ok("whoami --json", second);
+  CHECK(whoami.at("email") == "second@example.com");
+  CHECK(whoami.at("ssh_keys").at(0).at("public_key") == key);
+  CHECK(whoami.at("ssh_keys").at(0).at("fingerprint") == "SHA256:i5YCR5ra3ApnIDduGinDywqzXF/ki6sp8HEq6ksCw50");
+  CHECK(f.ok("ssh-key list").at("ssh_keys").size() == 1);  // the first account's token only
+  CHECK(landing.at("keys/SHA256:i5YCR5ra3ApnIDduGinDywqzXF_ki6sp8HEq6ksCw50") == "second\n");
+  // rm of first-a leaves shard 0's endpoint open: second-a is on it.
+  f.fake.clear_calls();
+  const auto first_a = f.id("first-a");
+  f.ok("rm first-a");
+  CHECK(f.fake.calls() == Calls{"disconnect ssh " + first_a, "kill " + first_a, "remove /fake/vms/" + first_a, "save"});
+}
+
+TEST_CASE("lobby on a fake host: ssh-key add and remove change the landing table's keys", "[lobby][host]") {
   FakeFixture f;
   const std::string key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEXxjFCV/Ox+etysxQ+wLsYP4mbIVxXgyly9Hs2zDHac";
   f.ok("ssh-key add '" + key + " my laptop'");
-  CHECK(f.fake.calls() == Calls{"keys", "save"});
-  CHECK(f.fake.authorized_keys() == key + " my-laptop\n");
+  CHECK(f.fake.calls() == Calls{"save"});
+  std::string fingerprint = f.ok("ssh-key list").at("ssh_keys").at(0).at("fingerprint");
+  std::replace(fingerprint.begin(), fingerprint.end(), '/', '_');
+  const std::string file = "keys/" + fingerprint;
+  CHECK(f.fake.ssh_landing().at(file) == "first\n");
   f.fake.clear_calls();
   f.ok("ssh-key remove my-laptop");
-  CHECK(f.fake.calls() == Calls{"keys", "save"});
-  CHECK(f.fake.authorized_keys().empty());
+  CHECK(f.fake.calls() == Calls{"save"});
+  CHECK(f.fake.ssh_landing().count(file) == 0);
 }

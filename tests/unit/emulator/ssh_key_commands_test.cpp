@@ -1,5 +1,5 @@
 // The lobby's ssh-key list, add and remove in exe.dev's shapes (execore/ssh_key_command.go), the
-// parsing and naming of public keys, and the authorized_keys the SSH endpoints use. No sockets.
+// parsing and naming of public keys, and the landing table the SSH endpoints route keys by. No sockets.
 #include "emulator/lobby.hpp"
 #include "emulator/ssh_keys.hpp"
 #include "lobby_fixture.hpp"
@@ -7,7 +7,9 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
+#include <set>
 #include <iterator>
 
 using namespace exedev::emulator;
@@ -26,6 +28,24 @@ const std::string rsa_fingerprint = "SHA256:tgkvD9axAscoA0SW8VawEKp278Kz/4C/cOd2
 std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path);
   return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+namespace {
+
+// The fingerprints the landing table routes (`ssh/landing/keys/<fingerprint, / as _>` holding
+// the account), as `SHA256:…`.
+std::set<std::string> landing_keys(const std::filesystem::path& state_dir) {
+  std::set<std::string> fingerprints;
+  std::error_code none;
+  for (const auto& entry : std::filesystem::directory_iterator(state_dir / "ssh" / "landing" / "keys", none)) {
+    if (read_file(entry.path()) != "first\n") continue;
+    std::string fingerprint = entry.path().filename().string();
+    std::replace(fingerprint.begin(), fingerprint.end(), '_', '/');
+    fingerprints.insert(fingerprint);
+  }
+  return fingerprints;
 }
 
 }  // namespace
@@ -91,9 +111,8 @@ TEST_CASE("lobby: ssh-key add answers exe.dev's JSON and refuses what exe.dev re
   CHECK(keys.at(2).at("fingerprint") == rsa_fingerprint);
   CHECK(keys.at(3).at("name") == "emulator");
 
-  // authorized_keys holds the registered keys, named.
-  CHECK(read_file(f.dir / "ssh" / "authorized_keys") ==
-        laptop_key + " my-laptop\n" + other_key + " key-2\n" + rsa_key + " key-4\n");
+  // The landing table names each registered key's account, by fingerprint.
+  CHECK(landing_keys(f.dir) == std::set<std::string>{laptop_fingerprint, other_fingerprint, rsa_fingerprint});
   // They stay across a restart.
   f.restart();
   CHECK(f.ok("ssh-key list").at("ssh_keys").size() == 4);
@@ -114,7 +133,7 @@ TEST_CASE("lobby: ssh-key remove by name, fingerprint or public key, in exe.dev'
   // Without the SHA256: prefix; then a whole public key line.
   CHECK(f.ok("ssh-key remove " + other_fingerprint.substr(7)).at("public_key") == other_key);
   CHECK(f.ok("ssh-key remove '" + rsa_key + " whatever comment'").at("name") == "rsa-key");
-  CHECK(read_file(f.dir / "ssh" / "authorized_keys").empty());
+  CHECK(landing_keys(f.dir).empty());
   CHECK(f.error("ssh-key remove rsa-key") == "no matching SSH key found for \"rsa-key\"");
   CHECK(f.error("ssh-key remove") == "please specify a key to remove (name, fingerprint, or full public key)");
 
