@@ -303,8 +303,8 @@ bool past_output_limit(const std::exception_ptr& error) {
     std::rethrow_exception(error);
   } catch (const ScriptOutputPastLimit&) {
     return true;
-  } catch (const OutputLimitError&) {
-    return true;
+  } catch (const Error& e) {
+    return e.code() == errc::output_limit;
   } catch (...) {
     return false;
   }
