@@ -39,10 +39,10 @@ constexpr const char* kGiB = "1073741824";
 
 // A wc that lies once (the first number it is asked for), then counts: an archive's tar size
 // that is 1 GiB while its gzip member is real, so the unpacking is told to expect 1 GiB.
-constexpr const char* kLyingOnce = R"(#!/bin/sh
+constexpr const char* kLyingOnce = R"SH(#!/bin/sh
 if [ ! -e "$HOME/.wc-lied" ]; then : > "$HOME/.wc-lied"; cat > /dev/null; echo 1073741824; exit 0; fi
 dd of=/dev/null 2>&1 | sed -n 's/^\([0-9]*\) bytes.*/\1/p'
-)";
+)SH";
 
 struct Lie {
   const char* name;

@@ -286,14 +286,29 @@ struct ScriptRun {
   std::string stderr_bytes;
   std::uint64_t offset = 0;
   std::exception_ptr sink_error;
+  bool past_deadline = false;
+  bool stopped = false;  // the process group was stopped (confirmed by the stop program)
 };
 
 // Waits until `deadline`, then stops the script's process group (shielded, bounded) and returns,
-// which ends the exec it races (its channel is closed).
-Task<void> script_deadline(std::shared_ptr<ssh::Connection> connection, ScriptRun* run, Event::Clock::time_point deadline,
-                           bool* stopped) {
+// which ends the exec it races (its channel is closed) unless the stop ended it first.
+Task<void> script_deadline(std::shared_ptr<ssh::Connection> connection, ScriptRun* run, Event::Clock::time_point deadline) {
   co_await sleep_for(deadline - Event::Clock::now());
-  co_await shielded(stop_group(connection, run->marker.pgid(), stopped));
+  run->past_deadline = true;
+  co_await shielded(stop_group(connection, run->marker.pgid(), &run->stopped));
+}
+
+// Whether a script's exec ended at its output limit (the stdout callback's or the channel's).
+bool past_output_limit(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const ScriptOutputPastLimit&) {
+    return true;
+  } catch (const Error& e) {
+    return e.code() == errc::output_limit;
+  } catch (...) {
+    return false;
+  }
 }
 
 }  // namespace
@@ -333,28 +348,24 @@ Task<RunResult> ssh_run_script(std::shared_ptr<ssh::Connection> connection, std:
   };
   ssh::ExecResult result;
   std::exception_ptr failure;
-  bool past_deadline = false;
-  bool stopped = false;
-  try {
-    auto executing = exec_into(connection, std::move(request), &result);
-    if (timeout.count() > 0) {
-      auto bounding = script_deadline(connection, &run, Event::Clock::now() + timeout, &stopped);
-      auto racing = std::move(executing) || std::move(bounding);
-      const auto outcome = co_await std::move(racing);
-      past_deadline = outcome.index() == 1;
-    } else {
-      co_await std::move(executing);
-    }
-  } catch (const ScriptOutputPastLimit&) {
-    failure = std::current_exception();
-  } catch (const OutputLimitError&) {
-    failure = std::current_exception();
+  bool exec_finished = true;
+  // Captured: operator|| waits for the other side when one throws.
+  auto executing = capture(exec_into(connection, std::move(request), &result));
+  if (timeout.count() > 0) {
+    auto bounding = script_deadline(connection, &run, Event::Clock::now() + timeout);
+    auto racing = std::move(executing) || std::move(bounding);
+    auto outcome = co_await std::move(racing);
+    exec_finished = outcome.index() == 0;
+    if (exec_finished) failure = std::get<0>(outcome);
+  } else {
+    failure = co_await std::move(executing);
   }
   if (run.sink_error) std::rethrow_exception(run.sink_error);
   PartialOutput output{std::move(run.stdout_bytes), std::move(run.stderr_bytes)};
-  if (past_deadline) {
+  if (run.past_deadline) {
+    // The stop may end the channel before it confirms: a channel that ended is stopped too.
     const auto seconds = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(timeout).count());
-    if (!stopped) {
+    if (!run.stopped && !exec_finished) {
       throw OutcomeUnknownError("a script passed its deadline of " + seconds +
                                     " s (SshOptions::file_operation_timeout) and its stop could not be confirmed",
                                 std::move(output));
@@ -362,7 +373,7 @@ Task<RunResult> ssh_run_script(std::shared_ptr<ssh::Connection> connection, std:
     throw RunTimeoutError("a script passed its deadline of " + seconds + " s (SshOptions::file_operation_timeout) and was stopped",
                           std::move(output));
   }
-  if (failure) {
+  if (failure && past_output_limit(failure)) {
     // The channel is closed; an endless writer on the VM is stopped too (shielded, bounded).
     bool ignored = false;
     EXEDEV_AWAIT_DESPITE_CANCELLATION(stop_error, shielded(stop_group(connection, run.marker.pgid(), &ignored)));
@@ -371,6 +382,7 @@ Task<RunResult> ssh_run_script(std::shared_ptr<ssh::Connection> connection, std:
                                " bytes of output (ScriptOptions::max_output_bytes); it was stopped and its channel closed",
                            options.max_output_bytes, std::move(output));
   }
+  if (failure) std::rethrow_exception(failure);
   co_return RunResult{result.exit_code, std::move(output.stdout_data), std::move(output.stderr_data)};
 }
 

@@ -505,7 +505,8 @@ asio::awaitable<void> Sftp::run_command_within(std::string command, std::chrono:
   ExecRequest request;
   request.command = std::move(command);
   request.max_output_bytes = kMostToolOutputBytes;
-  auto running = connection->exec(std::move(request));
+  // Captured: operator|| waits for the other side when one throws.
+  auto running = exedev::detail::capture(connection->exec(std::move(request)));
   auto bounding = exedev::detail::sleep_for(bound);
   auto racing = std::move(running) || std::move(bounding);
   (void)co_await std::move(racing);

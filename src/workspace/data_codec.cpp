@@ -122,6 +122,8 @@ std::optional<std::string> gzip_decompress(std::string_view member, std::size_t 
   // The trailer is offered too: Beast's inflate reads up to 4 bytes ahead of the final code and
   // only reports the end once it has them. Where the deflate data really ended is worked out below.
   zs.avail_in = deflated + kGzipTrailerBytes;
+  zs.next_out = nullptr;
+  zs.avail_out = 0;  // the first step below makes room
   for (;;) {
     if (zs.avail_out == 0 && out.size() < most) {
       const std::size_t used = out.size();

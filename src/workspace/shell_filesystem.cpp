@@ -15,7 +15,6 @@
 #include "common/coroutines.hpp"
 #include "common/inert_text.hpp"
 #include "common/random_ids.hpp"
-#include "common/script_path.hpp"
 #include "workspace/data_codec.hpp"
 #include "workspace/shield.hpp"
 
@@ -41,8 +40,10 @@ ShellFilesystem::ShellFilesystem(std::shared_ptr<WorkspaceBackend> backend, Supp
 
 Task<CommandResult> ShellFilesystem::sh(std::string script, std::vector<std::string> args, bool idempotent) {
   if (scripts_) co_return co_await scripts_->run_script(std::move(script), std::move(args), idempotent, {});
-  // No timeout: a file operation's duration is the transport's business.
-  std::string line(exedev::detail::script_path_line);
+  // No timeout: a file operation's duration is the transport's business. No fixed PATH either
+  // (common/script_path.hpp): run() is the backend's own command line (LocalBackend's `sh -c`
+  // reads no profile); SupportsShellScripts' channels put it first where a login shell runs.
+  std::string line;
   if (!args.empty()) {
     line = "set --";
     for (const auto& arg : args) line += " " + shell_quote(arg);

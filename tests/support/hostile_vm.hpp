@@ -13,7 +13,7 @@
 
 namespace exedev::test_support {
 
-inline constexpr const char* hostile_login_shell = R"(#!/bin/sh
+inline constexpr const char* hostile_login_shell = R"SH(#!/bin/sh
 if [ -d "$HOME/.hostile/path" ]; then PATH="$HOME/.hostile/path:$PATH"; export PATH; fi
 if [ -z "$EXEDEV_HOSTILE_NS" ] && [ -d "$HOME/.hostile/bin" ]; then
   EXEDEV_HOSTILE_NS=1; export EXEDEV_HOSTILE_NS
@@ -22,7 +22,7 @@ if [ -z "$EXEDEV_HOSTILE_NS" ] && [ -d "$HOME/.hostile/bin" ]; then
     exec /bin/bash "$@"' hostile "$@"
 fi
 exec /bin/bash "$@"
-)";
+)SH";
 
 /// Whether this machine lets a shell replace /usr/bin's tools in a namespace of its own.
 inline bool can_replace_tools() {

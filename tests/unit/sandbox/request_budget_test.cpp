@@ -66,7 +66,8 @@ std::string first_page_output(std::size_t bytes) {
 TEST_CASE("the write chunk fills exe.dev's request body") {
   const auto limits = exedev::exedev_shell_filesystem_limits({}, std::nullopt);
   CHECK(limits.write_chunk_chars % 4 == 0);
-  CHECK(limits.write_chunk_chars >= 60 * 1024);
+  // About 61,400 characters since the wrapper's first line fixes PATH (common/script_path.hpp).
+  CHECK(limits.write_chunk_chars >= 60 * 1000);
   CHECK(limits.read_page_bytes == 4 * 1024 * 1024);
   CHECK(limits.write_window == 4);
   CHECK(limits.compress);

@@ -200,7 +200,7 @@ TEST_CASE("shell filesystem: truncated or garbled output is never a result", "[u
   run([&](boost::asio::any_io_executor) -> Task<void> { CO_CHECK(damaged(co_await error_of<ws::WorkspaceError>(f.shell.stat("file")))); });
 }
 
-TEST_CASE("shell filesystem: an implausible size line is damaged output, not an allocation failure",
+TEST_CASE("shell filesystem: an implausible size line is refused by its limit, not an allocation failure",
           "[unit][workspace]") {
   ShellFixture f;
   std::ofstream(f.dir / "file") << std::string(1000, 'z');
@@ -221,10 +221,13 @@ TEST_CASE("shell filesystem: an implausible size line is damaged output, not an 
       return r;
     });
     run([&](boost::asio::any_io_executor) -> Task<void> {
-      const auto read = co_await error_of<ws::WorkspaceError>(f.shell.read_bytes("file"));
-      CHECK(read == "shell filesystem returned damaged or incomplete output for '" + (f.dir / "file") + "'");
-      const auto listing = co_await error_of<ws::WorkspaceError>(f.shell.list_dir("sub"));
-      CHECK(listing == "shell filesystem returned damaged or incomplete output for '" + (f.dir / "sub") + "'");
+      // Checked against max_read_bytes / max_listing_bytes before another page is asked for.
+      const auto read = co_await error_of<ws::WorkspaceLimitError>(f.shell.read_bytes("file"));
+      CHECK(read == "the file '" + (f.dir / "file") + "' (" + size + " bytes) is larger than the limit of 268435456 bytes " +
+                        "(option ShellFilesystemLimits::max_read_bytes)");
+      const auto listing = co_await error_of<ws::WorkspaceLimitError>(f.shell.list_dir("sub"));
+      CHECK(listing == "the listing of '" + (f.dir / "sub") + "' (" + size + " bytes) is larger than the limit of 67108864 bytes " +
+                           "(option ShellFilesystemLimits::max_listing_bytes)");
     });
   }
 }
