@@ -84,6 +84,23 @@ enum class Transport {
 /// The Transport a name gives ("auto", "ssh", "exec"), or nullopt.
 [[nodiscard]] std::optional<Transport> parse_transport(std::string_view name) noexcept;
 
+namespace detail {
+struct SharedEndpointMemory;
+}  // namespace detail
+
+/// SSH endpoints that did not answer lately (SshRecoveryOptions::unanswered_memory), shared by
+/// the backends given the same memory so that they pay one connect timeout between them, not
+/// one each: a Sandbox gives its own to every run's backend. Copies share one memory; it may be
+/// used from several threads. Default-constructed: a new, empty memory.
+class SshEndpointMemory {
+ public:
+  SshEndpointMemory();
+
+ private:
+  friend class SandboxBackend;
+  std::shared_ptr<detail::SharedEndpointMemory> shared_;
+};
+
 struct SandboxBackendOptions {
   /// Attach to this VM; without it, the first operation provisions one from `spec`.
   std::optional<workspace::WorkspaceRef> ref{};
@@ -103,6 +120,9 @@ struct SandboxBackendOptions {
   /// Where the transport choice is logged (one line when it is made, one when it changes);
   /// empty = client_options.logger.
   Logger logger{};
+  /// The SSH endpoints that did not answer, as this backend and those sharing the memory saw
+  /// them (a Sandbox's runs share one).
+  SshEndpointMemory ssh_endpoints{};
   EXEDEV_COAWAIT_GUARD;
 };
 
