@@ -15,9 +15,12 @@
 //   must already exist.
 // - Commands run in the VM user's login shell, starting in working_dir, with the VM's login
 //   environment, then the backend's env, then the call's env (later wins). An argv is quoted
-//   literally. A command refused because the VM is paused resumes the VM and runs once, after
-//   the resume; nothing else is retried. A token that may not resume (a tag-scoped token on
-//   exe.dev) gets ExeDevAccessError naming `resume` and saying the VM is paused.
+//   literally. Every operation recovers through one policy (docs/sandbox.md, "Recovery over
+//   SSH"; SshOptions::recovery): a paused VM is resumed once and the operation runs after the
+//   resume; over SSH a dropped connection is reopened and what had not started (or is
+//   idempotent) runs again; a command that may have run never runs twice. A token that may not
+//   resume (a tag-scoped token on exe.dev) gets ExeDevAccessError naming `resume` and saying
+//   the VM is paused.
 // - Errors: VMNotFoundError (VM gone, also during a command), VMOutOfScopeError,
 //   ExeDevAccessError (401, 403 or a tag-scope refusal, no token), WorkspaceTimeoutError, WorkspaceOutputLimitError
 //   (8 MiB of stdout+stderr), CommandOutcomeUnknownError (result unknown, the VM exists),
@@ -164,8 +167,8 @@ class SandboxBackend final : public workspace::WorkspaceBackend,
   void note_gzip_missing() override;
 
   /// One bounded request (Client::run_script; stdout streams to `on_stdout` when set); an
-  /// idempotent script whose answer was lost is sent again (up to 3 times). Errors and
-  /// cancellation as run().
+  /// idempotent script whose answer was lost is sent again (by the client's retry policy over
+  /// /exec, on a new connection over SSH). Errors and cancellation as run().
   workspace::Task<workspace::CommandResult> run_script(std::string script, std::vector<std::string> args,
                                                       bool idempotent, workspace::ScriptStdoutSink on_stdout) override;
 
@@ -173,6 +176,8 @@ class SandboxBackend final : public workspace::WorkspaceBackend,
   workspace::Task<bool> file_transfer_available() override;
   /// True once this backend's SFTP session is open on a connection that stands.
   [[nodiscard]] bool file_transfer_open() const noexcept override;
+  /// Over SFTP, recovered like an idempotent script (a new connection, a paused VM resumed
+  /// once); errors as run() (WorkspaceError when the VM serves no SFTP).
   workspace::Task<void> upload(std::string path, std::string_view data) override;
   workspace::Task<workspace::Bytes> download(std::string path) override;
 
