@@ -74,7 +74,6 @@ enum class RouteError {
 /// What the coroutine does next.
 struct RouteAction {
   enum class Kind {
-    retry,          ///< the operation again on the connection that stands, after `delay`
     reconnect,      ///< drop the connection, wait `delay`, connect again, the operation again
     inspect_vm,     ///< `ls` the VM, then ask again with RouteAttempt::vm set
     resume,         ///< resume the VM and wait until it is ready, then connect again and go again

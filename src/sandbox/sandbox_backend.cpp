@@ -293,7 +293,6 @@ struct SandboxBackend::Impl {
             attempt.vm = condition;
             break;
           }
-          case detail::RouteAction::Kind::retry: co_await detail::sleep_for(action.delay); break;
           case detail::RouteAction::Kind::reconnect:
             route.drop(connection);
             if (action.delay.count() > 0) co_await detail::sleep_for(action.delay);
