@@ -61,6 +61,8 @@ const std::error_category& libssh2_category() noexcept {
   return category;
 }
 
+bool is_channel_refusal(std::error_code cause) noexcept { return cause == libssh2_error(LIBSSH2_ERROR_CHANNEL_FAILURE); }
+
 bool is_channel_gone(long rc) noexcept {
   return rc == LIBSSH2_ERROR_CHANNEL_CLOSED || rc == LIBSSH2_ERROR_CHANNEL_EOF_SENT ||
          rc == LIBSSH2_ERROR_CHANNEL_FAILURE || rc == LIBSSH2_ERROR_CHANNEL_UNKNOWN;

@@ -13,6 +13,10 @@ namespace exedev::ssh {
 
 [[nodiscard]] inline std::error_code libssh2_error(int code) noexcept { return {code, libssh2_category()}; }
 
+/// Whether a ConnectionError's cause says the server refused to open a channel (a session one:
+/// MaxSessions, or the SFTP subsystem's) on a connection that stands.
+[[nodiscard]] bool is_channel_refusal(std::error_code cause) noexcept;
+
 /// Whether a channel call's result (LIBSSH2_ERROR_*) says only that the channel, not the
 /// connection, is gone (closed, EOF sent, refused, unknown).
 [[nodiscard]] bool is_channel_gone(long rc) noexcept;
