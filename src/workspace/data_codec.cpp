@@ -118,6 +118,9 @@ std::optional<std::string> gzip_decompress(std::string_view member, std::size_t 
   zlib::inflate_stream stream;
   stream.reset(kWindowBits);
   zlib::z_params zs;
+  // No room yet: the loop's first step makes some (Beast leaves these two uninitialised).
+  zs.next_out = nullptr;
+  zs.avail_out = 0;
   zs.next_in = member.data() + *start;
   // The trailer is offered too: Beast's inflate reads up to 4 bytes ahead of the final code and
   // only reports the end once it has them. Where the deflate data really ended is worked out below.
