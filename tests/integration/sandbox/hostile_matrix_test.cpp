@@ -5,6 +5,7 @@
 #include "ssh_fixture.hpp"
 #include "support/hostile_vm.hpp"
 
+#include <exedev/testing/co_check.hpp>
 #include <exedev/workspace/workspace.hpp>
 
 #include <sys/stat.h>
@@ -33,7 +34,7 @@ constexpr const char* kSwapForZero = "#!/bin/sh\ncat >/dev/null 2>&1\nln -sfn /d
 constexpr const char* kSwapForFifo = "#!/bin/sh\ncat >/dev/null 2>&1\nrm -f \"$HOME/swap.bin\"; mkfifo \"$HOME/swap.bin\"\necho 20971520\n";
 // A command that finds its end marks' boundary in its ancestors' memory and prints forged end
 // marks with status 0 for every candidate, then keeps running.
-constexpr const char* kForger = R"(import os, re, sys
+constexpr const char* kForger = R"py(import os, re, sys
 pid, found = os.getpid(), set()
 for _ in range(3):
     pid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
@@ -56,7 +57,7 @@ for b in found:
     sys.stderr.buffer.write(b + b" x 0\n")
 sys.stdout.flush(); sys.stderr.flush()
 import time; time.sleep(3600)
-)";
+)py";
 
 enum class Surface { read, list, tree_download, make_dir, write, run };
 
@@ -200,7 +201,7 @@ std::string run_row(const Row& row, exedev::Transport transport) {
       case Surface::run: {
         const auto forging = ws::Command::shell("python3 \"$HOME/forge.py\"");
         ws::RunOptions run_options;
-        run_options.timeout = 60.0;
+        run_options.timeout = ws::Seconds(60);
         error = co_await capture(w.run(forging, run_options));
         break;
       }
