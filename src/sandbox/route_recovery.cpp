@@ -81,6 +81,8 @@ RouteAction operation_failed(const RouteAttempt& attempt, const SshRecoveryOptio
 RouteAction next_action(RouteFailure failure, const RouteAttempt& attempt, const SshRecoveryOptions& limits) {
   switch (failure) {
     case RouteFailure::timed_out: return fail(RouteError::timeout);
+    // Another attempt would wait out the same deadline against the same VM.
+    case RouteFailure::deadline_passed: return fail(RouteError::as_is);
     case RouteFailure::output_limit: return fail(RouteError::output_limit);
     case RouteFailure::cancelled:
     case RouteFailure::host_key_rejected:

@@ -9,7 +9,9 @@
 // The rules:
 // - A failure that says nothing about the route (cancelled, refused host key, access, invalid
 //   input, a timeout or the output limit of the command itself) ends the operation as it is.
-//   A refused host key is never a reason to fall back.
+//   A refused host key is never a reason to fall back. Nor is a file operation's deadline
+//   (SshOptions::file_operation_timeout) ever a reason to go again: a script past it is a
+//   timeout, an SFTP call past it ends the operation as it is (the connection stands).
 // - Before a connection or a command fails over to anything, `ls` says where the VM stands
 //   (once per failure streak): a removed VM is VMNotFoundError; a paused one is resumed once per
 //   operation and the operation goes again. exe.dev's front refuses authentication (or closes

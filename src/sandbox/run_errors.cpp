@@ -15,6 +15,8 @@ namespace {
 
 RouteFailure connection_failure(const ConnectionError& error, RouteStep step) {
   const auto cause = error.cause();
+  // Before the timeouts below: it compares equal to timed_out too.
+  if (ssh::is_deadline_passed(cause)) return RouteFailure::deadline_passed;
   switch (step) {
     case RouteStep::connecting: {
       if (cause == std::errc::timed_out) return RouteFailure::connect_timed_out;

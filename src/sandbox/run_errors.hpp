@@ -34,6 +34,8 @@ enum class RouteFailure {
   sftp_refused,       ///< a standing connection refused the SFTP subsystem
   command_refused,    ///< exe.dev refused the command on /exec (422): the VM may be paused or gone
   outcome_unknown,    ///< the operation may have run and its result is lost
+  deadline_passed,    ///< an SFTP call was not answered by the operation's deadline
+                      ///< (SshOptions::file_operation_timeout): the VM stalls it, the connection stands
   timed_out,          ///< the command passed its timeout and was stopped
   output_limit,       ///< the command wrote more than its limit and was stopped
   vm_not_found,       ///< the VM does not exist

@@ -83,6 +83,14 @@ TEST_CASE("route recovery: failures that say nothing about the route end the ope
     rows.push_back({"timed out", F::timed_out, attempt, fails(RouteError::timeout)});
     rows.push_back({"output limit", F::output_limit, attempt, fails(RouteError::output_limit)});
   }
+  // A file operation's deadline (an SFTP call the VM stalls): never tried again, not even an
+  // idempotent transfer with attempts to spare.
+  auto idempotent_transfer = ssh_attempt(RouteStep::operating);
+  idempotent_transfer.idempotent = true;
+  rows.push_back({"deadline passed", F::deadline_passed, ssh_attempt(RouteStep::operating), fails(RouteError::as_is)});
+  rows.push_back({"deadline passed, idempotent", F::deadline_passed, idempotent_transfer, fails(RouteError::as_is)});
+  rows.push_back({"deadline passed, ssh", F::deadline_passed, ssh_attempt(RouteStep::operating, Transport::ssh),
+                  fails(RouteError::as_is)});
   // A refused host key is never a reason to fall back, whatever the transport.
   rows.push_back({"host key, auto", F::host_key_rejected, ssh_attempt(RouteStep::connecting), fails(RouteError::as_is)});
   rows.push_back({"host key, ssh", F::host_key_rejected, ssh_attempt(RouteStep::connecting, Transport::ssh),
@@ -228,7 +236,7 @@ TEST_CASE("route recovery: every failure class has an answer in every step") {
                               F::auth_denied,     F::key_unusable,      F::host_key_rejected, F::channel_refused,
                               F::sftp_refused,    F::command_refused,   F::outcome_unknown,   F::timed_out,
                               F::output_limit,    F::vm_not_found,      F::access_denied,     F::cancelled,
-                              F::other};
+                              F::deadline_passed, F::other};
   // Walking the answers the way the backend does (an inspection answers the VM's condition)
   // always ends in one of the other actions, within one inspection.
   for (const auto step : {RouteStep::connecting, RouteStep::opening_sftp, RouteStep::operating}) {

@@ -104,6 +104,18 @@ TEST_CASE("failures: a standing connection's refusals") {
         F::dropped);
 }
 
+TEST_CASE("failures: an SFTP call past its operation's deadline is not a dropped connection") {
+  const auto deadline = exedev::ssh::deadline_passed();
+  // Callers that ask whether it timed out still hear yes.
+  CHECK(deadline == std::errc::timed_out);
+  CHECK(exedev::ConnectionError("c", false, deadline).cause() == std::errc::timed_out);
+  CHECK(classify(connection_error(false, deadline)).kind == F::deadline_passed);
+  CHECK(classify(connection_error(false, deadline), RouteStep::opening_sftp).kind == F::deadline_passed);
+  // A connection that timed out (a keepalive) is still a drop.
+  CHECK_FALSE(exedev::ssh::is_deadline_passed(std::make_error_code(std::errc::timed_out)));
+  CHECK(classify(connection_error(false, std::make_error_code(std::errc::timed_out))).kind == F::dropped);
+}
+
 TEST_CASE("failures: what is not the route's is passed on as it is") {
   CHECK(classify(boost::system::system_error(boost::asio::error::operation_aborted)).kind == F::cancelled);
   CHECK(classify(std::runtime_error("an output callback threw")).kind == F::other);
