@@ -28,6 +28,7 @@ SandboxRun Sandbox::open_run(std::optional<workspace::WorkspaceRef> ref, bool fr
   backend.transport = options_.transport;
   backend.ssh = options_.ssh;
   backend.logger = options_.logger;
+  backend.ssh_endpoints = ssh_endpoints_;
   auto made = std::make_shared<SandboxBackend>(std::move(backend));
   return SandboxRun{made, std::make_shared<workspace::Workspace>(made)};
 }

@@ -9,6 +9,7 @@
 #include "common/coroutines.hpp"
 #include "sandbox/core.hpp"
 #include "sandbox/provision.hpp"
+#include "sandbox/route_recovery.hpp"
 #include "sandbox/run_errors.hpp"
 #include "sandbox/ssh_vm.hpp"
 #include "sandbox/vm_route.hpp"
@@ -137,23 +138,39 @@ workspace::ShellFilesystemLimits ssh_shell_filesystem_limits(const workspace::Sh
   return limits;
 }
 
-// Attempts of one operation over SSH when its channel could not be used because the connection
-// had just dropped (nothing ran, or the script is idempotent): each on a fresh connection.
-constexpr int kSshAttempts = 3;
-
-bool retry_on_fresh_connection(const std::exception_ptr& error, bool idempotent) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const Error& e) {
-    return e.code() == errc::connection_failed && (!e.may_have_run() || idempotent);
-  } catch (...) {
-    return false;
-  }
-}
-
 }  // namespace
 
+namespace detail {
+
+/// Turns the client's access errors into ExeDevAccessError: every public operation's wrapper.
+template <typename T>
+Task<T> access_mapped(Task<T> operation) {
+  std::exception_ptr error;
+  try {
+    co_return co_await std::move(operation);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  rethrow_access_mapped(error);
+}
+
+}  // namespace detail
+
 struct SandboxBackend::Impl {
+  using Clock = std::chrono::steady_clock;
+
+  // What an operation on the route needs, for its recovery.
+  struct RouteOperation {
+    bool idempotent = false;  // running it twice leaves what once does
+    bool needs_sftp = false;  // over SSH, the connection's SFTP session
+  };
+
+  // What an operation over SSH works with.
+  struct SshAccess {
+    std::shared_ptr<ssh::Connection> connection;
+    std::shared_ptr<ssh::Sftp> sftp;  // when the operation needs it; nullptr when the VM serves none
+  };
+
   detail::ProvisionSubject target;
   detail::ClientHolder client;
   workspace::Env env;
@@ -163,14 +180,15 @@ struct SandboxBackend::Impl {
   std::chrono::milliseconds file_operation_timeout;
   detail::VmRoute route;
 
-  explicit Impl(SandboxBackendOptions& o)
+  Impl(SandboxBackendOptions& o, std::shared_ptr<detail::SharedEndpointMemory> ssh_endpoints)
       // A backend never destroys its environment: a cancelled provision keeps the VM it made.
       : target(o.ref ? detail::ProvisionPlan::Kind::attach : detail::ProvisionPlan::Kind::provision, false, std::move(o.spec),
            std::move(o.scope_tag), o.readiness),
         client(std::move(o.client), o.client_options), env(std::move(o.env)),
         limits(exedev_shell_filesystem_limits(env, target.spec.working_dir(), o.transfer)),
         file_operation_timeout(o.ssh.file_operation_timeout),
-        route(o.transport, std::move(o.ssh), o.logger ? std::move(o.logger) : std::move(o.client_options.logger)) {
+        route(o.transport, std::move(o.ssh), std::move(ssh_endpoints),
+              o.logger ? std::move(o.logger) : std::move(o.client_options.logger)) {
     detail::check_spec_scope(target.spec, target.scope_tag);
     if (o.ref) target.name = VMTarget(*o.ref).name();
   }
@@ -182,55 +200,128 @@ struct SandboxBackend::Impl {
     co_return *target.name;
   }
 
-  // Throws what a failed client.run means for the workspace, or returns true when the VM was
-  // paused (it is resumed: run the command once more).
-  Task<bool> handle_run_error(Client c, const std::string& name, std::exception_ptr error, bool may_resume) {
-    using K = detail::RunErrorClass::Kind;
-    auto failure = detail::classify_run_error(error);
-    switch (failure.kind) {
-      case K::timeout:
-        throw workspace::WorkspaceTimeoutError("a command on VM \"" + name + "\" passed its timeout and was stopped",
-                                               as_text(failure.output));
-      case K::output_limit:
-        throw workspace::WorkspaceOutputLimitError("a command on VM \"" + name + "\" wrote more than " +
-                                                       std::to_string(failure.limit) + " bytes of output and was stopped",
-                                                   failure.limit, as_text(failure.output));
-      case K::not_run: std::rethrow_exception(error);
-      case K::refused:
-      case K::may_have_run: break;
-    }
-    // Refused, or it may have run: first, does the VM still exist?
+  // Where the VM stands (`ls`), for the recovery; a failed `ls` says nothing, so the VM is taken
+  // to be there. The VM's description is kept: it names the SSH endpoint to connect to next.
+  Task<detail::VmCondition> inspect(Client c, std::string name) {
+    std::exception_ptr error;
     std::optional<VMInfo> info;
-    std::exception_ptr check_error;
     try {
       const auto listed = co_await c.list_vms(detail::one(name));
       const auto it = std::find_if(listed.begin(), listed.end(), [&](const VMInfo& vm) { return vm.name == name; });
-      if (it != listed.end()) info = *it;
+      if (it == listed.end()) co_return detail::VmCondition::gone;
+      info = *it;
     } catch (...) {
-      check_error = std::current_exception();
+      error = std::current_exception();
     }
-    if (!check_error && !info) throw VMNotFoundError(name);
-    if (failure.kind == K::refused) {
-      if (info && may_resume && info->status.kind == VMStatus::Kind::paused) {
-        std::exception_ptr resume_error;
-        try {
-          co_await c.resume_vm(name);
-        } catch (...) {
-          resume_error = std::current_exception();
-        }
-        // A token that may not resume (a tag-scoped one, on exe.dev) can't run commands on a
-        // paused VM: say so rather than pass on the bare refusal.
-        if (resume_error) detail::rethrow_access_mapped(resume_error, "VM \"" + name + "\" is paused and can't be resumed for the command");
-        co_await detail::wait_ready(c, name, target.readiness);
-        co_return true;
-      }
-      std::rethrow_exception(error);
-    }
+    if (error && detail::is_cancellation(error)) std::rethrow_exception(error);
+    if (!info) co_return detail::VmCondition::present;
+    target.state = *info;
+    co_return info->status.kind == VMStatus::Kind::paused ? detail::VmCondition::paused : detail::VmCondition::present;
+  }
+
+  // Resumes the paused VM and waits until its shell answers. A token that may not resume (a
+  // tag-scoped one, on exe.dev) can't use a paused VM: say so rather than pass on the refusal.
+  Task<void> resume(Client c, std::string name) {
+    std::exception_ptr resume_error;
     try {
-      std::rethrow_exception(error);
+      co_await c.resume_vm(name);
     } catch (...) {
-      std::throw_with_nested(CommandOutcomeUnknownError(name, as_text(failure.output)));
+      resume_error = std::current_exception();
     }
+    if (resume_error) detail::rethrow_access_mapped(resume_error, "VM \"" + name + "\" is paused and can't be resumed");
+    co_await detail::wait_ready(c, name, target.readiness);
+  }
+
+  // Why `automatic` leaves SSH, for the log.
+  std::string fall_back_reason(const detail::FailureClass& failure, const std::string& name) const {
+    using F = detail::RouteFailure;
+    if (failure.kind == F::auth_denied || failure.kind == F::key_unusable) {
+      return "SSH authentication to VM \"" + name + "\" failed: " + failure.message;
+    }
+    return "the SSH endpoint of VM \"" + name + "\" (" + route.endpoint() + ") did not answer: " + failure.message;
+  }
+
+  [[noreturn]] static void fail(detail::RouteError error, const std::exception_ptr& cause, const detail::FailureClass& failure,
+                                const std::string& name) {
+    switch (error) {
+      case detail::RouteError::as_is: break;
+      case detail::RouteError::timeout:
+        throw workspace::WorkspaceTimeoutError("a command on VM \"" + name + "\" passed its timeout and was stopped",
+                                               as_text(failure.output));
+      case detail::RouteError::output_limit:
+        throw workspace::WorkspaceOutputLimitError("a command on VM \"" + name + "\" wrote more than " +
+                                                       std::to_string(failure.limit) + " bytes of output and was stopped",
+                                                   failure.limit, as_text(failure.output));
+      case detail::RouteError::vm_not_found: throw VMNotFoundError(name);
+      case detail::RouteError::outcome_unknown:
+        detail::throw_nested(cause, CommandOutcomeUnknownError(name, as_text(failure.output)));
+    }
+    std::rethrow_exception(cause);
+  }
+
+  /// One operation on the VM: `over_ssh(access)` while the route is SSH, else `over_exec()`,
+  /// attempted until it succeeds or the route's recovery policy (route_recovery.hpp) ends it.
+  /// This loop only carries the policy's answers out.
+  template <typename T, typename OverSsh, typename OverExec>
+  Task<T> on_route(Client c, RouteOperation operation, OverSsh over_ssh, OverExec over_exec) {
+    const std::string name = *target.name;
+    const auto began = Clock::now();
+    detail::RouteAttempt attempt;
+    attempt.transport = route.configured();
+    attempt.idempotent = operation.idempotent;
+    attempt.readiness_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(target.readiness.timeout);
+    for (;; ++attempt.attempts) {
+      std::exception_ptr error;
+      std::shared_ptr<ssh::Connection> connection;
+      attempt.step = detail::RouteStep::connecting;
+      try {
+        connection = co_await route.connection(c, target);
+        attempt.over_ssh = connection != nullptr;
+        SshAccess access{connection, nullptr};
+        if (connection && operation.needs_sftp) {
+          attempt.step = detail::RouteStep::opening_sftp;
+          access.sftp = co_await route.sftp(connection);
+        }
+        attempt.step = detail::RouteStep::operating;
+        if (!connection) co_return co_await over_exec();
+        co_return co_await over_ssh(access);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      if (attempt.step == detail::RouteStep::connecting) attempt.over_ssh = true;  // only SSH connects
+      const auto failure = detail::classify_failure(error, attempt.step);
+      attempt.may_have_run = failure.may_have_run;
+      attempt.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - began);
+      for (bool decided = false; !decided;) {
+        const auto action = detail::next_action(failure.kind, attempt, route.limits());
+        decided = action.kind != detail::RouteAction::Kind::inspect_vm;
+        switch (action.kind) {
+          case detail::RouteAction::Kind::inspect_vm: {
+            const auto condition = co_await inspect(c, name);
+            attempt.vm = condition;
+            break;
+          }
+          case detail::RouteAction::Kind::reconnect:
+            route.drop(connection);
+            if (action.delay.count() > 0) co_await detail::sleep_for(action.delay);
+            break;
+          case detail::RouteAction::Kind::resume:
+            route.drop(connection);
+            co_await resume(c, name);
+            attempt.resumed = true;
+            attempt.vm = detail::VmCondition::unknown;
+            break;
+          case detail::RouteAction::Kind::fall_back: route.fall_back(fall_back_reason(failure, name)); break;
+          case detail::RouteAction::Kind::without_sftp: route.without_sftp(name); break;
+          case detail::RouteAction::Kind::fail: fail(action.error, error, failure, name);
+        }
+      }
+    }
+  }
+
+  static CommandResult as_command_result(const RunResult& result) {
+    return CommandResult{result.exit_code, workspace::utf8_replace_invalid(result.stdout_bytes),
+                         workspace::utf8_replace_invalid(result.stderr_bytes)};
   }
 
   Task<CommandResult> run_script(std::string script, std::vector<std::string> args, bool idempotent,
@@ -242,76 +333,14 @@ struct SandboxBackend::Impl {
     options.max_output_bytes = max_script_output_bytes;
     options.idempotent = idempotent;  // the client re-sends it when an answer is lost
     options.on_stdout = std::move(on_stdout);
-    auto recovering = with_recovery(c, name, [&] { return run_script_once(c, name, script, options); });
-    co_return co_await std::move(recovering);
-  }
-
-  // One operation on the route in use: `over_ssh(connection)` when SSH is, else `over_exec()`.
-  // A channel refused by a connection that had just dropped never started anything (nor ran an
-  // idempotent script twice to any effect): it goes again on a fresh connection.
-  template <typename OverSsh, typename OverExec>
-  Task<RunResult> on_route(Client c, bool idempotent, OverSsh over_ssh, OverExec over_exec) {
-    for (int attempt = 1;; ++attempt) {
-      const auto connection = co_await route.connection(c, target);
-      if (!connection) {
-        co_return co_await over_exec();
-      }
-      std::exception_ptr error;
-      try {
-        co_return co_await over_ssh(connection);
-      } catch (...) {
-        error = std::current_exception();
-      }
-      if (attempt == kSshAttempts || !retry_on_fresh_connection(error, idempotent)) std::rethrow_exception(error);
-      route.drop(connection);
-    }
-  }
-
-  Task<RunResult> run_script_once(Client c, std::string name, std::string script, ScriptOptions options) {
-    const auto over_ssh = [&](std::shared_ptr<ssh::Connection> connection) {
-      return detail::ssh_run_script(std::move(connection), script, options, file_operation_timeout);
+    const auto over_ssh = [&](const SshAccess& access) {
+      return detail::ssh_run_script(access.connection, script, options, file_operation_timeout);
     };
     const auto over_exec = [&] { return c.run_script(name, script, options); };
-    co_return co_await on_route(c, options.idempotent, over_ssh, over_exec);
-  }
-
-  Task<RunResult> run_once(Client c, std::string name, std::string line, ClientRunOptions options) {
-    const auto over_ssh = [&](std::shared_ptr<ssh::Connection> connection) {
-      return detail::ssh_run(std::move(connection), line, options);
-    };
-    const auto over_exec = [&] { return c.run(name, line, options); };
-    co_return co_await on_route(c, false, over_ssh, over_exec);
-  }
-
-  // When an SFTP transfer of `bytes` must be done: the step's deadline plus 1 s per MiB, so that
-  // a stalled or blocked sftp-server ends there.
-  [[nodiscard]] std::chrono::steady_clock::time_point transfer_deadline(std::uint64_t bytes) const {
-    if (file_operation_timeout.count() <= 0) return std::chrono::steady_clock::time_point::max();
-    return std::chrono::steady_clock::now() + file_operation_timeout + std::chrono::seconds(bytes >> 20);
-  }
-
-  Task<std::shared_ptr<ssh::Sftp>> sftp() {
-    co_await ensure_ready();
-    auto c = co_await client.get();
-    co_return co_await route.sftp(c, target);
-  }
-
-  // Awaits `start()` (a client call that runs something on VM `name`) and hands a failure to
-  // handle_run_error, which may resume a paused VM once and have it started again.
-  template <typename Start>
-  Task<CommandResult> with_recovery(Client& c, const std::string& name, Start start) {
-    for (bool may_resume = true;; may_resume = false) {
-      std::exception_ptr error;
-      try {
-        auto result = co_await start();
-        co_return CommandResult{result.exit_code, workspace::utf8_replace_invalid(result.stdout_bytes),
-                                workspace::utf8_replace_invalid(result.stderr_bytes)};
-      } catch (...) {
-        error = std::current_exception();
-      }
-      auto handling = handle_run_error(c, name, error, may_resume);
-      if (!co_await std::move(handling)) std::rethrow_exception(error);
-    }
+    RouteOperation operation;
+    operation.idempotent = idempotent;
+    const auto result = co_await on_route<RunResult>(c, operation, over_ssh, over_exec);
+    co_return as_command_result(result);
   }
 
   Task<CommandResult> run(workspace::Command command, workspace::RunOptions options) {
@@ -328,12 +357,112 @@ struct SandboxBackend::Impl {
     run_options.on_stdout = std::move(options.on_stdout);
     run_options.on_stderr = std::move(options.on_stderr);
     const std::string line = command.to_shell_line();
-    auto recovering = with_recovery(c, name, [&] { return run_once(c, name, line, run_options); });
-    co_return co_await std::move(recovering);
+    const auto over_ssh = [&](const SshAccess& access) { return detail::ssh_run(access.connection, line, run_options); };
+    const auto over_exec = [&] { return c.run(name, line, run_options); };
+    const RouteOperation operation;  // a command is never run twice once it may have run
+    const auto result = co_await on_route<RunResult>(c, operation, over_ssh, over_exec);
+    co_return as_command_result(result);
+  }
+
+  Task<std::string> working_dir() {
+    if (canonical_working_dir) co_return *canonical_working_dir;
+    const workspace::RunOptions defaults;
+    const auto result = co_await run(workspace::Command::shell("pwd -P"), defaults);
+    std::string path = result.stdout_text;
+    if (!path.empty() && path.back() == '\n') path.pop_back();
+    if (result.exit_code != 0 || path.empty() || path.front() != '/') {
+      throw workspace::WorkspaceError("the working directory " +
+                                      (target.spec.working_dir() ? "\"" + *target.spec.working_dir() + "\" " : std::string()) +
+                                      "is not usable on VM \"" + *target.name + "\" (exit code " +
+                                      std::to_string(result.exit_code) + ")");
+    }
+    canonical_working_dir = path;
+    co_return path;
+  }
+
+  // SFTP reads and writes go through the same recovery as commands: writing a temp file whole
+  // (a truncating open) and reading a file are both idempotent.
+  static RouteOperation sftp_operation() {
+    RouteOperation operation;
+    operation.idempotent = true;
+    operation.needs_sftp = true;
+    return operation;
+  }
+
+  // When an SFTP transfer of `bytes` must be done: the step's deadline plus 1 s per MiB, so that
+  // a stalled or blocked sftp-server ends there. Each attempt gets its own.
+  [[nodiscard]] Clock::time_point transfer_deadline(std::uint64_t bytes) const {
+    if (file_operation_timeout.count() <= 0) return Clock::time_point::max();
+    return Clock::now() + file_operation_timeout + std::chrono::seconds(bytes >> 20);
+  }
+
+  [[noreturn]] void throw_no_file_transfer() const {
+    throw workspace::WorkspaceError("file transfer is not available on VM \"" + *target.name + "\"");
+  }
+
+  Task<bool> file_transfer_available() {
+    co_await ensure_ready();
+    auto c = co_await client.get();
+    const auto over_ssh = [](const SshAccess& access) -> Task<bool> { co_return access.sftp != nullptr; };
+    const auto over_exec = []() -> Task<bool> { co_return false; };
+    co_return co_await on_route<bool>(c, sftp_operation(), over_ssh, over_exec);
+  }
+
+  Task<void> upload(std::string path, std::string_view data) {
+    co_await ensure_ready();
+    auto c = co_await client.get();
+    const auto over_ssh = [&](const SshAccess& access) -> Task<void> {
+      if (!access.sftp) throw_no_file_transfer();
+      co_await access.sftp->write_file(path, data, 0600, transfer_deadline(data.size()));
+    };
+    const auto over_exec = [&]() -> Task<void> {
+      throw_no_file_transfer();
+      co_return;
+    };
+    co_await on_route<void>(c, sftp_operation(), over_ssh, over_exec);
+  }
+
+  Task<workspace::Bytes> download(std::string path, std::uint64_t size) {
+    co_await ensure_ready();
+    auto c = co_await client.get();
+    const auto over_ssh = [&](const SshAccess& access) -> Task<workspace::Bytes> {
+      if (!access.sftp) throw_no_file_transfer();
+      co_return co_await access.sftp->read_file(path, size, transfer_deadline(size));
+    };
+    const auto over_exec = [&]() -> Task<workspace::Bytes> {
+      throw_no_file_transfer();
+      co_return workspace::Bytes{};
+    };
+    co_return co_await on_route<workspace::Bytes>(c, sftp_operation(), over_ssh, over_exec);
+  }
+
+  Task<PortForward> forward_port(std::uint16_t remote_port) {
+    co_await ensure_ready();
+    auto c = co_await client.get();
+    const auto over_ssh = [&](const SshAccess& access) -> Task<PortForward> {
+      co_return PortForward(ssh::PortForwarder::start(access.connection, "localhost", remote_port));
+    };
+    const auto over_exec = [&]() -> Task<PortForward> {
+      throw TransportUnsupportedError("forwarding port " + std::to_string(remote_port) + " of VM \"" + *target.name + "\"",
+                                      "exe.dev's /exec API", "it carries lobby commands only and has no channel for TCP; "
+                                      "port forwarding needs the SSH transport");
+    };
+    const RouteOperation operation;
+    co_return co_await on_route<PortForward>(c, operation, over_ssh, over_exec);
+  }
+
+  Task<std::string> served_url(std::uint16_t port) {
+    const std::string name = co_await ensure_ready();
+    auto c = co_await client.get();
+    const auto share = co_await c.share_show(name);
+    co_return proxy_url_for_port(share.url, share.port, port);
   }
 };
 
-SandboxBackend::SandboxBackend(SandboxBackendOptions options) : impl_(std::make_unique<Impl>(options)) {}
+SshEndpointMemory::SshEndpointMemory() : shared_(std::make_shared<detail::SharedEndpointMemory>()) {}
+
+SandboxBackend::SandboxBackend(SandboxBackendOptions options)
+    : impl_(std::make_unique<Impl>(options, options.ssh_endpoints.shared_)) {}
 
 SandboxBackend::SandboxBackend(std::optional<WorkspaceRef> ref, VMSpec spec, std::optional<std::string> scope_tag,
                                std::optional<Client> client, workspace::Env env)
@@ -353,107 +482,53 @@ workspace::ShellFilesystemLimits SandboxBackend::shell_filesystem_limits() const
 
 std::optional<Transport> SandboxBackend::transport_in_use() const { return impl_->route.in_use(); }
 
-Task<bool> SandboxBackend::file_transfer_available() {
-  std::exception_ptr error;
-  try {
-    auto opening = impl_->sftp();
-    co_return (co_await std::move(opening)) != nullptr;
-  } catch (...) {
-    error = std::current_exception();
-  }
-  detail::rethrow_access_mapped(error);
-}
-
 bool SandboxBackend::file_transfer_open() const noexcept { return impl_->route.sftp_open(); }
-
-Task<void> SandboxBackend::upload(std::string path, std::string_view data) {
-  const auto sftp = co_await impl_->sftp();
-  if (!sftp) throw workspace::WorkspaceError("file transfer is not available on VM \"" + *impl_->target.name + "\"");
-  co_await sftp->write_file(std::move(path), data, 0600, impl_->transfer_deadline(data.size()));
-}
-
-Task<workspace::Bytes> SandboxBackend::download(std::string path, std::uint64_t size) {
-  const auto sftp = co_await impl_->sftp();
-  if (!sftp) throw workspace::WorkspaceError("file transfer is not available on VM \"" + *impl_->target.name + "\"");
-  co_return co_await sftp->read_file(std::move(path), size, impl_->transfer_deadline(size));
-}
-
-Task<PortForward> SandboxBackend::forward_port(std::uint16_t remote_port) {
-  std::exception_ptr error;
-  try {
-    co_await impl_->ensure_ready();
-    auto c = co_await impl_->client.get();
-    const auto connection = co_await impl_->route.connection(c, impl_->target);
-    if (!connection) {
-      throw TransportUnsupportedError("forwarding port " + std::to_string(remote_port) + " of VM \"" + *impl_->target.name + "\"",
-                                      "exe.dev's /exec API", "it carries lobby commands only and has no channel for TCP; "
-                                      "port forwarding needs the SSH transport");
-    }
-    co_return PortForward(ssh::PortForwarder::start(connection, "localhost", remote_port));
-  } catch (...) {
-    error = std::current_exception();
-  }
-  detail::rethrow_access_mapped(error);
-}
-
-Task<std::string> SandboxBackend::served_url(std::uint16_t port) {
-  std::exception_ptr error;
-  try {
-    const std::string name = co_await impl_->ensure_ready();
-    auto c = co_await impl_->client.get();
-    const auto share = co_await c.share_show(name);
-    co_return proxy_url_for_port(share.url, share.port, port);
-  } catch (...) {
-    error = std::current_exception();
-  }
-  detail::rethrow_access_mapped(error);
-}
 
 void SandboxBackend::note_gzip_missing() { impl_->limits.compress = false; }
 
 Task<Client> SandboxBackend::client() { co_return co_await impl_->client.get(); }
 
+// Each operation: the Impl's, with the client's access errors as ExeDevAccessError.
+
+Task<bool> SandboxBackend::file_transfer_available() {
+  auto mapped = detail::access_mapped(impl_->file_transfer_available());
+  co_return co_await std::move(mapped);
+}
+
+Task<void> SandboxBackend::upload(std::string path, std::string_view data) {
+  auto mapped = detail::access_mapped(impl_->upload(std::move(path), data));
+  co_await std::move(mapped);
+}
+
+Task<workspace::Bytes> SandboxBackend::download(std::string path, std::uint64_t size) {
+  auto mapped = detail::access_mapped(impl_->download(std::move(path), size));
+  co_return co_await std::move(mapped);
+}
+
+Task<PortForward> SandboxBackend::forward_port(std::uint16_t remote_port) {
+  auto mapped = detail::access_mapped(impl_->forward_port(remote_port));
+  co_return co_await std::move(mapped);
+}
+
+Task<std::string> SandboxBackend::served_url(std::uint16_t port) {
+  auto mapped = detail::access_mapped(impl_->served_url(port));
+  co_return co_await std::move(mapped);
+}
+
 Task<CommandResult> SandboxBackend::run(workspace::Command command, workspace::RunOptions options) {
-  std::exception_ptr error;
-  try {
-    co_return co_await impl_->run(std::move(command), std::move(options));
-  } catch (...) {
-    error = std::current_exception();
-  }
-  detail::rethrow_access_mapped(error);
+  auto mapped = detail::access_mapped(impl_->run(std::move(command), std::move(options)));
+  co_return co_await std::move(mapped);
 }
 
 Task<CommandResult> SandboxBackend::run_script(std::string script, std::vector<std::string> args, bool idempotent,
                                                workspace::ScriptStdoutSink on_stdout) {
-  std::exception_ptr error;
-  try {
-    co_return co_await impl_->run_script(std::move(script), std::move(args), idempotent, std::move(on_stdout));
-  } catch (...) {
-    error = std::current_exception();
-  }
-  detail::rethrow_access_mapped(error);
+  auto mapped = detail::access_mapped(impl_->run_script(std::move(script), std::move(args), idempotent, std::move(on_stdout)));
+  co_return co_await std::move(mapped);
 }
 
 Task<std::string> SandboxBackend::working_dir() {
-  if (impl_->canonical_working_dir) co_return *impl_->canonical_working_dir;
-  std::exception_ptr error;
-  try {
-    const workspace::RunOptions defaults;
-    const auto result = co_await impl_->run(workspace::Command::shell("pwd -P"), defaults);
-    std::string path = result.stdout_text;
-    if (!path.empty() && path.back() == '\n') path.pop_back();
-    if (result.exit_code != 0 || path.empty() || path.front() != '/') {
-      throw workspace::WorkspaceError("the working directory " +
-                                      (impl_->target.spec.working_dir() ? "\"" + *impl_->target.spec.working_dir() + "\" " : std::string()) +
-                                      "is not usable on VM \"" + *impl_->target.name + "\" (exit code " +
-                                      std::to_string(result.exit_code) + ")");
-    }
-    impl_->canonical_working_dir = path;
-    co_return path;
-  } catch (...) {
-    error = std::current_exception();
-  }
-  detail::rethrow_access_mapped(error);
+  auto mapped = detail::access_mapped(impl_->working_dir());
+  co_return co_await std::move(mapped);
 }
 
 Task<void> SandboxBackend::close() {

@@ -1,8 +1,8 @@
 #pragma once
-// Running commands, scripts and file transfers on a VM over its SSH connection, with the
-// contracts Client::run and Client::run_script have on /exec, so SandboxBackend's one recovery
-// (with_recovery, run_errors.hpp) serves both transports. The programs each channel carries are
-// in ssh_commands.hpp; the connection itself in src/ssh/.
+// Running commands and scripts on a VM over its SSH connection, with the contracts Client::run
+// and Client::run_script have on /exec, so SandboxBackend's one recovery (route_recovery.hpp,
+// run_errors.hpp) serves both transports. The programs each channel carries are in
+// ssh_commands.hpp; the connection itself in src/ssh/.
 
 #include <chrono>
 #include <memory>

@@ -1,13 +1,9 @@
 #include "sandbox/vm_route.hpp"
 
-#include <boost/asio/error.hpp>
 #include <boost/asio/this_coro.hpp>
-#include <boost/system/system_error.hpp>
 
-#include <algorithm>
 #include <chrono>
 
-#include "common/backoff.hpp"
 #include "common/coroutines.hpp"
 #include "sandbox/core.hpp"
 #include "sandbox/ssh_commands.hpp"
@@ -17,12 +13,9 @@
 namespace exedev::detail {
 
 namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
 
 namespace {
-
-// Reconnecting after a drop: attempts, and the first wait between them (doubled each time).
-constexpr int kReconnectAttempts = 3;
-constexpr auto kReconnectBackoff = std::chrono::milliseconds(500);
 
 // What exe.dev named (a user or port it left out is settled by the SSH layer).
 std::string endpoint_text(const ssh::Endpoint& endpoint) {
@@ -32,8 +25,8 @@ std::string endpoint_text(const ssh::Endpoint& endpoint) {
 
 }  // namespace
 
-VmRoute::VmRoute(Transport transport, SshOptions ssh, Logger logger)
-    : transport_(transport), ssh_(std::move(ssh)), logger_(std::move(logger)) {
+VmRoute::VmRoute(Transport transport, SshOptions ssh, std::shared_ptr<SharedEndpointMemory> memory, Logger logger)
+    : transport_(transport), ssh_(std::move(ssh)), memory_(std::move(memory)), logger_(std::move(logger)) {
   if (transport_ == Transport::exec) in_use_ = Transport::exec;
   if (!ssh_.on_warning && logger_) {
     ssh_.on_warning = [logger = logger_](std::string_view line) { logger(LogLevel::warning, line); };
@@ -55,34 +48,43 @@ void VmRoute::choose_exec(const std::string& reason) {
       std::string(switching ? "SandboxBackend: switching to /exec: " : "SandboxBackend: using /exec: ") + reason);
 }
 
+void VmRoute::fall_back(const std::string& reason) { choose_exec(reason); }
+
 Task<std::shared_ptr<ssh::Connection>> VmRoute::connection(Client client, ProvisionSubject& target) {
+  bool waited = false;
   for (;;) {
     if (in_use_ == Transport::exec) co_return nullptr;
     if (connection_ && connection_->is_open()) co_return connection_;
-    if (!opening_) break;
+    if (!opening_) {
+      // The opening waited for failed: that failure is this attempt's too.
+      if (waited && opening_failure_) std::rethrow_exception(opening_failure_);
+      break;
+    }
     co_await opened_.wait();
+    waited = true;
     // The state named first: GCC 12 mishandles a throw's temporaries in a statement that awaits.
     const auto cancellation = co_await asio::this_coro::cancellation_state;
     if (was_cancelled(cancellation)) throw_cancelled();
   }
   opening_ = true;
-  std::exception_ptr error;
+  opening_failure_ = nullptr;
   std::shared_ptr<ssh::Connection> opened;
   try {
     opened = co_await open(client, target);
   } catch (...) {
-    error = std::current_exception();
+    opening_failure_ = std::current_exception();
   }
   opening_ = false;
   opened_.notify();
-  if (error) std::rethrow_exception(error);
+  if (opening_failure_) std::rethrow_exception(opening_failure_);
   co_return opened;
 }
 
 Task<std::shared_ptr<ssh::Connection>> VmRoute::open(Client client, ProvisionSubject& target) {
   const std::string name = *target.name;
   const bool reconnecting = in_use_ == Transport::ssh;
-  // Where the VM's sshd is: exe.dev's description from provisioning or attaching, else `ls`.
+  // Where the VM's sshd is: exe.dev's description from provisioning, attaching or the last
+  // `ls` of a recovery, else `ls` now.
   std::optional<ssh::Endpoint> endpoint;
   if (target.state) endpoint = ssh_endpoint(*target.state);
   if (!endpoint) {
@@ -103,85 +105,60 @@ Task<std::shared_ptr<ssh::Connection>> VmRoute::open(Client client, ProvisionSub
       co_return nullptr;
     }
   }
-  bool resumed = false;
-  for (int attempt = 0;; ++attempt) {
-    std::exception_ptr failure;
-    std::string failure_text;
-    try {
-      connection_ = co_await ssh::Connection::open(*endpoint, ssh_);
-      // Every command and script is the same exec request (its program follows on stdin), so
-      // a channel can wait with it started: a command then skips the channel's opening and its
-      // exec request (two round trips).
-      connection_->keep_ready(std::string(ssh_exec_command));
-      sftp_.reset();
-      sftp_refused_ = false;
-      if (!reconnecting) {
-        log(LogLevel::info, "SandboxBackend: VM \"" + name + "\" over SSH (" + endpoint_text(connection_->endpoint()) +
-                                ", host key " + connection_->host_key_fingerprint() + ")");
-      }
-      in_use_ = Transport::ssh;
-      co_return connection_;
-    } catch (const Error& e) {
-      if (e.code() == errc::host_key_rejected) throw;  // never a reason to fall back
-      if (e.code() != errc::connection_failed) {
-        // The key was refused or can't be used: /exec still works with the token.
-        if (transport_ == Transport::ssh) throw;
-        choose_exec(std::string("SSH authentication to VM \"") + name + "\" failed: " + e.what());
-        co_return nullptr;
-      }
-      failure = std::current_exception();
-      failure_text = e.what();
+  endpoint_ = endpoint_text(*endpoint);
+  // The endpoint as exe.dev named it: ssh_config settles it the same way for every backend.
+  memory_key_ = endpoint_text(ssh::Endpoint{endpoint->host, endpoint->port, {}});
+  {
+    const std::lock_guard lock(memory_->mutex);
+    const auto now = Clock::now();
+    if (const auto since = memory_->endpoints.timed_out_since(memory_key_, now, ssh_.recovery.unanswered_memory)) {
+      const auto ago = std::chrono::duration_cast<std::chrono::seconds>(now - *since).count();
+      throw ConnectionError("SSH: " + memory_key_ + " did not answer within its timeouts " + std::to_string(ago) +
+                                " s ago (not tried again for " +
+                                std::to_string(std::chrono::duration_cast<std::chrono::seconds>(ssh_.recovery.unanswered_memory).count()) +
+                                " s)",
+                            false, std::make_error_code(std::errc::timed_out));
     }
-    // The endpoint did not answer: a paused VM is resumed once, a removed one is gone.
-    const auto listed = co_await client.list_vms(one(name));
-    const auto it = std::find_if(listed.begin(), listed.end(), [&](const VMInfo& vm) { return vm.name == name; });
-    if (it == listed.end()) throw VMNotFoundError(name);
-    target.state = *it;
-    if (auto fresh = ssh_endpoint(*it)) endpoint = fresh;
-    if (it->status.kind == VMStatus::Kind::paused && !resumed) {
-      resumed = true;
-      std::exception_ptr resume_error;
-      try {
-        co_await client.resume_vm(name);
-      } catch (...) {
-        resume_error = std::current_exception();
-      }
-      if (resume_error) rethrow_access_mapped(resume_error, "VM \"" + name + "\" is paused and can't be resumed for SSH");
-      co_await wait_ready(client, name, target.readiness);
-      continue;
-    }
-    if (reconnecting && attempt + 1 < kReconnectAttempts) {
-      co_await sleep_for(doubled_delay(std::chrono::steady_clock::duration(kReconnectBackoff), attempt,
-                                             std::chrono::steady_clock::duration(std::chrono::seconds(4))));
-      continue;
-    }
-    if (transport_ == Transport::ssh) std::rethrow_exception(failure);
-    choose_exec("the SSH endpoint of VM \"" + name + "\" (" + endpoint_text(*endpoint) + ") did not answer: " + failure_text);
-    co_return nullptr;
   }
+  connection_ = co_await ssh::Connection::open(*endpoint, ssh_);
+  // Every command and script is the same exec request (its program follows on stdin), so a
+  // channel can wait with it started: a command then skips the channel's opening and its exec
+  // request (two round trips).
+  connection_->keep_ready(std::string(ssh_exec_command));
+  sftp_.reset();
+  sftp_refused_ = false;
+  if (!reconnecting) {
+    log(LogLevel::info, "SandboxBackend: VM \"" + name + "\" over SSH (" + endpoint_text(connection_->endpoint()) +
+                            ", host key " + connection_->host_key_fingerprint() + ")");
+  }
+  in_use_ = Transport::ssh;
+  co_return connection_;
+}
+
+void VmRoute::note_unanswered() {
+  if (memory_key_.empty()) return;
+  const std::lock_guard lock(memory_->mutex);
+  memory_->endpoints.note(memory_key_, Clock::now());
 }
 
 bool VmRoute::sftp_open() const noexcept {
   return sftp_ != nullptr && sftp_->usable() && connection_ != nullptr && connection_->is_open();
 }
 
-Task<std::shared_ptr<ssh::Sftp>> VmRoute::sftp(Client client, ProvisionSubject& target) {
-  auto connected = co_await connection(client, target);
-  if (!connected || sftp_refused_) co_return nullptr;
+Task<std::shared_ptr<ssh::Sftp>> VmRoute::sftp(std::shared_ptr<ssh::Connection> connection) {
+  const bool current = connection == connection_;
+  if (current && sftp_refused_) co_return nullptr;
   // A session retired after a call passed its deadline is replaced by a new one.
-  if (sftp_ && connected == connection_ && sftp_->usable()) co_return sftp_;
-  std::exception_ptr error;
-  try {
-    sftp_ = co_await connected->sftp();
-    co_return sftp_;
-  } catch (...) {
-    error = std::current_exception();
-  }
-  if (!connected->is_open() || is_cancellation(error)) std::rethrow_exception(error);
-  // The connection stands but its sshd serves no SFTP: the scripts carry the data instead.
+  if (current && sftp_ && sftp_->usable()) co_return sftp_;
+  auto opened = co_await connection->sftp();  // the connection keeps its one session
+  if (connection == connection_) sftp_ = opened;
+  co_return opened;
+}
+
+void VmRoute::without_sftp(const std::string& vm_name) {
+  if (sftp_refused_) return;
   sftp_refused_ = true;
-  log(LogLevel::info, "SandboxBackend: VM \"" + *target.name + "\" serves no SFTP; file data travels through commands");
-  co_return nullptr;
+  log(LogLevel::info, "SandboxBackend: VM \"" + vm_name + "\" serves no SFTP; file data travels through commands");
 }
 
 void VmRoute::drop(const std::shared_ptr<ssh::Connection>& connection) {

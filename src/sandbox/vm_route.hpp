@@ -1,10 +1,13 @@
 #pragma once
 // A SandboxBackend's route to its VM's shell and files: one SSH connection (opened on first
 // use, shared by every operation as channels, reopened after a drop) or exe.dev's /exec. The
-// choice is made here once, logged once, and changed only between commands (docs/sandbox.md,
-// "Transports"). Lifecycle never goes through it: it always uses the client.
+// route makes one attempt at a time and remembers what was decided; what a failure means and
+// what to do next is the recovery policy's (route_recovery.hpp), carried out by the backend's
+// one loop (sandbox_backend.cpp). The choice is logged once and changes only between attempts
+// (docs/sandbox.md, "Transports"). Lifecycle never goes through it: it always uses the client.
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -13,32 +16,51 @@
 
 #include "common/event.hpp"
 #include "sandbox/provision.hpp"
+#include "sandbox/route_recovery.hpp"
 #include "ssh/connection.hpp"
 
 namespace exedev::detail {
 
+/// What an SshEndpointMemory holds: the sans-IO memory, behind a lock (backends on several
+/// threads may share it).
+struct SharedEndpointMemory {
+  std::mutex mutex;
+  UnansweredEndpoints endpoints;
+};
+
 class VmRoute {
  public:
-  VmRoute(Transport transport, SshOptions ssh, Logger logger);
+  VmRoute(Transport transport, SshOptions ssh, std::shared_ptr<SharedEndpointMemory> memory, Logger logger);
 
-  /// The connection to the VM `target` names (ready), or nullptr to use /exec. Concurrent
-  /// callers share one attempt. When the endpoint does not answer: a paused VM is resumed once
-  /// and connected to again, a removed one is VMNotFoundError; then `automatic` falls back to
-  /// /exec (logged) and `ssh` throws the connection's error. Authentication failures fall back
-  /// or throw the same way; a changed host key (HostKeyError) is always thrown. Cancellation:
-  /// the attempt in progress is abandoned (the next call starts again).
+  /// The connection to the VM `target` names, or nullptr to use /exec: the open one, else one
+  /// opening (concurrent callers share it and all get its failure). Without a usable key or an
+  /// SSH host for the VM, `automatic` chooses /exec (logged) and `ssh` throws. An endpoint that
+  /// timed out lately (the shared memory) throws ConnectionError(timed_out) without connecting.
+  /// Otherwise throws what the opening threw. Cancellation: the opening is abandoned (the next
+  /// call starts again).
   Task<std::shared_ptr<ssh::Connection>> connection(Client client, ProvisionSubject& target);
 
-  /// The connection's SFTP session, or nullptr when the route is /exec or the VM's sshd refuses
-  /// the SFTP subsystem (remembered for this connection).
-  Task<std::shared_ptr<ssh::Sftp>> sftp(Client client, ProvisionSubject& target);
+  /// The SFTP session of `connection` (the route's current one), opened on first use; nullptr
+  /// once the connection is known to serve none (without_sftp). Throws what the opening threw.
+  Task<std::shared_ptr<ssh::Sftp>> sftp(std::shared_ptr<ssh::Connection> connection);
 
-  /// Forgets a connection that failed under an operation, so the next one reconnects.
+  /// The last opening's endpoint did not answer: remembered for the backends sharing the memory.
+  void note_unanswered();
+  /// /exec from now on; `reason` is logged once.
+  void fall_back(const std::string& reason);
+  /// The current connection serves no SFTP (logged once): file data travels through scripts.
+  void without_sftp(const std::string& vm_name);
+  /// Forgets a connection that failed under an operation, so the next attempt reconnects.
   void drop(const std::shared_ptr<ssh::Connection>& connection);
 
   [[nodiscard]] std::optional<Transport> in_use() const noexcept;
+  [[nodiscard]] Transport configured() const noexcept { return transport_; }
+  [[nodiscard]] const SshRecoveryOptions& limits() const noexcept { return ssh_.recovery; }
   /// The SFTP session is open on the current connection, and that connection stands.
   [[nodiscard]] bool sftp_open() const noexcept;
+  /// The last endpoint tried as exe.dev named it ("[user@]host[:port]", for messages), empty
+  /// before any.
+  [[nodiscard]] const std::string& endpoint() const noexcept { return endpoint_; }
 
   /// Closes the connection, if any (the route is decided again on next use).
   Task<void> close();
@@ -50,12 +72,16 @@ class VmRoute {
 
   Transport transport_;
   SshOptions ssh_;
+  std::shared_ptr<SharedEndpointMemory> memory_;
   Logger logger_;
   std::optional<Transport> in_use_;
   std::shared_ptr<ssh::Connection> connection_;
   std::shared_ptr<ssh::Sftp> sftp_;
   bool sftp_refused_ = false;
+  std::string endpoint_;  // user@host:port, for messages
+  std::string memory_key_;  // host:port, the memory's key
   bool opening_ = false;
+  std::exception_ptr opening_failure_;  // what the last shared opening threw, for those who waited
   Event opened_;
 };
 

@@ -29,7 +29,6 @@ namespace {
 
 constexpr std::size_t read_chunk = 256 * 1024;
 constexpr std::size_t write_chunk = 1024 * 1024;
-constexpr auto channel_refusal_patience = std::chrono::seconds(30);
 
 asio::awaitable<void> throw_if_cancelled() {
   // The state named first: GCC 12 mishandles a throw's temporaries in a statement that awaits.
@@ -244,8 +243,9 @@ void Connection::unlock_channel_opening() {
 asio::awaitable<LIBSSH2_CHANNEL*> Connection::open_channel(const char* what) {
   // sshd frees a session only once it has processed our close, so a channel opened right after
   // another closed may be refused for a moment (MaxSessions): the opening is retried when another
-  // channel closes, or after a short backoff, for up to `channel_refusal_patience`.
-  const auto give_up_at = SessionDriver::Clock::now() + channel_refusal_patience;
+  // channel closes, or after a short backoff (SshRecoveryOptions).
+  const auto& limits = options_.recovery;
+  const auto give_up_at = SessionDriver::Clock::now() + limits.channel_refusal_patience;
   for (int attempt = 0;; ++attempt) {
     long rc = 0;
     LIBSSH2_CHANNEL* channel = co_await try_open_channel(what, rc);
@@ -255,7 +255,7 @@ asio::awaitable<LIBSSH2_CHANNEL*> Connection::open_channel(const char* what) {
       throw ConnectionError(fmt::format("SSH: {} refused a session channel: {}", driver_->where(), driver_->last_error_message()),
                             false, libssh2_error(static_cast<int>(rc)));
     }
-    const auto delay = detail::doubled_delay(std::chrono::milliseconds(5), attempt, std::chrono::milliseconds(500));
+    const auto delay = detail::doubled_delay(limits.channel_retry_delay, attempt, limits.channel_retry_delay_cap);
     co_await wait_for_change_until(false, SessionDriver::Clock::now() + delay);
   }
 }

@@ -465,6 +465,7 @@ asio::awaitable<std::shared_ptr<Connection>> Connection::open(Endpoint given, Ss
   // Whatever fails from here on, the pump must end, or it would keep the session alive.
   std::exception_ptr failure;
   std::shared_ptr<Connection> connection;
+  bool authenticating = false;
   try {
     const SessionDriver::Call handshake{"the handshake", true, false, Clock::now() + options.handshake_timeout};
     const long rc = co_await driver->run(handshake, [&] { return static_cast<long>(::libssh2_session_handshake(driver->session(), fd)); });
@@ -480,14 +481,27 @@ asio::awaitable<std::shared_ptr<Connection>> Connection::open(Endpoint given, Ss
     const auto fingerprint = sha256_fingerprint(blob);
     verify_host_key(endpoint, settings, options, blob, fingerprint);
     Authenticator authenticator(*driver, settings, options, account, Clock::now() + options.auth_timeout);
+    authenticating = true;
     co_await authenticator.authenticate();
+    authenticating = false;
     connection = std::make_shared<Connection>(driver, std::move(endpoint), std::move(options), fingerprint,
                                               authenticator.accepted_fingerprint());
   } catch (...) {
     failure = std::current_exception();
   }
   if (failure) {
+    // The server, not a timeout, ended the connection while keys were offered: exe.dev's SSH
+    // front does that for a VM that is not running. A refusal of authentication, not a network
+    // failure (the sandbox's recovery then looks at the VM).
+    const bool closed_during_authentication =
+        authenticating && driver->dropped() && driver->drop_cause() != std::errc::timed_out;
     driver->stop("was abandoned");
+    if (closed_during_authentication) {
+      exedev::detail::throw_nested(failure, SshAuthenticationError(fmt::format("SSH: {} closed the connection during "
+                                                                               "authentication (exe.dev's SSH front does "
+                                                                               "so for a VM that is not running)", where),
+                                                                   {}));
+    }
     std::rethrow_exception(failure);
   }
   co_return connection;

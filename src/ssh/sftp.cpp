@@ -114,7 +114,7 @@ asio::awaitable<long> Sftp::call(const char* what, bool mutating, std::function<
 void Sftp::throw_past_deadline(const char* what) {
   throw ConnectionError(fmt::format("SSH: SFTP {} on {} passed the operation's deadline (SshOptions::file_operation_timeout)",
                                     what, driver_->where()),
-                        false, std::make_error_code(std::errc::timed_out));
+                        false, deadline_passed());
 }
 
 void Sftp::throw_error(long rc, const char* what, bool mutating, const std::string& path, std::errc refined) {

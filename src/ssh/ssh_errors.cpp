@@ -54,12 +54,31 @@ class Libssh2Category final : public std::error_category {
   }
 };
 
+// The SSH layer's own causes, which libssh2 does not report: one so far.
+class DeadlineCategory final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "exedev.ssh.deadline"; }
+  std::string message(int) const override { return "the operation's deadline passed"; }
+  std::error_condition default_error_condition(int) const noexcept override {
+    return std::make_error_condition(std::errc::timed_out);
+  }
+};
+
 }  // namespace
+
+std::error_code deadline_passed() noexcept {
+  static const DeadlineCategory category;
+  return {1, category};
+}
+
+bool is_deadline_passed(std::error_code cause) noexcept { return cause == deadline_passed(); }
 
 const std::error_category& libssh2_category() noexcept {
   static const Libssh2Category category;
   return category;
 }
+
+bool is_channel_refusal(std::error_code cause) noexcept { return cause == libssh2_error(LIBSSH2_ERROR_CHANNEL_FAILURE); }
 
 bool is_channel_gone(long rc) noexcept {
   return rc == LIBSSH2_ERROR_CHANNEL_CLOSED || rc == LIBSSH2_ERROR_CHANNEL_EOF_SENT ||

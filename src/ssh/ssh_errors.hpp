@@ -13,6 +13,17 @@ namespace exedev::ssh {
 
 [[nodiscard]] inline std::error_code libssh2_error(int code) noexcept { return {code, libssh2_category()}; }
 
+/// Whether a ConnectionError's cause says the server refused to open a channel (a session one:
+/// MaxSessions, or the SFTP subsystem's) on a connection that stands.
+[[nodiscard]] bool is_channel_refusal(std::error_code cause) noexcept;
+
+/// The cause of a ConnectionError for an SFTP call that was not answered by its operation's
+/// deadline (SshOptions::file_operation_timeout; the SFTP session was retired, the connection
+/// stands). It compares equal to std::errc::timed_out, and is_deadline_passed tells it from a
+/// connection that timed out.
+[[nodiscard]] std::error_code deadline_passed() noexcept;
+[[nodiscard]] bool is_deadline_passed(std::error_code cause) noexcept;
+
 /// Whether a channel call's result (LIBSSH2_ERROR_*) says only that the channel, not the
 /// connection, is gone (closed, EOF sent, refused, unknown).
 [[nodiscard]] bool is_channel_gone(long rc) noexcept;

@@ -117,7 +117,10 @@ std::optional<std::string> gzip_decompress(std::string_view member, std::size_t 
   std::string out;
   zlib::inflate_stream stream;
   stream.reset(kWindowBits);
-  zlib::z_params zs{};  // avail_out and next_out start at zero: the loop allocates the first step
+  zlib::z_params zs;
+  // No room yet: the loop's first step makes some (Beast leaves these two uninitialised).
+  zs.next_out = nullptr;
+  zs.avail_out = 0;
   zs.next_in = member.data() + *start;
   // The trailer is offered too: Beast's inflate reads up to 4 bytes ahead of the final code and
   // only reports the end once it has them. Where the deflate data really ended is worked out below.

@@ -87,6 +87,8 @@ class Sandbox {
 
  private:
   SandboxOptions options_;
+  // Every run's backend skips an SSH endpoint that another run found unanswering lately.
+  SshEndpointMemory ssh_endpoints_;
 };
 
 }  // namespace exedev

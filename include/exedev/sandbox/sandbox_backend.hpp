@@ -15,9 +15,12 @@
 //   must already exist.
 // - Commands run in the VM user's login shell, starting in working_dir, with the VM's login
 //   environment, then the backend's env, then the call's env (later wins). An argv is quoted
-//   literally. A command refused because the VM is paused resumes the VM and runs once, after
-//   the resume; nothing else is retried. A token that may not resume (a tag-scoped token on
-//   exe.dev) gets ExeDevAccessError naming `resume` and saying the VM is paused.
+//   literally. Every operation recovers through one policy (docs/sandbox.md, "Recovery over
+//   SSH"; SshOptions::recovery): a paused VM is resumed once and the operation runs after the
+//   resume; over SSH a dropped connection is reopened and what had not started (or is
+//   idempotent) runs again; a command that may have run never runs twice. A token that may not
+//   resume (a tag-scoped token on exe.dev) gets ExeDevAccessError naming `resume` and saying
+//   the VM is paused.
 // - Errors: VMNotFoundError (VM gone, also during a command), VMOutOfScopeError,
 //   ExeDevAccessError (401, 403 or a tag-scope refusal, no token), WorkspaceTimeoutError, WorkspaceOutputLimitError
 //   (8 MiB of stdout+stderr), CommandOutcomeUnknownError (result unknown, the VM exists),
@@ -89,6 +92,23 @@ enum class Transport {
 /// The Transport a name gives ("auto", "ssh", "exec"), or nullopt.
 [[nodiscard]] std::optional<Transport> parse_transport(std::string_view name) noexcept;
 
+namespace detail {
+struct SharedEndpointMemory;
+}  // namespace detail
+
+/// SSH endpoints that did not answer lately (SshRecoveryOptions::unanswered_memory), shared by
+/// the backends given the same memory so that they pay one connect timeout between them, not
+/// one each: a Sandbox gives its own to every run's backend. Copies share one memory; it may be
+/// used from several threads. Default-constructed: a new, empty memory.
+class SshEndpointMemory {
+ public:
+  SshEndpointMemory();
+
+ private:
+  friend class SandboxBackend;
+  std::shared_ptr<detail::SharedEndpointMemory> shared_;
+};
+
 struct SandboxBackendOptions {
   /// Attach to this VM; without it, the first operation provisions one from `spec`.
   std::optional<workspace::WorkspaceRef> ref{};
@@ -108,6 +128,9 @@ struct SandboxBackendOptions {
   /// Where the transport choice is logged (one line when it is made, one when it changes);
   /// empty = client_options.logger.
   Logger logger{};
+  /// The SSH endpoints that did not answer, as this backend and those sharing the memory saw
+  /// them (a Sandbox's runs share one).
+  SshEndpointMemory ssh_endpoints{};
   EXEDEV_COAWAIT_GUARD;
 };
 
@@ -149,8 +172,8 @@ class SandboxBackend final : public workspace::WorkspaceBackend,
   void note_gzip_missing() override;
 
   /// One bounded request (Client::run_script; stdout streams to `on_stdout` when set); an
-  /// idempotent script whose answer was lost is sent again (up to 3 times). Errors and
-  /// cancellation as run().
+  /// idempotent script whose answer was lost is sent again (by the client's retry policy over
+  /// /exec, on a new connection over SSH). Errors and cancellation as run().
   workspace::Task<workspace::CommandResult> run_script(std::string script, std::vector<std::string> args,
                                                       bool idempotent, workspace::ScriptStdoutSink on_stdout) override;
 
@@ -158,6 +181,8 @@ class SandboxBackend final : public workspace::WorkspaceBackend,
   workspace::Task<bool> file_transfer_available() override;
   /// True once this backend's SFTP session is open on a connection that stands.
   [[nodiscard]] bool file_transfer_open() const noexcept override;
+  /// Over SFTP, recovered like an idempotent script (a new connection, a paused VM resumed
+  /// once); errors as run() (WorkspaceError when the VM serves no SFTP).
   workspace::Task<void> upload(std::string path, std::string_view data) override;
   workspace::Task<workspace::Bytes> download(std::string path, std::uint64_t size) override;
 

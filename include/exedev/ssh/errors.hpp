@@ -38,8 +38,10 @@ class HostKeyError : public Error {
   std::optional<std::string> recorded_fingerprint_;
 };
 
-/// The SSH server accepted none of the keys tried. `tried()` names each attempt ("agent key
-/// SHA256:…", a key file's path, "explicit key"), never a key's content.
+/// The SSH server accepted none of the keys tried, or closed the connection while they were
+/// offered (exe.dev's SSH front does so for a VM that is not running; the connection's error is
+/// nested). `tried()` names each attempt ("agent key SHA256:…", a key file's path, "explicit
+/// key"), never a key's content; empty when the server closed the connection.
 class SshAuthenticationError : public Error {
  public:
   SshAuthenticationError(const std::string& message, std::vector<std::string> tried)

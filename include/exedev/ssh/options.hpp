@@ -33,6 +33,30 @@ struct HostKeyCheck {
   std::optional<std::string> known_fingerprint;  ///< the recorded key of that type, when one is recorded for the host
 };
 
+/// How the SSH transport recovers from failures (docs/sandbox.md, "Recovery over SSH"): the
+/// limits of SandboxBackend's route policy (src/sandbox/route_recovery.hpp) and of a
+/// connection's channel openings. Every retry waits `first` doubled after each attempt, at most
+/// `cap`.
+struct SshRecoveryOptions {
+  /// Connection attempts of one operation when the connection drops or an opening fails
+  /// (the first included). A connection that dropped under an operation is reopened at once;
+  /// a failed opening is tried again after reconnect_delay (doubled each time).
+  int reconnect_attempts = 3;
+  std::chrono::milliseconds reconnect_delay{500};
+  std::chrono::milliseconds reconnect_delay_cap{4000};
+  /// sshd frees a closed session only once it has processed the close, so a session channel
+  /// opened right after another closed may be refused (MaxSessions) for a moment: the opening
+  /// is tried again, after channel_retry_delay (doubled) or when another channel closes, for
+  /// this long.
+  std::chrono::milliseconds channel_refusal_patience{30000};
+  std::chrono::milliseconds channel_retry_delay{5};
+  std::chrono::milliseconds channel_retry_delay_cap{500};
+  /// An endpoint whose connect (or handshake) timed out is not tried again for this long by
+  /// backends that share one SshEndpointMemory (a Sandbox's runs): `automatic` uses /exec
+  /// meanwhile, `ssh` fails at once. 0: not remembered.
+  std::chrono::milliseconds unanswered_memory{60000};
+};
+
 /// Options of a connection. Where a field is left unset, the user's ssh_config for the host
 /// decides (docs/ssh.md, "~/.ssh/config"), then the default.
 struct SshOptions {
@@ -86,6 +110,7 @@ struct SshOptions {
   /// VM and its channel closed, as exe.dev's /exec ends a request at 30 s; an SFTP transfer gets
   /// it plus 1 s per MiB of the file. 0: no deadline.
   std::chrono::milliseconds file_operation_timeout{60000};
+  SshRecoveryOptions recovery{};
   EXEDEV_COAWAIT_GUARD;
 };
 

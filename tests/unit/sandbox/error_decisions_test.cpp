@@ -70,9 +70,12 @@ TEST_CASE("error decisions: one per status class, agreeing with may_have_run()")
       const auto error = answered(row.status);
       CHECK(may_have_run(error) == row.may_have_run);
       CHECK(detail::is_unknown_create_outcome(error) == row.may_have_run);
-      using K = detail::RunErrorClass::Kind;
-      const auto run = detail::classify_run_error(error).kind;
-      if (run != K::refused) CHECK((run == K::may_have_run) == row.may_have_run);
+      using F = detail::RouteFailure;
+      const auto run = detail::classify_failure(error, detail::RouteStep::operating);
+      CHECK(run.may_have_run == row.may_have_run);
+      if (run.kind != F::command_refused && run.kind != F::access_denied) {
+        CHECK((run.kind == F::outcome_unknown) == row.may_have_run);
+      }
       CHECK(access_status(error) == row.access);
     }
   }

@@ -1,0 +1,134 @@
+// SandboxBackend over SSH through the emulator's front (exe.dev's SSH proxy: every key gets in,
+// the first key offered decides where the connection lands): only the account's keys are
+// offered, and every connection proves it landed on the VM it names before any work runs there.
+#include "ssh_fixture.hpp"
+
+#include <exedev/emulator/client_options.hpp>
+#include <exedev/ssh/errors.hpp>
+#include <exedev/testing/co_check.hpp>
+#include <exedev/workspace/workspace.hpp>
+
+#include <csignal>
+#include <cstdlib>
+
+using namespace sbx;
+using exedev::workspace::Command;
+using exedev::workspace::RunOptions;
+using exedev::emulator::SshLandingDecision;
+
+namespace {
+
+// An ssh-agent on a socket of the test's, holding `keys` in order; SSH_AUTH_SOCK points at it
+// until the agent is stopped.
+struct Agent {
+  Agent(const std::filesystem::path& dir, const std::vector<support::KeyPair>& keys) : socket(dir / "agent.sock") {
+    std::string output;
+    REQUIRE(support::run_program({"/usr/bin/ssh-agent", "-a", socket.string()}, &output) == 0);
+    const auto pid_at = output.find("SSH_AGENT_PID=");
+    REQUIRE(pid_at != std::string::npos);
+    pid = std::stoi(output.substr(pid_at + 14));
+    ::setenv("SSH_AUTH_SOCK", socket.c_str(), 1);
+    for (const auto& key : keys) REQUIRE(support::run_program({"/usr/bin/ssh-add", "-q", key.private_key.string()}) == 0);
+  }
+  ~Agent() {
+    ::unsetenv("SSH_AUTH_SOCK");
+    ::kill(pid, SIGTERM);
+  }
+  std::filesystem::path socket;
+  pid_t pid = -1;
+};
+
+RunOptions no_options() { return {}; }
+
+std::string vm_name(const exedev::SandboxBackend& backend) { return exedev::VMTarget(*backend.ref()).name(); }
+
+std::size_t landings_elsewhere(Fixture& f, const std::string& vm) {
+  std::size_t count = 0;
+  for (const auto& landing : f.emu().ssh_landings()) count += landing.decision != SshLandingDecision::vm || landing.vm != vm;
+  return count;
+}
+
+}  // namespace
+
+TEST_CASE("an agent holding an unregistered key first: every command and file lands on the named VM", "[integration]") {
+  SshSetup s;
+  Fixture f(s.emulator_options());
+  if (f.skip()) return;
+  Agent agent(s.dir, {s.stranger, s.registered});
+  exedev::testing::run([&](Executor) -> Task<void> {
+    auto o = ssh_options(f, exedev::Transport::ssh, s.registered, std::nullopt);
+    o.ssh.private_key_file.reset();
+    o.ssh.use_agent = true;
+    auto backend = std::make_shared<exedev::SandboxBackend>(o);
+    exedev::workspace::Workspace w(backend);
+    for (int i = 0; i < 3; ++i) {
+      const auto ran = co_await w.run(Command::shell("echo $EXEDEV_EMULATOR_VM_NAME"), no_options());
+      CO_CHECK(ran.stdout_text == vm_name(*backend) + "\n");
+    }
+    co_await w.write_text("landed.txt", "here");
+    CO_CHECK(co_await w.read_text("landed.txt") == "here");
+    CHECK(backend->transport_in_use() == exedev::Transport::ssh);
+    const std::string name = vm_name(*backend);
+    CHECK_FALSE(f.emu().ssh_landings().empty());
+    CHECK(landings_elsewhere(f, name) == 0);
+    co_await backend->close();
+  }, limits(180s));
+}
+
+TEST_CASE("a key of another account never runs anything on that account's VM", "[integration]") {
+  SshSetup s;
+  const auto other = support::make_key(s.dir, "other-account");
+  auto options = s.emulator_options();
+  options.second_ssh_authorized_keys.push_back(other.public_line());
+  // Routing by the endpoint (a shard), not by a vm+ name, which the front would deny outright.
+  options.modes.ssh_destination = exedev::emulator::SshDestination::vm_domain;
+  Fixture f(options);
+  if (f.skip()) return;
+  exedev::testing::run([&](Executor ex) -> Task<void> {
+    // The second account has a VM at the same endpoint (shard) as the first account's.
+    exedev::Client second(ex, exedev::emulator::client_options(f.emu(), f.emu().second_token()));
+    exedev::NewVMOptions made{.name = "other-" + random_suffix()};
+    const auto theirs = co_await second.new_vm(made);
+
+    // Knowing the account's keys, the backend does not offer the other account's key at all.
+    auto o = ssh_options(f, exedev::Transport::ssh, other, std::nullopt);
+    auto backend = std::make_shared<exedev::SandboxBackend>(o);
+    auto refusing = backend->run(Command::shell("touch ~/ran-here"), no_options());
+    const auto error = co_await capture(std::move(refusing));
+    const auto refused = expect_error<exedev::SshAuthenticationError>(error);
+    INFO(refused.what());
+    CHECK(std::string(refused.what()).find("not a key of the exe.dev account") != std::string::npos);
+    const std::string name = vm_name(*backend);
+    const auto first_ref = *backend->ref();
+    co_await backend->close();
+
+    // A token that may not run whoami: the keys go in order, and the route check catches the
+    // landing on the other account's VM before anything runs there.
+    exedev::emulator::TokenSpec spec;
+    spec.cmds = std::vector<std::string>{"ls", "new", "ssh", "rm", "resume", "help"};
+    auto blind = ssh_options(f, exedev::Transport::ssh, other, first_ref);
+    blind.client_options = exedev::emulator::client_options(f.emu(), f.emu().issue_token(spec));
+    auto guarded = std::make_shared<exedev::SandboxBackend>(blind);
+    auto misrouting = guarded->run(Command::shell("touch ~/ran-here"), no_options());
+    const auto misrouted_error = co_await capture(std::move(misrouting));
+    const auto misrouted = expect_error<exedev::SshMisrouteError>(misrouted_error);
+    INFO(misrouted.what());
+    CHECK(misrouted.code() == exedev::errc::ssh_misrouted);
+    CHECK(misrouted.landing() == "a VM without the mark");
+    CHECK(std::string(misrouted.what()).find(misrouted.key_fingerprint()) != std::string::npos);
+    co_await guarded->close();
+
+    // With automatic, the same backend uses /exec, which runs on the named VM.
+    blind.transport = exedev::Transport::automatic;
+    auto falling_back = std::make_shared<exedev::SandboxBackend>(blind);
+    const auto ran = co_await falling_back->run(Command::shell("echo $EXEDEV_EMULATOR_VM_NAME"), no_options());
+    CHECK(ran.stdout_text == name + "\n");
+    CHECK(falling_back->transport_in_use() == exedev::Transport::exec);
+    co_await falling_back->close();
+    // Nothing ran on the other account's VM.
+    const auto their_home = f.emu().vm(theirs.name)->home;
+    CHECK_FALSE(std::filesystem::exists(their_home / "ran-here"));
+    std::vector<std::string> names{theirs.name};
+    co_await second.remove_vms(names);
+  }, limits(180s));
+}
