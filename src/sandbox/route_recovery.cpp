@@ -90,7 +90,8 @@ RouteAction next_action(RouteFailure failure, const RouteAttempt& attempt, const
     case RouteFailure::vm_not_found:
     case RouteFailure::channel_refused:
     case RouteFailure::other: return fail(RouteError::as_is);
-    case RouteFailure::key_unusable: return give_up_on_ssh(attempt);
+    case RouteFailure::key_unusable:
+    case RouteFailure::misrouted: return give_up_on_ssh(attempt);
     case RouteFailure::sftp_refused: return act(Kind::without_sftp);
     case RouteFailure::command_refused: {
       if (auto decided = by_vm(attempt)) return *decided;

@@ -46,6 +46,7 @@ RouteFailure error_failure(const Error& error, RouteStep step) {
     case errc::host_key_rejected: return RouteFailure::host_key_rejected;
     case errc::ssh_authentication_failed: return RouteFailure::auth_denied;
     case errc::ssh_key_unusable: return RouteFailure::key_unusable;
+    case errc::ssh_misrouted: return RouteFailure::misrouted;
     case errc::connection_failed: {
       const auto* connection = dynamic_cast<const ConnectionError*>(&error);
       return connection != nullptr ? connection_failure(*connection, step) : RouteFailure::dropped;

@@ -29,6 +29,7 @@ enum class RouteFailure {
   auth_denied,        ///< no key accepted after the handshake, or the server closed the connection
                       ///< during authentication (exe.dev's front, for a VM that is not running)
   key_unusable,       ///< the explicit key cannot be used (unreadable, encrypted, unknown format)
+  misrouted,          ///< the connection landed somewhere other than the VM (exe.dev's front let the key choose)
   host_key_rejected,  ///< the host key was refused (changed, unknown under strict, revoked)
   channel_refused,    ///< a standing connection refused a session channel (MaxSessions), past its patience
   sftp_refused,       ///< a standing connection refused the SFTP subsystem

@@ -6,6 +6,7 @@
 
 #include "common/coroutines.hpp"
 #include "sandbox/core.hpp"
+#include "sandbox/route_proof.hpp"
 #include "sandbox/ssh_commands.hpp"
 #include "sandbox/ssh_vm.hpp"
 #include "ssh/key_sources.hpp"
@@ -120,7 +121,20 @@ Task<std::shared_ptr<ssh::Connection>> VmRoute::open(Client client, ProvisionSub
                             false, std::make_error_code(std::errc::timed_out));
     }
   }
-  connection_ = co_await ssh::Connection::open(*endpoint, ssh_);
+  if (!account_keys_learned_) co_await learn_account_keys(client);
+  auto opened = co_await ssh::Connection::open(*endpoint, ssh_, account_keys_);
+  // Only the named VM passes; anything else is SshMisrouteError before any work ran there.
+  std::exception_ptr misroute;
+  try {
+    co_await prove_route(client, name, opened, route_mark_);
+  } catch (...) {
+    misroute = std::current_exception();
+  }
+  if (misroute) {
+    co_await opened->close();
+    std::rethrow_exception(misroute);
+  }
+  connection_ = std::move(opened);
   // Every command and script is the same exec request (its program follows on stdin), so a
   // channel can wait with it started: a command then skips the channel's opening and its exec
   // request (two round trips).
@@ -133,6 +147,24 @@ Task<std::shared_ptr<ssh::Connection>> VmRoute::open(Client client, ProvisionSub
   }
   in_use_ = Transport::ssh;
   co_return connection_;
+}
+
+Task<void> VmRoute::learn_account_keys(Client& client) {
+  account_keys_learned_ = true;
+  std::string unknown_why;
+  try {
+    const auto account = co_await client.account();
+    if (!account.ssh_keys.empty()) {
+      account_keys_.emplace();
+      for (const auto& key : account.ssh_keys) account_keys_->fingerprints.push_back(key.fingerprint);
+      co_return;
+    }
+    unknown_why = "whoami lists no SSH key (a tag-scoped token sees only its tag's keys)";
+  } catch (const Error& e) {
+    unknown_why = std::string("whoami failed: ") + e.what();
+  }
+  log(LogLevel::info, "SandboxBackend: the account's SSH keys are unknown (" + unknown_why +
+                          "): keys are offered in order, and the route check guards where they land");
 }
 
 void VmRoute::note_unanswered() {

@@ -67,6 +67,8 @@ class VmRoute {
 
  private:
   Task<std::shared_ptr<ssh::Connection>> open(Client client, ProvisionSubject& target);
+  /// The account's SSH keys from `whoami`, once per route (Client::account() asks once per client).
+  Task<void> learn_account_keys(Client& client);
   void choose_exec(const std::string& reason);
   void log(LogLevel level, const std::string& line) const;
 
@@ -78,7 +80,12 @@ class VmRoute {
   std::shared_ptr<ssh::Connection> connection_;
   std::shared_ptr<ssh::Sftp> sftp_;
   bool sftp_refused_ = false;
-  std::string endpoint_;  // user@host:port, for messages
+  std::string endpoint_;
+  // Learned on the first opening: the account's keys (nullopt: unknown, keys go in order) and the
+  // VM's route mark (route_proof.hpp).
+  bool account_keys_learned_ = false;
+  std::optional<ssh::AccountKeys> account_keys_;
+  std::optional<std::string> route_mark_;  // user@host:port, for messages
   std::string memory_key_;  // host:port, the memory's key
   bool opening_ = false;
   std::exception_ptr opening_failure_;  // what the last shared opening threw, for those who waited

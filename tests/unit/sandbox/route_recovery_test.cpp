@@ -102,6 +102,8 @@ TEST_CASE("route recovery: keys") {
   walk({
       {"unusable key, auto: /exec", F::key_unusable, ssh_attempt(RouteStep::connecting), act(Kind::fall_back)},
       {"unusable key, ssh: thrown", F::key_unusable, ssh_attempt(RouteStep::connecting, Transport::ssh), fails(RouteError::as_is)},
+      {"misrouted, auto: /exec", F::misrouted, ssh_attempt(RouteStep::connecting), act(Kind::fall_back)},
+      {"misrouted, ssh: thrown", F::misrouted, ssh_attempt(RouteStep::connecting, Transport::ssh), fails(RouteError::as_is)},
       // A denial after the handshake: first where the VM stands (exe.dev's front denies a VM
       // that is not running).
       {"denied, VM unknown", F::auth_denied, ssh_attempt(RouteStep::connecting), act(Kind::inspect_vm)},
@@ -233,7 +235,7 @@ TEST_CASE("route recovery: a standing connection's refusals") {
 
 TEST_CASE("route recovery: every failure class has an answer in every step") {
   const std::vector<F> all = {F::connect_refused, F::connect_timed_out, F::name_not_resolved, F::dropped,
-                              F::auth_denied,     F::key_unusable,      F::host_key_rejected, F::channel_refused,
+                              F::auth_denied,     F::key_unusable,      F::misrouted,      F::host_key_rejected, F::channel_refused,
                               F::sftp_refused,    F::command_refused,   F::outcome_unknown,   F::timed_out,
                               F::output_limit,    F::vm_not_found,      F::access_denied,     F::cancelled,
                               F::deadline_passed, F::other};
