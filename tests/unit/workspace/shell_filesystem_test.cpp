@@ -596,13 +596,16 @@ TEST_CASE("shell filesystem: a confined read carries content up to a read page, 
     ws::ConfinedReadOptions what;
     what.content = true;
     const int before = f.only->commands_run();
-    const auto read = co_await f.shell.confined_read(target_of(root + "/big.cpp"), what);
+    // Targets named, not built inside co_await (GCC 12, ADR 7).
+    const auto big = target_of(root + "/big.cpp");
+    const auto huge = target_of(root + "/huge.cpp");
+    const auto read = co_await f.shell.confined_read(big, what);
     CHECK(f.only->commands_run() - before == 1);
     CHECK(read.status == ws::ConfinedStatus::done);
     REQUIRE(read.content);
     CHECK(*read.content == text);
     // Past the page: the entry without its content (the caller reads it by pages).
-    const auto larger = co_await f.shell.confined_read(target_of(root + "/huge.cpp"), what);
+    const auto larger = co_await f.shell.confined_read(huge, what);
     CHECK(larger.status == ws::ConfinedStatus::done);
     REQUIRE(larger.entry);
     CHECK(larger.entry->size == 600u * 1024);
@@ -624,7 +627,8 @@ TEST_CASE("shell filesystem: a tree's contents travel up to a read page in all, 
     what.children = true;
     what.tree = true;
     what.tree_contents = true;
-    const auto walked = co_await f.shell.confined_read(target_of(root + "/tree"), what);
+    const auto tree = target_of(root + "/tree");
+    const auto walked = co_await f.shell.confined_read(tree, what);
     CHECK(walked.status == ws::ConfinedStatus::done);
     CHECK(walked.children.size() == 5);  // sub/ too
     // Two of the three 40 KiB files fit 100 KiB; the empty one always does.
@@ -647,6 +651,7 @@ TEST_CASE("shell filesystem: a splice applies only to the content it was made fo
   ::chmod((f.dir / "f.cpp").c_str(), 0640);
   run([&](boost::asio::any_io_executor) -> Task<void> {
     const auto root = co_await f.shell.working_dir();
+    const auto file = target_of(root + "/f.cpp");
     ws::ConfinedSplice splice;
     splice.base_sha256 = ws::detail::sha256_hex(before);
     splice.offset = 1000;
@@ -655,19 +660,19 @@ TEST_CASE("shell filesystem: a splice applies only to the content it was made fo
     splice.result_size = after.size();
     splice.result_sha256 = ws::detail::sha256_hex(after);
     int commands = f.only->commands_run();
-    auto applied = co_await f.shell.confined_splice(target_of(root + "/f.cpp"), splice);
+    auto applied = co_await f.shell.confined_splice(file, splice);
     CHECK(f.only->commands_run() - commands == 1);
     CHECK(applied.status == ws::ConfinedStatus::done);
     CHECK(applied.spliced);
     CO_CHECK(co_await f.native.read_bytes("f.cpp") == after);
     // Sent again (its answer lost): the file already holds the result.
-    auto again = co_await f.shell.confined_splice(target_of(root + "/f.cpp"), splice);
+    auto again = co_await f.shell.confined_splice(file, splice);
     CHECK(again.spliced);
     CO_CHECK(co_await f.native.read_bytes("f.cpp") == after);
     // Made for content the file no longer holds: nothing changes, the content comes back.
     co_await f.native.write_bytes("f.cpp", before + "changed\n");
     commands = f.only->commands_run();
-    auto refused = co_await f.shell.confined_splice(target_of(root + "/f.cpp"), splice);
+    auto refused = co_await f.shell.confined_splice(file, splice);
     CHECK(f.only->commands_run() - commands == 1);
     CHECK(refused.status == ws::ConfinedStatus::done);
     CHECK_FALSE(refused.spliced);
