@@ -120,6 +120,24 @@ int run_program(const std::vector<std::string>& argv, std::string* output) {
   return detail::exit_code_of(status);
 }
 
+Agent::Agent(const std::filesystem::path& directory, const std::vector<KeyPair>& keys) {
+  const auto socket = directory / "agent.sock";
+  std::string output;
+  if (run_program({"/usr/bin/ssh-agent", "-a", socket.string()}, &output) != 0) throw std::runtime_error("ssh-agent did not start");
+  const auto pid_at = output.find("SSH_AGENT_PID=");
+  if (pid_at == std::string::npos) throw std::runtime_error("ssh-agent named no pid");
+  pid_ = std::stoi(output.substr(pid_at + 14));
+  ::setenv("SSH_AUTH_SOCK", socket.c_str(), 1);
+  for (const auto& key : keys) {
+    if (run_program({"/usr/bin/ssh-add", "-q", key.private_key.string()}) != 0) throw std::runtime_error("ssh-add failed");
+  }
+}
+
+Agent::~Agent() {
+  ::unsetenv("SSH_AUTH_SOCK");
+  ::kill(pid_, SIGTERM);
+}
+
 std::string KeyPair::public_line() const {
   auto text = read_file(public_key);
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();

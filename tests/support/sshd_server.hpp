@@ -31,6 +31,19 @@ struct KeyPair {
 KeyPair make_key(const std::filesystem::path& directory, const std::string& name, const std::string& passphrase = "",
                  const std::string& type = "ed25519");
 
+/// An ssh-agent on a socket in `directory`, holding `keys` in order, named by SSH_AUTH_SOCK
+/// while it lives; stopped by the destructor. Throws std::runtime_error when it cannot start.
+class Agent {
+ public:
+  Agent(const std::filesystem::path& directory, const std::vector<KeyPair>& keys);
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+ private:
+  pid_t pid_ = -1;
+};
+
 class SshServer {
  public:
   /// `extra_config`: more sshd_config lines (appended).

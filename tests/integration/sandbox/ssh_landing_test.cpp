@@ -8,8 +8,6 @@
 #include <exedev/testing/co_check.hpp>
 #include <exedev/workspace/workspace.hpp>
 
-#include <csignal>
-#include <cstdlib>
 
 using namespace sbx;
 using exedev::workspace::Command;
@@ -18,25 +16,6 @@ using exedev::emulator::SshLandingDecision;
 
 namespace {
 
-// An ssh-agent on a socket of the test's, holding `keys` in order; SSH_AUTH_SOCK points at it
-// until the agent is stopped.
-struct Agent {
-  Agent(const std::filesystem::path& dir, const std::vector<support::KeyPair>& keys) : socket(dir / "agent.sock") {
-    std::string output;
-    REQUIRE(support::run_program({"/usr/bin/ssh-agent", "-a", socket.string()}, &output) == 0);
-    const auto pid_at = output.find("SSH_AGENT_PID=");
-    REQUIRE(pid_at != std::string::npos);
-    pid = std::stoi(output.substr(pid_at + 14));
-    ::setenv("SSH_AUTH_SOCK", socket.c_str(), 1);
-    for (const auto& key : keys) REQUIRE(support::run_program({"/usr/bin/ssh-add", "-q", key.private_key.string()}) == 0);
-  }
-  ~Agent() {
-    ::unsetenv("SSH_AUTH_SOCK");
-    ::kill(pid, SIGTERM);
-  }
-  std::filesystem::path socket;
-  pid_t pid = -1;
-};
 
 RunOptions no_options() { return {}; }
 
@@ -54,7 +33,7 @@ TEST_CASE("an agent holding an unregistered key first: every command and file la
   SshSetup s;
   Fixture f(s.emulator_options());
   if (f.skip()) return;
-  Agent agent(s.dir, {s.stranger, s.registered});
+  const support::Agent agent(s.dir, {s.stranger, s.registered});
   exedev::testing::run([&](Executor) -> Task<void> {
     auto o = ssh_options(f, exedev::Transport::ssh, s.registered, std::nullopt);
     o.ssh.private_key_file.reset();

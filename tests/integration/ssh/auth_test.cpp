@@ -230,17 +230,9 @@ TEST_CASE("ssh authentication: a key in memory (OpenSSH format), EXE_SSH_KEY, de
 
 TEST_CASE("ssh authentication: the agent's keys (ssh-agent at SSH_AUTH_SOCK)") {
   Fixture f;
-  const auto socket = f.server.directory() / "agent.sock";
-  std::string output;
-  REQUIRE(test_support::run_program({"/usr/bin/ssh-agent", "-a", socket.string()}, &output) == 0);
-  const auto pid_at = output.find("SSH_AGENT_PID=");
-  REQUIRE(pid_at != std::string::npos);
-  const pid_t agent_pid = std::stoi(output.substr(pid_at + 14));
-  ::setenv("SSH_AUTH_SOCK", socket.c_str(), 1);
   // A key the server does not know first, then the right one: both are tried in order.
   const auto stranger = test_support::make_key(f.server.directory(), "agent_stranger");
-  CHECK(test_support::run_program({"/usr/bin/ssh-add", "-q", stranger.private_key.string()}) == 0);
-  CHECK(test_support::run_program({"/usr/bin/ssh-add", "-q", f.server.client_key().private_key.string()}) == 0);
+  const test_support::Agent agent(f.server.directory(), {stranger, f.server.client_key()});
   testing::run([&](auto) -> asio::awaitable<void> {
     auto options = f.options();
     options.private_key_file.reset();
@@ -261,8 +253,6 @@ TEST_CASE("ssh authentication: the agent's keys (ssh-agent at SSH_AUTH_SOCK)") {
     REQUIRE(e.tried().size() == 1);
     CHECK_THAT(e.tried()[0], Catch::StartsWith("agent key SHA256:"));
   });
-  ::unsetenv("SSH_AUTH_SOCK");
-  ::kill(agent_pid, SIGTERM);
 }
 
 TEST_CASE("ssh connect: an unresolvable host, a refused port, a silent port") {
@@ -299,18 +289,10 @@ TEST_CASE("ssh connect: an unresolvable host, a refused port, a silent port") {
 TEST_CASE("ssh authentication: with the account's keys known, only they are offered, in order") {
   // MaxAuthTries 1: like exe.dev's front, the server takes the first key offered, no other.
   Fixture f("MaxAuthTries 1\n");
-  const auto socket = f.server.directory() / "agent.sock";
-  std::string output;
-  REQUIRE(test_support::run_program({"/usr/bin/ssh-agent", "-a", socket.string()}, &output) == 0);
-  const auto pid_at = output.find("SSH_AGENT_PID=");
-  REQUIRE(pid_at != std::string::npos);
-  const pid_t agent_pid = std::stoi(output.substr(pid_at + 14));
-  ::setenv("SSH_AUTH_SOCK", socket.c_str(), 1);
   // The agent holds a work key the account does not know, then the account's key.
   const auto work = test_support::make_key(f.server.directory(), "work_key");
   f.server.authorize(work);  // the server would take it: only the account's list keeps it out
-  CHECK(test_support::run_program({"/usr/bin/ssh-add", "-q", work.private_key.string()}) == 0);
-  CHECK(test_support::run_program({"/usr/bin/ssh-add", "-q", f.server.client_key().private_key.string()}) == 0);
+  const test_support::Agent agent(f.server.directory(), {work, f.server.client_key()});
   const auto registered = fingerprint_of(f.server.client_key());
   testing::run([&](auto) -> asio::awaitable<void> {
     auto options = f.options();
@@ -344,6 +326,4 @@ TEST_CASE("ssh authentication: with the account's keys known, only they are offe
     CHECK_THAT(e.what(), Catch::Contains("not a key of the exe.dev account") && Catch::Contains("ssh-key add") &&
                              Catch::Contains(fingerprint_of(work)));
   });
-  ::unsetenv("SSH_AUTH_SOCK");
-  ::kill(agent_pid, SIGTERM);
 }

@@ -13,29 +13,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// An ssh-agent on a socket in `directory`, holding `keys`, named by SSH_AUTH_SOCK while it lives.
-class Agent {
- public:
-  Agent(const fs::path& directory, const std::vector<test_support::KeyPair>& keys) {
-    const auto socket = directory / "agent.sock";
-    std::string output;
-    REQUIRE(test_support::run_program({"/usr/bin/ssh-agent", "-a", socket.string()}, &output) == 0);
-    const auto pid_at = output.find("SSH_AGENT_PID=");
-    REQUIRE(pid_at != std::string::npos);
-    pid_ = std::stoi(output.substr(pid_at + 14));
-    ::setenv("SSH_AUTH_SOCK", socket.c_str(), 1);
-    for (const auto& key : keys) REQUIRE(test_support::run_program({"/usr/bin/ssh-add", "-q", key.private_key.string()}) == 0);
-  }
-  ~Agent() {
-    ::unsetenv("SSH_AUTH_SOCK");
-    ::kill(pid_, SIGTERM);
-  }
-  Agent(const Agent&) = delete;
-  Agent& operator=(const Agent&) = delete;
-
- private:
-  pid_t pid_ = 0;
-};
+using test_support::Agent;
 
 // Options that leave everything ssh_config may say to the config file at `config`.
 SshOptions config_options(const Fixture& f, const fs::path& config) {
