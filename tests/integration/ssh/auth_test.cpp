@@ -6,7 +6,6 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include <csignal>
 #include <fstream>
 #include <sstream>
 #include <sys/stat.h>

@@ -3,7 +3,6 @@
 // login name when nothing names one.
 #include "fixture.hpp"
 
-#include <csignal>
 #include <fstream>
 
 using namespace exedev;
