@@ -11,13 +11,9 @@
 
 using namespace sbx;
 using exedev::workspace::Command;
-using exedev::workspace::RunOptions;
 using exedev::emulator::SshLandingDecision;
 
 namespace {
-
-
-RunOptions no_options() { return {}; }
 
 std::string vm_name(const exedev::SandboxBackend& backend) { return exedev::VMTarget(*backend.ref()).name(); }
 
