@@ -125,7 +125,7 @@ TEST_CASE("ssh host keys: strict with only a @cert-authority line says which lin
     INFO(message);
     CHECK_THAT(message, Catch::Contains("line 1 is a @cert-authority line") &&
                             Catch::Contains("this library does not check host certificates") &&
-                            Catch::Contains("ssh-keyscan -t ed25519 -p " + std::to_string(f.server.port()) + " 127.0.0.1") &&
+                            Catch::Contains("ssh-keyscan -t rsa -p " + std::to_string(f.server.port()) + " 127.0.0.1") &&
                             Catch::Contains(f.server.host_key_fingerprint()) &&
                             Catch::EndsWith("add this line to " + f.known_hosts.string() + ":\n" + f.server.known_hosts_line()));
     // The line it names is the one that works.
@@ -146,7 +146,7 @@ TEST_CASE("ssh host keys: a changed key's message says what it means on exe.dev 
     INFO(message);
     CHECK_THAT(message, Catch::Contains("has changed") && Catch::Contains("one host key for all of them") &&
                             Catch::Contains("rotated its key or that the connection is intercepted") &&
-                            Catch::Contains("ssh-keyscan -t ed25519 -p " + std::to_string(f.server.port()) + " 127.0.0.1") &&
+                            Catch::Contains("ssh-keyscan -t rsa -p " + std::to_string(f.server.port()) + " 127.0.0.1") &&
                             Catch::Contains("https://exe.xyz/.well-known/ssh-known-hosts") &&
                             Catch::Contains("delete line 1 of " + f.known_hosts.string()) &&
                             !Catch::Contains("recreated"));
