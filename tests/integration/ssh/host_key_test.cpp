@@ -136,7 +136,7 @@ TEST_CASE("ssh host keys: strict with only a @cert-authority line says which lin
 
 TEST_CASE("ssh host keys: a changed key's message says what it means on exe.dev and how to check") {
   Fixture f;
-  const auto other = test_support::make_key(f.server.directory(), "rotated");
+  const auto other = test_support::make_key(f.server.directory(), "rotated", "", "rsa");  // the front's key type
   const auto other_line = other.public_line();
   std::ofstream(f.known_hosts) << "[127.0.0.1]:" << f.server.port() << " " << other_line.substr(0, other_line.rfind(' ')) << "\n";
   testing::run([&](auto) -> asio::awaitable<void> {
