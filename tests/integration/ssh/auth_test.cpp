@@ -18,13 +18,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
 asio::awaitable<std::string> echo(Connection& connection) {
   ssh::ExecRequest request;
   request.command = "echo hello";

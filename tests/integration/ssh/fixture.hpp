@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <exception>
 #include <fstream>
+#include <sstream>
 #include <optional>
 #include <string>
 
@@ -55,6 +56,14 @@ struct Fixture {
 };
 
 using exedev::testing_support::expect_throw;
+
+/// A file's whole text (a known_hosts file the test reads back).
+inline std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
 
 // Sets an environment variable for a scope, then puts back what was there.
 class ScopedVariable {
