@@ -21,7 +21,9 @@ namespace {
 // process group can be stopped without stopping this runner, which records the exit status
 // afterwards. The watchdog is killed by process group and by pid: a command that ends at once
 // can finish before the watchdog's setsid has made its group, and a group kill alone would then
-// leave its `sleep` behind.
+// leave its `sleep` behind. A watchdog that outlives its runner anyway (the runner killed from
+// outside) signals only while the record exists without an exit status: once the record is
+// gone, the command's process-group id may belong to another process.
 constexpr std::string_view runner_script = R"RUN(d=$1
 [ -f "$d/void" ] && exit 0
 setsid "$3" -l "$d/cmd" </dev/null >"$d/out" 2>"$d/err" &
@@ -30,7 +32,7 @@ printf '%s\n' "$p" >"$d/pgid.tmp" && mv -f -- "$d/pgid.tmp" "$d/pgid"
 [ -f "$d/cancel" ] && kill -s KILL -- "-$p" 2>/dev/null
 w=
 if [ -n "$2" ]; then
-  setsid /bin/sh -c 'sleep "$2"; [ -f "$1/status" ] && exit 0; : >"$1/timedout"; kill -s TERM -- "-$3" 2>/dev/null; sleep 5; kill -s KILL -- "-$3" 2>/dev/null' sh "$d" "$2" "$p" </dev/null >/dev/null 2>&1 &
+  setsid /bin/sh -c 'sleep "$2"; [ -d "$1" ] && [ ! -f "$1/status" ] && : >"$1/timedout" || exit 0; kill -s TERM -- "-$3" 2>/dev/null; sleep 5; [ -d "$1" ] && [ ! -f "$1/status" ] || exit 0; kill -s KILL -- "-$3" 2>/dev/null' sh "$d" "$2" "$p" </dev/null >/dev/null 2>&1 &
   w=$!
 fi
 wait "$p"

@@ -13,9 +13,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <sstream>
+#include <thread>
 #include <utility>
 
 using namespace exedev::detail;
@@ -314,6 +319,48 @@ TEST_CASE("the VM-side timeout stops the command and says so") {
   CHECK(r.out == "started\n");
 }
 
+std::string read_first_line(const fs::path& file) {
+  std::ifstream in(file);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+int parent_of(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  const std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string state;
+  int ppid = 0;
+  fields >> state >> ppid;
+  return ppid;
+}
+
+// Arguments separated by spaces.
+std::string command_line(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::replace(text.begin(), text.end(), '\0', ' ');
+  return text;
+}
+
+// A process and its ancestors as /proc shows them (state, process group, command line), for a
+// failure message.
+std::string process_lineage(int pid) {
+  std::string text;
+  for (int depth = 0; pid > 1 && depth < 6; ++depth, pid = parent_of(pid)) {
+    std::ifstream stat_in("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat;
+    std::getline(stat_in, stat);
+    const auto cmdline = command_line(pid);
+    const auto close = stat.rfind(')');
+    text += "[" + (close == std::string::npos ? stat : stat.substr(close + 2, 40)) + " | " + cmdline.substr(0, 120) + "] ";
+  }
+  return text;
+}
+
 // Live processes (not zombies) whose command line is exactly `argv`.
 std::vector<int> processes_running(const std::vector<std::string>& argv) {
   std::string wanted;
@@ -332,6 +379,19 @@ std::vector<int> processes_running(const std::vector<std::string>& argv) {
   return found;
 }
 
+// The first live process whose command line is exactly `argv` and whose parent's command line
+// contains `parent_mentions`, waited for (0 when none came).
+int first_process_running(const std::vector<std::string>& argv, std::chrono::milliseconds limit, const std::string& parent_mentions) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    for (const int pid : processes_running(argv)) {
+      if (command_line(parent_of(pid)).find(parent_mentions) != std::string::npos) return pid;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  return 0;
+}
+
 TEST_CASE("a command that ends at once leaves no watchdog behind") {
   Home home;
   // A timeout no other test uses, so its watchdog's `sleep` is recognisable.
@@ -347,7 +407,38 @@ TEST_CASE("a command that ends at once leaves no watchdog behind") {
   // be gone (its pidfd turns readable), bounded.
   std::vector<Watched> watchdogs;
   for (const int pid : processes_running(watchdog_sleep)) watchdogs.emplace_back(pid);
-  for (const auto& watchdog : watchdogs) CHECK(watchdog.wait_exit(10s));
+  for (const auto& watchdog : watchdogs) {
+    INFO("left behind: " << process_lineage(watchdog.pid));
+    CHECK(watchdog.wait_exit(10s));
+  }
+}
+
+TEST_CASE("a watchdog whose runner was killed and whose record is gone signals nothing more") {
+  Home home;
+  // A command that outlives the watchdog's TERM, so the watchdog goes on to its KILL.
+  auto request = launch("trap '' TERM; sleep 300", 1);
+  request.timeout_seconds = 0.5;
+  const auto r = execute(home, request);
+  REQUIRE(r.last());
+  REQUIRE(r.last()->kind == Kind::running);
+  const auto record = home.runs() / request.id;
+  const int pgid = std::stoi(read_first_line(record / "pgid"));
+  // Between its TERM and its KILL the watchdog sleeps 5 s; its parent is the runner.
+  const int grace_sleep = first_process_running({"sleep", "5"}, 30s, record.string());
+  REQUIRE(grace_sleep > 0);
+  const int watchdog_pid = parent_of(grace_sleep);
+  const int runner_pid = parent_of(watchdog_pid);
+  REQUIRE(runner_pid > 1);
+  Watched watchdog(watchdog_pid);
+  REQUIRE(kill(runner_pid, SIGKILL) == 0);
+  fs::remove_all(record);
+  // The grace passes: the watchdog finds no record and leaves the group (whose id could by now
+  // be another process's) alone.
+  CHECK(watchdog.wait_exit(30s));
+  CHECK(process_alive(pgid));
+  Watched command(pgid);
+  kill(-pgid, SIGKILL);
+  CHECK(command.wait_exit(10s));
 }
 
 TEST_CASE("the command runs in the session's login shell, sh syntax when that is not POSIX") {
