@@ -7,10 +7,12 @@
 //                  (60 burst, 1/s, overdraft 120): waiting off, the default (learned from the
 //                  first 429, ADR 11) and paced from the start.
 //   B6 requests    /exec requests per facade operation.
-//   B8 session     a scripted coding-agent session of 30 FileSystem and Shell tool calls:
-//                  requests per tool call and in total, default and reference mode; then the
-//                  same session under the emulator's limiter at exe.dev's numbers, with the rate
-//                  limit waited for (the default) and not (RateLimitOptions::wait off).
+//   B8 session     a scripted coding-agent session of 30 FileSystem and Shell tool calls, on
+//                  two projects (9 small modules; 9 source files of 2 KiB to 1 MiB): requests
+//                  per tool call (the mean and the most) and in total, default and reference
+//                  mode; then the same sessions under the emulator's limiter at exe.dev's
+//                  numbers, with the rate limit waited for (the default) and not
+//                  (RateLimitOptions::wait off).
 // Requests are counted from the emulator's request records. Absolute times depend on the
 // machine; the ratios are what to compare. `bench_economy B3 B6` runs a subset.
 
@@ -247,58 +249,75 @@ asio::awaitable<void> b6(exedev::emulator::Emulator& emulator) {
 using bench::run_session;
 using bench::seed_project;
 using bench::SessionResult;
+using bench::SessionShape;
+
+// Requests per call of each tool (the mean, and the most one call made), side by side.
+void print_per_tool(const SessionResult& reference, const SessionResult& current) {
+  std::printf("%-20s %10s %5s %10s %5s\n", "tool (calls)", "reference", "most", "default", "most");
+  for (const auto& [tool, tally] : current.per_tool) {
+    const auto at = reference.per_tool.find(tool);
+    const bench::ToolTally before = at == reference.per_tool.end() ? bench::ToolTally{} : at->second;
+    const auto mean = [](const bench::ToolTally& t) {
+      return t.calls == 0 ? 0.0 : static_cast<double>(t.requests) / static_cast<double>(t.calls);
+    };
+    std::printf("%-20s %10.1f %5zu %10.1f %5zu\n", (tool + " (" + std::to_string(tally.calls) + ")").c_str(),
+                mean(before), before.most, mean(tally), tally.most);
+  }
+  std::printf("%-20s %10zu %5s %10zu\n%-20s %10zu %5s %10zu\n%-20s %10.1f %5s %10.1f\n", "requests", reference.requests,
+              "", current.requests, "failed calls", reference.failed, "", current.failed, "seconds", reference.seconds, "",
+              current.seconds);
+  if (!current.first_failure.empty()) std::printf("first failure (default): %s\n", current.first_failure.c_str());
+  if (!reference.first_failure.empty()) std::printf("first failure (reference): %s\n", reference.first_failure.c_str());
+}
 
 asio::awaitable<void> b8(exedev::emulator::Emulator& emulator) {
   std::printf("B8 agent session: 30 FileSystem and Shell tool calls on SandboxBackend over /exec "
-              "(goal: <= 1 request per call, edit_file <= 2, <= 35 in all)\n");
-  std::vector<Subject> subjects;
-  subjects.push_back(make_subject(emulator, "reference", reference_mode()));
-  subjects.push_back(make_subject(emulator, "default", {}));
-  std::vector<SessionResult> results;
-  for (auto& subject : subjects) {
-    co_await seed_project(subject);
-    results.push_back(co_await run_session(emulator, subject));
+              "(goal: <= 1 request per call, edit_file <= 2, <= 35 in all; source files: <= 32)\n");
+  const SessionShape shapes[] = {SessionShape::small_files, SessionShape::source_files};  // (no braced lists in coroutines: GCC 12)
+  for (const auto shape : shapes) {
+    std::vector<Subject> subjects;
+    subjects.push_back(make_subject(emulator, "reference", reference_mode()));
+    subjects.push_back(make_subject(emulator, "default", {}));
+    std::vector<SessionResult> results;
+    for (auto& subject : subjects) {
+      co_await seed_project(subject, shape);
+      results.push_back(co_await run_session(emulator, subject));
+    }
+    std::printf("\nB8 session, %s\n", bench::shape_name(shape));
+    print_per_tool(results.front(), results.back());
+    for (auto& subject : subjects) co_await subject.backend->close();
   }
-  std::printf("%-18s %10s %10s\n", "tool (calls)", "reference", "default");
-  for (const auto& [tool, tally] : results.back().per_tool) {
-    const auto& reference = results.front().per_tool[tool];
-    std::printf("%-18s %10.1f %10.1f\n", (tool + " (" + std::to_string(tally.second) + ")").c_str(),
-                static_cast<double>(reference.first) / static_cast<double>(reference.second),
-                static_cast<double>(tally.first) / static_cast<double>(tally.second));
-  }
-  std::printf("%-18s %10zu %10zu\n%-18s %10zu %10zu\n%-18s %10.1f %10.1f\n", "requests", results.front().requests,
-              results.back().requests, "failed calls", results.front().failed, results.back().failed, "seconds",
-              results.front().seconds, results.back().seconds);
-  for (auto& subject : subjects) co_await subject.backend->close();
 
   std::printf("\nB8 under the emulator's limiter at exe.dev's numbers (60 burst, 1/s, overdraft 120), a fresh token\n");
-  std::printf("%-10s %-10s %9s %9s %9s %9s %9s  %s\n", "transfer", "rate limit", "requests", "429s", "failed", "seconds",
-              "bucket s", "first failure");
+  std::printf("%-12s %-10s %-10s %9s %9s %9s %9s %9s  %s\n", "files", "transfer", "rate limit", "requests", "429s", "failed",
+              "seconds", "bucket s", "first failure");
   const char* modes[] = {"reference", "default"};  // (no braced lists in coroutines: GCC 12)
   const char* waits[] = {"wait", "no wait"};
-  for (const std::string wait : waits) {
-    for (const std::string mode : modes) {
-      exedev::RateLimitOptions rate_limit;
-      rate_limit.wait = wait == "wait";
-      auto subject = make_subject(emulator, mode, mode == "reference" ? reference_mode() : exedev::FileTransferOptions{},
-                                  rate_limit, bench::fresh_token(emulator));
-      co_await seed_project(subject);
-      auto limited = emulator.modes();
-      limited.rate_limit = {};
-      limited.rate_limit.enabled = true;
-      emulator.set_modes(limited);
-      const auto result = co_await run_session(emulator, subject);
-      // What the bucket allows: the 61st request a second after the first, and so on.
-      const double bucket = std::max(0.0, static_cast<double>(result.requests) - static_cast<double>(result.refused) - 60.0);
-      std::printf("%-10s %-10s %9zu %9zu %9zu %9.1f %9.1f  %s\n", mode.c_str(), wait.c_str(), result.requests,
-                  result.refused, result.failed, result.seconds, bucket, result.first_failure.c_str());
-      limited.rate_limit.enabled = false;
-      emulator.set_modes(limited);
-      // The token's bucket may be in debt: closing (the run records' cleanup) waits or fails.
-      try {
-        co_await subject.backend->close();
-      } catch (const std::exception& error) {
-        std::printf("  close failed: %s\n", error.what());
+  for (const auto shape : shapes) {
+    for (const std::string wait : waits) {
+      for (const std::string mode : modes) {
+        exedev::RateLimitOptions rate_limit;
+        rate_limit.wait = wait == "wait";
+        auto subject = make_subject(emulator, mode, mode == "reference" ? reference_mode() : exedev::FileTransferOptions{},
+                                    rate_limit, bench::fresh_token(emulator));
+        co_await seed_project(subject, shape);
+        auto limited = emulator.modes();
+        limited.rate_limit = {};
+        limited.rate_limit.enabled = true;
+        emulator.set_modes(limited);
+        const auto result = co_await run_session(emulator, subject);
+        // What the bucket allows: the 61st request a second after the first, and so on.
+        const double bucket = std::max(0.0, static_cast<double>(result.requests) - static_cast<double>(result.refused) - 60.0);
+        std::printf("%-12s %-10s %-10s %9zu %9zu %9zu %9.1f %9.1f  %s\n", bench::shape_name(shape), mode.c_str(), wait.c_str(),
+                    result.requests, result.refused, result.failed, result.seconds, bucket, result.first_failure.c_str());
+        limited.rate_limit.enabled = false;
+        emulator.set_modes(limited);
+        // The token's bucket may be in debt: closing (the run records' cleanup) waits or fails.
+        try {
+          co_await subject.backend->close();
+        } catch (const std::exception& error) {
+          std::printf("  close failed: %s\n", error.what());
+        }
       }
     }
   }

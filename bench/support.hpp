@@ -13,6 +13,7 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -266,8 +267,15 @@ inline std::vector<ToolCall> agent_session() {
   return calls;
 }
 
+/// Requests of one tool's calls in a session.
+struct ToolTally {
+  std::size_t requests = 0;
+  std::size_t calls = 0;
+  std::size_t most = 0;  // the most requests one call made
+};
+
 struct SessionResult {
-  std::map<std::string, std::pair<std::size_t, std::size_t>> per_tool;  // requests, calls
+  std::map<std::string, ToolTally> per_tool;
   std::size_t requests = 0;
   std::size_t refused = 0;  // 429s
   std::size_t failed = 0;   // calls that did not succeed
@@ -275,14 +283,86 @@ struct SessionResult {
   std::string first_failure;
 };
 
-// The project the agent works on (written before the measurement).
-inline asio::awaitable<void> seed_project(Subject& subject) {
+// Source text as a project holds it: functions of C++ (or Python) with comments, names and
+// numbers drawn from a seeded generator, whole functions until `size` bytes are reached, so that
+// a file compresses about as real code does. No `return N;` with N below 1000 and no `TODO`
+// appear: the session's edits and search find only what seed_project puts there.
+inline std::string project_source(std::size_t size, std::uint64_t seed, bool python) {
+  std::mt19937_64 engine{seed};
+  const char* verbs[] = {"parse", "load", "store", "render", "update", "check", "merge", "split",
+                         "encode", "decode", "fetch", "send", "build", "scan", "apply", "resolve"};
+  const char* nouns[] = {"request", "buffer", "token", "record", "header", "client", "session", "page", "chunk",
+                         "entry", "value", "option", "result", "path", "frame", "socket", "table", "index"};
+  const auto pick = [&](const auto& words) { return std::string(words[engine() % std::size(words)]); };
+  const auto number = [&](std::uint64_t below) { return std::to_string(engine() % below); };
+  std::string text;
+  while (text.size() < size) {
+    const std::string verb = pick(verbs), noun = pick(nouns), other = pick(nouns);
+    const std::string name = verb + "_" + noun + "_" + number(1000);
+    const int statements = 2 + static_cast<int>(engine() % 6);
+    if (python) {
+      text += "\n\ndef " + name + "(" + noun + ", " + other + "=None, count=" + number(64) + "):\n";
+      text += "    \"\"\"" + verb + " the " + noun + " of each " + other + ", at most count times.\"\"\"\n";
+      text += "    total = count * " + number(100) + "\n";
+      for (int i = 0; i < statements; ++i) {
+        switch (engine() % 4) {
+          case 0: text += "    for item in " + noun + ":\n        if len(item) > " + number(500) + ":\n            total += len(item)\n"; break;
+          case 1: text += "    # " + pick(verbs) + " the " + pick(nouns) + " before the " + pick(nouns) + "\n"; break;
+          case 2: text += "    " + other + " = " + pick(verbs) + "_" + pick(nouns) + "(" + noun + ", " + number(4096) + ")\n"; break;
+          default: text += "    if " + other + " is None:\n        raise ValueError(\"no " + other + " for " + name + "\")\n"; break;
+        }
+      }
+      text += "    return total + " + std::to_string(1000 + engine() % 9000) + "\n";
+    } else {
+      text += "\n// " + verb + "s the " + noun + " of each " + other + " (at most `count`).\n";
+      text += "static int " + name + "(const std::string& " + noun + ", int count) {\n";
+      text += "  auto total = count * " + number(100) + ";\n";
+      for (int i = 0; i < statements; ++i) {
+        switch (engine() % 4) {
+          case 0: text += "  for (int i = 0; i < count; ++i) {\n    if (" + noun + ".size() > " + number(500) + ") total += " + noun + "[i % " + noun + ".size()];\n  }\n"; break;
+          case 1: text += "  // " + pick(verbs) + " the " + pick(nouns) + " before the " + pick(nouns) + "\n"; break;
+          case 2: text += "  const auto " + other + "_" + number(100) + " = " + pick(verbs) + "_" + pick(nouns) + "(" + noun + ", " + number(4096) + ");\n"; break;
+          default: text += "  if (" + noun + ".empty()) throw std::invalid_argument(\"no " + noun + " for " + name + "\");\n"; break;
+        }
+      }
+      text += "  return total + " + std::to_string(1000 + engine() % 9000) + ";\n}\n";
+    }
+  }
+  return text;
+}
+
+/// The files a session works on.
+enum class SessionShape {
+  small_files,   ///< issue 25's project: 9 modules of about 1.5 KiB
+  source_files,  ///< issue 41's: 9 modules of 2 KiB to 1 MiB (one of 400 KiB) and 2 Python scripts
+};
+
+inline const char* shape_name(SessionShape shape) {
+  return shape == SessionShape::small_files ? "small files" : "source files";
+}
+
+// The project the agent works on (written before the measurement). Module i holds exactly one
+// `return i;` (the session's edit) and one TODO (its search).
+inline asio::awaitable<void> seed_project(Subject& subject, SessionShape shape = SessionShape::small_files) {
   co_await subject.workspace->working_dir();  // provisioned outside the measurement
+  const std::size_t kib = 1024;
+  const std::size_t module_bytes[] = {2 * kib, 62 * kib, 102 * kib, 80 * kib, 400 * kib, 1024 * kib, 8 * kib, 24 * kib, 40 * kib};
   for (int i = 0; i < 9; ++i) {
     std::string text = "// module " + std::to_string(i) + "\n#include \"mod" + std::to_string(i) + ".hpp\"\n";
-    for (int line = 0; line < 40; ++line) text += "int f" + std::to_string(line) + "() { return " + std::to_string(line + 1000) + "; }\n";
-    text += "int value() { return " + std::to_string(i) + "; }  // TODO: cache\n";
+    const std::string marked = "int value() { return " + std::to_string(i) + "; }  // TODO: cache\n";
+    if (shape == SessionShape::small_files) {
+      for (int line = 0; line < 40; ++line) text += "int f" + std::to_string(line) + "() { return " + std::to_string(line + 1000) + "; }\n";
+      text += marked;
+    } else {
+      const auto half = module_bytes[i] / 2;
+      text += project_source(half, 100 + i, false) + "\n" + marked;
+      text += project_source(module_bytes[i] - std::min(module_bytes[i], text.size()), 200 + i, false);
+    }
     co_await subject.workspace->write_bytes("src/mod" + std::to_string(i) + ".cpp", text);
+  }
+  if (shape == SessionShape::source_files) {
+    co_await subject.workspace->write_bytes("src/scripts/build.py", project_source(16 * kib, 300, true));
+    co_await subject.workspace->write_bytes("src/scripts/report.py", project_source(120 * kib, 301, true));
   }
 }
 
@@ -310,9 +390,11 @@ inline asio::awaitable<SessionResult> run_session(exedev::emulator::Emulator& em
       outcome.outcome = exedev::tools::ToolOutcome::end_run;
       outcome.text = error.what();
     }
+    const auto requests = emulator.commands().size() - before;
     auto& tally = result.per_tool[call.name];
-    tally.first += emulator.commands().size() - before;
-    tally.second += 1;
+    tally.requests += requests;
+    tally.calls += 1;
+    tally.most = std::max(tally.most, requests);
     if (outcome.outcome != exedev::tools::ToolOutcome::success) {
       ++result.failed;
       if (result.first_failure.empty()) result.first_failure = call.name + ": " + outcome.text.substr(0, 100);

@@ -110,6 +110,10 @@ workspace::ShellFilesystemLimits exedev_shell_filesystem_limits(const workspace:
   limits.compress = transfer.compression && !transfer.reference_mode;
   limits.max_read_bytes = transfer.max_read_bytes;
   limits.max_listing_bytes = transfer.max_listing_bytes;
+  // A confined read's answer carries up to a read page of content: a file, or a tree's files in
+  // all (as gzip members when they compress, which the page's size bound makes safe to inflate).
+  limits.confined_content_bytes = transfer.reference_mode ? 0 : limits.read_page_bytes;
+  limits.splices = !transfer.reference_mode;
   return limits;
 }
 

@@ -269,6 +269,7 @@ Task<FileSystem::State::Located> FileSystem::State::locate_with_content(std::str
     located.resolved = std::move(found->first);
     located.entry = std::move(found->second.entry);
     located.content = std::move(found->second.content);
+    if (located.content) known.remember(located.resolved, *located.content);
     located.link_known = true;
     located.link_target = std::move(found->second.link_target);
     co_return located;
@@ -399,8 +400,10 @@ Task<std::string> FileSystem::State::write_file(std::string path, std::string co
     call.kind = detail::ConfinedCall::Kind::write;
     call.data = content;
     call.expected_sha256 = expected_hash.value_or("");
+    const std::string resolved = target->path;
     const auto done = co_await run_confined(path, std::move(*target), true, true, std::move(call));
     written = done.has_value();
+    if (written) known.remember(resolved, content);
   }
   if (!written) {
     const auto b = co_await scope();
@@ -442,14 +445,38 @@ Task<std::string> FileSystem::State::edit_file(std::string path,
                                                std::vector<std::pair<std::string, std::string>> replacements,
                                                std::optional<std::string> expected_hash) {
   const std::string file_not_found = "File not found: " + path;
-  // A confined read, then a confined write that replaces only the content read; what either
-  // declines, the separate operations do from the start.
+  // One confined splice when the tool set knows the file's content and the edit applies to it
+  // (the workspace applies it only while the file holds that content, else answers with the
+  // content it holds), or a confined read; then a confined write that replaces only the content
+  // read. What any of them declines, the separate operations do from the start.
   auto target = co_await confined_target(path, true, true);
   if (target) {
     const auto guard = co_await locks.acquire(target->path);
-    detail::ConfinedCall reading;
-    reading.what.content = true;
-    const auto found = co_await run_confined(path, *target, true, true, std::move(reading));
+    std::optional<workspace::ConfinedResult> found;
+    if (const auto* seen = known.find(target->path)) {
+      std::optional<std::string> text;
+      try {
+        text = edited(path, *seen, replacements, expected_hash);
+      } catch (const ModelRetry&) {
+        // Said of content the file may no longer hold: the file as it is decides.
+      }
+      if (text) {
+        detail::ConfinedCall splicing;
+        splicing.kind = detail::ConfinedCall::Kind::splice;
+        splicing.splice = detail::splice_between(*seen, *text);
+        found = co_await run_confined(path, *target, true, true, std::move(splicing));
+        if (found && found->spliced) {
+          known.remember(target->path, *text);
+          co_return "Edited " + path + "." + hash_suffix(detail::content_hash(*text));
+        }
+        if (!found) known.forget(target->path);  // declined: not worth a second try
+      }
+    }
+    if (!found) {
+      detail::ConfinedCall reading;
+      reading.what.content = true;
+      found = co_await run_confined(path, *target, true, true, std::move(reading));
+    }
     if (found && (!found->entry || found->entry->is_dir)) throw ModelRetry(file_not_found);
     if (found && found->content) {
       std::string text = edited(path, *found->content, replacements, expected_hash);
@@ -458,8 +485,12 @@ Task<std::string> FileSystem::State::edit_file(std::string path,
       writing.kind = detail::ConfinedCall::Kind::write;
       writing.data = text;
       writing.expected_sha256 = detail::sha256_hex(*found->content);
+      const std::string resolved = target->path;
       const auto done = co_await run_confined(path, std::move(*target), true, true, std::move(writing));
-      if (done) co_return "Edited " + path + "." + hash_suffix(detail::content_hash(text));
+      if (done) {
+        known.remember(resolved, text);
+        co_return "Edited " + path + "." + hash_suffix(detail::content_hash(text));
+      }
     }
   }
   const std::string resolved = co_await safe_resolve(path, true, true);

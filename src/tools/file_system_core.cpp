@@ -1,5 +1,6 @@
 #include "tools/file_system_impl.hpp"
 
+#include "tools/content_hash.hpp"
 #include "tools/outcome.hpp"
 #include "tools/paths.hpp"
 #include "tools/text.hpp"
@@ -33,6 +34,45 @@ std::string escapes_root(const std::string& path, const std::string& root) {
 constexpr int max_confined_rechecks = 3;
 
 }  // namespace
+
+workspace::ConfinedSplice splice_between(std::string_view before, std::string_view after) {
+  const std::size_t shorter = std::min(before.size(), after.size());
+  std::size_t prefix = 0;
+  while (prefix < shorter && before[prefix] == after[prefix]) ++prefix;
+  std::size_t suffix = 0;
+  while (suffix < shorter - prefix && before[before.size() - 1 - suffix] == after[after.size() - 1 - suffix]) ++suffix;
+  workspace::ConfinedSplice splice;
+  splice.base_sha256 = sha256_hex(before);
+  splice.offset = prefix;
+  splice.length = before.size() - prefix - suffix;
+  splice.inserted = after.substr(prefix, after.size() - prefix - suffix);
+  splice.result_size = after.size();
+  splice.result_sha256 = sha256_hex(after);
+  return splice;
+}
+
+void KnownContents::remember(const std::string& path, workspace::Bytes content) {
+  forget(path);
+  if (content.size() > max_known_content_bytes) return;
+  bytes_ += content.size();
+  entries_.emplace_back(path, std::move(content));
+  while (bytes_ > max_known_content_bytes) {
+    bytes_ -= entries_.front().second.size();
+    entries_.pop_front();
+  }
+}
+
+void KnownContents::forget(const std::string& path) {
+  const auto at = std::find_if(entries_.begin(), entries_.end(), [&](const auto& entry) { return entry.first == path; });
+  if (at == entries_.end()) return;
+  bytes_ -= at->second.size();
+  entries_.erase(at);
+}
+
+const workspace::Bytes* KnownContents::find(const std::string& path) const {
+  const auto at = std::find_if(entries_.begin(), entries_.end(), [&](const auto& entry) { return entry.first == path; });
+  return at == entries_.end() ? nullptr : &at->second;
+}
 
 bool looks_binary(std::string_view bytes) { return bytes.substr(0, 8192).find('\0') != std::string_view::npos; }
 
@@ -130,6 +170,8 @@ Task<std::optional<workspace::ConfinedResult>> FileSystemCore::run_confined(std:
       result = co_await ws->confined_read(target, call.what);
     } else if (call.kind == ConfinedCall::Kind::write) {
       result = co_await ws->confined_write(target, call.data, call.expected_sha256);
+    } else if (call.kind == ConfinedCall::Kind::splice) {
+      result = co_await ws->confined_splice(target, call.splice);
     } else {
       result = co_await ws->confined_make_dir(target);
     }

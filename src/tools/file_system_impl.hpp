@@ -8,9 +8,11 @@
 #include <exedev/workspace/backend.hpp>
 #include <exedev/workspace/types.hpp>
 
+#include <list>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -34,12 +36,34 @@ inline constexpr std::uint64_t max_search_file_bytes = 10u << 20;
 
 /// A confined operation (workspace::SupportsConfinedFiles) and what it carries.
 struct ConfinedCall {
-  enum class Kind { read, write, make_dir };
+  enum class Kind { read, write, make_dir, splice };
   Kind kind = Kind::read;
   workspace::ConfinedReadOptions what{};
   std::string data;             ///< write: the new content
   std::string expected_sha256;  ///< write: a prefix the current content's digest must have
+  workspace::ConfinedSplice splice{};
   EXEDEV_COAWAIT_GUARD;
+};
+
+/// The single splice (bytes replaced at one offset, with both digests) that turns `before` into
+/// `after`: what lies between their common prefix and their common suffix.
+[[nodiscard]] workspace::ConfinedSplice splice_between(std::string_view before, std::string_view after);
+
+/// Bytes of file contents a FileSystem keeps (KnownContents).
+inline constexpr std::size_t max_known_content_bytes = 4u << 20;
+
+/// The contents of files the tool set last read or wrote through confined operations, up to
+/// max_known_content_bytes in all (the oldest are forgotten first): an edit of one travels as a
+/// splice, which the workspace applies only while the file's digest is that content's.
+class KnownContents {
+ public:
+  void remember(const std::string& path, workspace::Bytes content);
+  void forget(const std::string& path);
+  [[nodiscard]] const workspace::Bytes* find(const std::string& path) const;
+
+ private:
+  std::list<std::pair<std::string, workspace::Bytes>> entries_;  // the oldest first
+  std::size_t bytes_ = 0;
 };
 
 struct FileSystemCore {
@@ -51,6 +75,7 @@ struct FileSystemCore {
   /// real, makes it `bounds` without a request of its own.
   std::optional<Bounds> presumed{};
   PathLocks locks{};
+  KnownContents known{};
 
   Task<Bounds> scope();
   /// `bounds` when known, else the presumed bounds (scope() when root_dir is set).

@@ -122,6 +122,9 @@ std::optional<std::string> gzip_decompress(std::string_view member, std::size_t 
   zs.next_out = nullptr;
   zs.avail_out = 0;
   zs.next_in = member.data() + *start;
+  // No output room yet: the loop grows it before the first write.
+  zs.next_out = nullptr;
+  zs.avail_out = 0;
   // The trailer is offered too: Beast's inflate reads up to 4 bytes ahead of the final code and
   // only reports the end once it has them. Where the deflate data really ended is worked out below.
   zs.avail_in = deflated + kGzipTrailerBytes;

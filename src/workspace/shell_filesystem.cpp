@@ -299,9 +299,9 @@ Task<void> ShellFilesystem::write_transferred(std::string path, std::string temp
   co_await check(committed, path, false);
 }
 
-std::optional<std::string> ShellFilesystem::compressed_payload(const Bytes& data) const {
+std::optional<std::string> ShellFilesystem::compressed_payload(const Bytes& data, std::size_t room) const {
   // One command is the floor: data that fits one raw is not worth the environment's gzip.
-  const bool fits_one_command = (data.size() + 2) / 3 * 4 <= limits_.write_chunk_chars;
+  const bool fits_one_command = (data.size() + 2) / 3 * 4 <= room;
   if (!limits_.compress || fits_one_command || !compresses_well(data)) return std::nullopt;
   const auto member = gzip_compress(data);
   if (!compression_pays(data.size(), member.size())) return std::nullopt;  // the sample was not typical
@@ -337,7 +337,7 @@ Task<void> ShellFilesystem::write_bytes(std::string path, Bytes data) {
       co_return;
     }
     verify.sha256 = sha256_hex(data);
-    auto compressed = compressed_payload(data);
+    auto compressed = compressed_payload(data, limits_.write_chunk_chars);
     bool written = false;
     if (compressed) {
       verify.gzip = true;

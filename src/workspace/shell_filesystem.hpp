@@ -132,21 +132,40 @@ struct WriteCheck {
 [[nodiscard]] std::string realpath_script(const std::string& path);
 
 // ---- confined operations (shell_filesystem_confined.cpp) ----
+/// How much content a confined read carries (ShellFilesystemLimits::confined_content_bytes).
+struct ConfinedContent {
+  std::size_t file_bytes = 0;   ///< a regular file's content, at most
+  std::optional<std::size_t> total_bytes;  ///< a tree's contents in all, at most (unset: no total)
+  bool compress = false;        ///< as gzip members (only with a total, which bounds their inflation)
+};
+[[nodiscard]] ConfinedContent confined_content(const ShellFilesystemLimits& limits);
+
 /// Resolves the target through its symlinks (realpath_fragment), prints its real path, and
 /// stops with `outside` or `recheck` when that fails the target's checks; then sets `p` to the
 /// path and defines `declined` (prints it, exits 0).
 [[nodiscard]] std::string confined_prelude(const ConfinedTarget& target);
-/// The entry, its content when at most `content_bytes` (as asked), its children (as asked), and
-/// the link target when the path itself is a symlink.
+/// The entry, its content when it fits `content` (as asked), its children (as asked; with a
+/// tree's contents, those of its files that fit, gathered in the temp file `contents_word` and
+/// removed on exit), and the link target when the path itself is a symlink. With
+/// `content.compress`, contents travel as gzip members when the environment has gzip.
 [[nodiscard]] std::string confined_read_script(const ConfinedTarget& target, ConfinedReadOptions what,
-                                               std::size_t content_bytes);
+                                               const ConfinedContent& content, const std::string& contents_word);
 /// Declines a directory, a missing parent directory and (with `expected_sha256`) another
 /// content, then writes as write_whole_script (the data is $1).
 [[nodiscard]] std::string confined_write_script(const ConfinedTarget& target, const std::string& temp_name,
                                                 const WriteCheck& check, const std::string& expected_sha256);
 [[nodiscard]] std::string confined_make_dir_script(const ConfinedTarget& target);
-/// A confined script's output; output that is damaged or cut reads as ConfinedStatus::declined.
-[[nodiscard]] ConfinedResult parse_confined_output(const std::string& stdout_text, const ConfinedTarget& target);
+/// Applies `splice` to the regular file at the target (the inserted bytes are $1, base64 of them
+/// or, with `gzip`, of their gzip member) when its digest is the splice's base: `spliced`. A
+/// file whose digest is another one (or that has no sha256sum to tell) is reported as a read
+/// with content reports it, and left as it is.
+[[nodiscard]] std::string confined_splice_script(const ConfinedTarget& target, const std::string& temp_name,
+                                                 const ConfinedSplice& splice, bool gzip,
+                                                 const ConfinedContent& content);
+/// A confined script's output; output that is damaged or cut, or contents past `content` (or
+/// compressed when it is not), read as ConfinedStatus::declined.
+[[nodiscard]] ConfinedResult parse_confined_output(const std::string& stdout_text, const ConfinedTarget& target,
+                                                   const ConfinedContent& content);
 
 // ---- output parsers (throw DamagedOutputError) ----
 struct StatOutput {
@@ -243,6 +262,7 @@ class ShellFilesystem final : public SupportsFilesystem, public SupportsRealpath
   Task<ConfinedResult> confined_read(ConfinedTarget target, ConfinedReadOptions what) override;
   Task<ConfinedResult> confined_write(ConfinedTarget target, Bytes data, std::string expected_sha256) override;
   Task<ConfinedResult> confined_make_dir(ConfinedTarget target) override;
+  Task<ConfinedResult> confined_splice(ConfinedTarget target, ConfinedSplice splice) override;
 
  private:
   Task<ConfinedResult> confined(std::string script, std::vector<std::string> args, bool idempotent,
@@ -259,9 +279,9 @@ class ShellFilesystem final : public SupportsFilesystem, public SupportsRealpath
   /// Pages from `first_index` on, appended to `data` until it holds `size` bytes.
   Task<std::string> read_pages(std::string source_word, std::uint64_t size, std::string path,
                                const char* limit_what, std::string data, std::size_t first_index);
-  /// Base64 of the data's gzip member when compression pays: the data would take more than one
-  /// command, a sample compresses and so does the whole.
-  [[nodiscard]] std::optional<std::string> compressed_payload(const Bytes& data) const;
+  /// Base64 of the data's gzip member when compression pays: the data's base64 is more than
+  /// `room` characters (one command's), a sample compresses and so does the whole.
+  [[nodiscard]] std::optional<std::string> compressed_payload(const Bytes& data, std::size_t room) const;
   /// Writes `encoded` (base64 of the data, or of its gzip member when verify.gzip) in one script
   /// or in chunks. false: refused, nothing written, because the environment has no gzip.
   Task<bool> write_encoded(std::string path, std::string temp_name, std::string encoded, WriteCheck verify);

@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 
 #include "common/base64.hpp"
 #include "common/coroutines.hpp"
@@ -32,7 +34,38 @@ std::size_t confined_write_overhead(const ConfinedTarget& target, const std::str
   return 2 * (1024 + 4 * (target.path.size() + target.root.size()) + expected_sha256.size());
 }
 
+// After the `file <size>` line of the regular file "$p": its content when it fits, gzip-
+// compressed when $z is set.
+std::string content_fragment(const ConfinedContent& content) {
+  return fmt::format(
+      "  if [ $size -gt {} ]; then :\n"
+      "  elif [ -n \"$z\" ] && [ $size -gt 0 ]; then printf 'content gzip\\n'; gzip -1 < \"$p\" | base64; printf '\\n.\\n'\n"
+      "  else printf 'content\\n'; base64 < \"$p\" || declined; printf '\\n.\\n'; fi\n",
+      content.file_bytes);
+}
+
+// Sets $z when contents may travel gzip-compressed (the environment has gzip).
+std::string gzip_switch(const ConfinedContent& content) {
+  return content.compress ? "z=; command -v gzip >/dev/null 2>&1 && z=1\n" : "z=\n";
+}
+
 }  // namespace
+
+ConfinedContent confined_content(const ShellFilesystemLimits& limits) {
+  // Never more than read_bytes takes (max_read_bytes): a larger file comes without content, and
+  // the read that follows refuses it by that limit.
+  const auto read_limit = static_cast<std::size_t>(
+      std::min<std::uint64_t>(limits.max_read_bytes, std::numeric_limits<std::size_t>::max()));
+  ConfinedContent content;
+  if (limits.confined_content_bytes == 0) {
+    content.file_bytes = std::min({limits.read_page_bytes, limits.listing_inline_bytes, read_limit});
+    return content;
+  }
+  content.file_bytes = std::min(limits.confined_content_bytes, read_limit);
+  content.total_bytes = content.file_bytes;
+  content.compress = limits.compress;
+  return content;
+}
 
 std::string confined_prelude(const ConfinedTarget& target) {
   std::string script = "declined() { printf 'declined\\n'; exit 0; }\n";
@@ -52,8 +85,12 @@ std::string confined_prelude(const ConfinedTarget& target) {
   return script + fmt::format("p={}\n", shell_quote(target.path));
 }
 
-std::string confined_read_script(const ConfinedTarget& target, ConfinedReadOptions what, std::size_t content_bytes) {
+std::string confined_read_script(const ConfinedTarget& target, ConfinedReadOptions what, const ConfinedContent& content,
+                                 const std::string& contents_word) {
   std::string script = confined_prelude(target);
+  // Contents travel as one gzip member when the environment has gzip (and compression is on):
+  // an answer is not limited as a request is, but a page of text is a quarter the size.
+  script += gzip_switch(content);
   // A directory's entries as list_script finds them, each regular file with its size; anything
   // else (a special file, a dangling link, an unreadable file) without one.
   const std::string child =
@@ -64,21 +101,39 @@ std::string confined_read_script(const ConfinedTarget& target, ConfinedReadOptio
   if (what.children && what.tree) {
     // find's own walk (-H: the directory itself may be a link); symlinks below are reported,
     // not followed. Dot-named directories are listed and, unless asked, not entered.
-    std::string tree_child =
-        "for f do if test -L \"$f\"; then printf 'child l\\n'; elif test -d \"$f\"; then printf 'child d\\n'; "
-        "elif test -f \"$f\" && test -r \"$f\" && s=$(wc -c < \"$f\"); then printf 'child f %s\\n' $s; "
-        "else printf 'child -\\n'; fi; printf %s \"$f\" | base64; printf '\\n.\\n'";
-    if (what.tree_contents) {
-      tree_child += fmt::format(
+    // Contents with a total: each regular file that fits alone and in the total is appended to
+    // the file $C (its record ends ` c`), which then travels as one block (find's batches are
+    // processes of their own, so the running total is that file's size). Without a total,
+    // each file that fits follows its record (`child-content`).
+    const bool gathered = what.tree_contents && content.total_bytes;
+    std::string appended = "c=; ";
+    std::string inline_content;
+    if (gathered) {
+      appended = fmt::format("c=; if [ $s -eq 0 ]; then c=' c'; elif [ $s -le {} ] && t=$(wc -c < \"$C\") && "
+                             "[ $((t + s)) -le {} ] && cat \"$f\" >> \"$C\"; then c=' c'; fi; ",
+                             content.file_bytes, *content.total_bytes);
+    } else if (what.tree_contents) {
+      inline_content = fmt::format(
           "; if test -f \"$f\" && ! test -L \"$f\" && [ \"${{s:-{0}}}\" -le {1} ]; then printf 'child-content\\n'; "
           "base64 < \"$f\"; printf '\\n.\\n'; fi; s=",
-          content_bytes + 1, content_bytes);
+          content.file_bytes + 1, content.file_bytes);
     }
-    tree_child += "; done";
+    const std::string tree_child =
+        "for f do if test -L \"$f\"; then printf 'child l\\n'; elif test -d \"$f\"; then printf 'child d\\n'; "
+        "elif test -f \"$f\" && test -r \"$f\" && s=$(wc -c < \"$f\"); then " + appended + "printf 'child f %s%s\\n' $s \"$c\"; "
+        "else printf 'child -\\n'; fi; printf %s \"$f\" | base64; printf '\\n.\\n'" + inline_content + "; done";
     const std::string depth = what.tree_depth ? fmt::format(" -maxdepth {}", *what.tree_depth) : "";
     const std::string prune = what.tree_hidden ? "" : " \\( -type d -name '.*' -prune -o -true \\)";
+    if (gathered) {
+      script += fmt::format("  C={}; trap 'rm -f \"$C\"' EXIT; : > \"$C\" || declined; export C\n", contents_word);
+    }
     script += fmt::format("  find -H \"$p\" -mindepth 1{}{} -exec sh -c {} sh {{}} + || declined\n", depth, prune,
                           shell_quote(tree_child));
+    if (gathered) {
+      script += "  s=$(wc -c < \"$C\") || declined\n"
+                "  if [ -n \"$z\" ] && [ $s -gt 0 ]; then printf 'contents %s gzip\\n' $s; gzip -1 < \"$C\" | base64\n"
+                "  else printf 'contents %s\\n' $s; base64 < \"$C\"; fi; printf '\\n.\\n'\n";
+    }
   } else if (what.children) {
     script += fmt::format("  find -H \"$p\" -mindepth 1 -maxdepth 1 -exec sh -c {} sh {{}} + || declined\n",
                           shell_quote(child));
@@ -86,11 +141,7 @@ std::string confined_read_script(const ConfinedTarget& target, ConfinedReadOptio
   script += "elif test -f \"$p\"; then test -r \"$p\" || declined\n"
             "  size=$(wc -c < \"$p\") || declined\n"
             "  printf 'file %s\\n' $size\n";
-  if (what.content) {
-    script += fmt::format(
-        "  if [ $size -le {} ]; then printf 'content\\n'; base64 < \"$p\" || declined; printf '\\n.\\n'; fi\n",
-        content_bytes);
-  }
+  if (what.content) script += content_fragment(content);
   script += "elif test -e \"$p\"; then declined\n"
             "else printf 'missing\\n'\n"
             "fi\n"
@@ -113,6 +164,36 @@ std::string confined_write_script(const ConfinedTarget& target, const std::strin
   }
   // The whole write in a subshell: its own exits end the subshell, not the checks' verdict.
   return script + "(\n" + write_whole_script(target.path, temp_name, check) + "\n) || declined\nprintf 'done\\n'\n";
+}
+
+std::string confined_splice_script(const ConfinedTarget& target, const std::string& temp_name,
+                                   const ConfinedSplice& splice, bool gzip, const ConfinedContent& content) {
+  // The new content is the file's bytes before the splice, the inserted ones ($1, base64 of the
+  // bytes or of their gzip member) and the file's bytes after it, made beside the real path and
+  // committed as a whole write is: its size and digest checked, then renamed over the file. A
+  // file whose digest is the result already was spliced by this same request, sent again.
+  WriteCheck check;
+  check.size = splice.result_size;
+  check.sha256 = splice.result_sha256;
+  const std::string inserted = gzip ? "printf '%s' \"$1\" | base64 -d | gzip -dc" : "printf '%s' \"$1\" | base64 -d";
+  return confined_prelude(target) + gzip_switch(content) +
+         "test -f \"$p\" && test -r \"$p\" && test -w \"$p\" || declined\n"
+         "dir=${real%/*}; [ -n \"$dir\" ] || dir=/\n"
+         "test -w \"$dir\" || declined\n" +
+         (gzip ? "command -v gzip >/dev/null 2>&1 || declined\n" : "") +
+         "size=$(wc -c < \"$p\") || declined\n"
+         "sum=$(sha256sum < \"$p\" 2>/dev/null) || sum=\n" +
+         fmt::format("case ${{sum%% *}} in\n"
+                     "  {0}) ;;\n"
+                     "  {1}) printf 'spliced\\ndone\\n'; exit 0;;\n"
+                     "  *) printf 'file %s\\n' $size\n{2}  printf 'done\\n'; exit 0;;\n"
+                     "esac\n"
+                     "temp=\"$dir\"/{3}.$$\n"
+                     "{{ head -c {4} \"$p\" && {5} && tail -c +{6} \"$p\"; }} > \"$temp\" || {{ rm -f \"$temp\"; declined; }}\n",
+                     shell_quote(splice.base_sha256), shell_quote(splice.result_sha256), content_fragment(content),
+                     shell_quote(temp_name), splice.offset, inserted, splice.offset + splice.length + 1) +
+         "(\n" + commit_script("\"$real\"", "\"$temp\"", "\"$temp.decoded\"", check) + "\n) || declined\n"
+         "printf 'spliced\\ndone\\n'\n";
 }
 
 std::string confined_make_dir_script(const ConfinedTarget& target) {
@@ -179,13 +260,32 @@ bool parse_size(const std::string& text, std::uint64_t& size) {
 
 }  // namespace
 
-ConfinedResult parse_confined_output(const std::string& stdout_text, const ConfinedTarget& target) {
+namespace {
+
+// A content block as `content` or `contents` labels it: base64 of the bytes, or with `gzip` of
+// one gzip member holding them. nullopt unless it holds exactly `expected` bytes.
+std::optional<Bytes> content_block(ConfinedOutput& output, const std::string& encoding, std::uint64_t expected,
+                                   const ConfinedContent& content) {
+  auto block = output.block();
+  if (output.damaged() || (encoding != "" && (encoding != "gzip" || !content.compress))) return std::nullopt;
+  if (encoding.empty()) {
+    if (block.size() != expected) return std::nullopt;
+    return block;
+  }
+  return gzip_decompress(block, static_cast<std::size_t>(expected));
+}
+
+}  // namespace
+
+ConfinedResult parse_confined_output(const std::string& stdout_text, const ConfinedTarget& target,
+                                     const ConfinedContent& content) {
   ConfinedResult declined;
   ConfinedResult out;
   ConfinedOutput output(stdout_text);
   if (output.line() != "real") return declined;
   out.real = output.block();
   if (output.damaged() || out.real.empty() || out.real.front() != '/') return declined;
+  std::vector<std::size_t> with_content;  // indexes of the children whose bytes `contents` holds
   while (!output.at_end()) {
     const auto line = output.line();
     if (output.damaged()) return declined;
@@ -195,6 +295,10 @@ ConfinedResult parse_confined_output(const std::string& stdout_text, const Confi
     if (label == "outside" || label == "recheck") {
       out.status = label == "outside" ? ConfinedStatus::outside_root : ConfinedStatus::recheck;
       return output.at_end() ? out : declined;
+    }
+    if (label == "spliced") {
+      out.spliced = true;
+      continue;
     }
     if (label == "done") {
       out.status = ConfinedStatus::done;
@@ -212,11 +316,29 @@ ConfinedResult parse_confined_output(const std::string& stdout_text, const Confi
       }
       if (label != "missing") out.entry = std::move(entry);
     } else if (label == "content") {
-      out.content = output.block();
+      // No more than was asked for: the size comes from the environment.
+      if (!out.entry || !out.entry->size || *out.entry->size > content.file_bytes) return declined;
       // The file changed between its size and its bytes: not one state of it.
-      if (!out.entry || !out.entry->size || out.content->size() != *out.entry->size) return declined;
+      out.content = content_block(output, rest, *out.entry->size, content);
+      if (!out.content) return declined;
     } else if (label == "link") {
       out.link_target = output.block();
+    } else if (label == "contents") {
+      const auto blank = rest.find(' ');
+      std::uint64_t total = 0;
+      if (!parse_size(rest.substr(0, blank), total) || (content.total_bytes && total > *content.total_bytes)) return declined;
+      auto bytes = content_block(output, blank == std::string::npos ? "" : rest.substr(blank + 1), total, content);
+      if (!bytes) return declined;
+      // The files' bytes one after the other, as their records list them; a file that changed
+      // meanwhile leaves the sizes and the bytes out of step.
+      std::uint64_t at = 0;
+      for (const auto index : with_content) {
+        const auto size = *out.children[index].size;
+        if (size > total - at) return declined;
+        out.child_contents[out.children[index].path] = bytes->substr(at, size);
+        at += size;
+      }
+      if (at != total) return declined;
     } else if (label == "child-content") {
       if (out.children.empty() || !out.children.back().size) return declined;
       auto bytes = output.block();
@@ -231,9 +353,11 @@ ConfinedResult parse_confined_output(const std::string& stdout_text, const Confi
       } else if (rest == "d") {
         entry.is_dir = true;
       } else if (rest.rfind("f ", 0) == 0) {
+        const bool content = rest.size() > 2 && rest.compare(rest.size() - 2, 2, " c") == 0;
         std::uint64_t size = 0;
-        if (!parse_size(rest.substr(2), size)) return declined;
+        if (!parse_size(rest.substr(2, rest.size() - 2 - (content ? 2 : 0)), size)) return declined;
         entry.size = size;
+        if (content) with_content.push_back(out.children.size());
       } else if (rest != "-") {
         return declined;
       }
@@ -261,31 +385,34 @@ Task<ConfinedResult> ShellFilesystem::confined(std::string script, std::vector<s
     ConfinedResult declined;
     co_return declined;
   }
-  co_return parse_confined_output(result.stdout_text, target);
+  co_return parse_confined_output(result.stdout_text, target, confined_content(limits_));
 }
 
 Task<ConfinedResult> ShellFilesystem::confined_read(ConfinedTarget target, ConfinedReadOptions what) {
-  const std::size_t content_bytes = std::min(limits_.read_page_bytes, limits_.listing_inline_bytes);
-  auto script = confined_read_script(target, what, content_bytes);
+  const auto contents_word = listing_temp_word(".exedev-" + exedev::detail::random_hex(16) + ".contents");
+  auto script = confined_read_script(target, what, confined_content(limits_), contents_word);
   co_return co_await confined(std::move(script), {}, true, std::move(target));
 }
 
 Task<ConfinedResult> ShellFilesystem::confined_write(ConfinedTarget target, Bytes data, std::string expected_sha256) {
-  auto encoded = exedev::detail::base64_encode(data);
-  const std::size_t overhead = confined_write_overhead(target, expected_sha256);
-  // Data past one request, or meant for the file transfer channel, takes the separate writes.
+  const std::size_t room = limits_.write_chunk_chars - std::min(limits_.write_chunk_chars, confined_write_overhead(target, expected_sha256));
+  WriteCheck verify;
+  verify.size = data.size();
+  // Data past one request (raw, else as a gzip member), or meant for the file transfer channel,
+  // takes the separate writes.
   const bool transferred = co_await transfers(data.size());
-  if (transferred || encoded.size() + overhead > limits_.write_chunk_chars) {
+  auto encoded = transferred ? std::nullopt : compressed_payload(data, room);
+  verify.gzip = encoded.has_value();
+  if (!encoded && !transferred) encoded = exedev::detail::base64_encode(data);
+  if (transferred || encoded->size() > room) {
     ConfinedResult declined;
     co_return declined;
   }
   const auto temp_name = ".exedev-" + exedev::detail::random_hex(16) + ".tmp";
-  WriteCheck verify;
-  verify.size = data.size();
   verify.sha256 = sha256_hex(data);
   auto script = confined_write_script(target, temp_name, verify, expected_sha256);
   std::vector<std::string> args;
-  if (!encoded.empty()) args.push_back(std::move(encoded));
+  if (!encoded->empty()) args.push_back(std::move(*encoded));
   std::exception_ptr error;
   ConfinedResult result;
   try {
@@ -296,6 +423,41 @@ Task<ConfinedResult> ShellFilesystem::confined_write(ConfinedTarget target, Byte
   }
   if (error) {
     // As write_bytes: the temp file is removed even after cancellation, best effort.
+    EXEDEV_AWAIT_DESPITE_CANCELLATION(cleanup_error, cleanup(write_cleanup_script(target.path, temp_name)));
+    std::rethrow_exception(error);
+  }
+  co_return result;
+}
+
+Task<ConfinedResult> ShellFilesystem::confined_splice(ConfinedTarget target, ConfinedSplice splice) {
+  if (!limits_.splices) {
+    ConfinedResult declined;
+    co_return declined;
+  }
+  const auto temp_name = ".exedev-" + exedev::detail::random_hex(16) + ".tmp";
+  // The script's own room, doubled for the request's escaping, besides what a whole write's
+  // script takes (the chunk size allows for that).
+  const std::size_t overhead = 2 * confined_splice_script(target, temp_name, splice, true, confined_content(limits_)).size();
+  const std::size_t room = limits_.write_chunk_chars - std::min(limits_.write_chunk_chars, overhead);
+  auto encoded = compressed_payload(splice.inserted, room);
+  const bool gzip = encoded.has_value();
+  if (!encoded) encoded = exedev::detail::base64_encode(splice.inserted);
+  if (encoded->size() > room) {
+    ConfinedResult declined;
+    co_return declined;
+  }
+  auto script = confined_splice_script(target, temp_name, splice, gzip, confined_content(limits_));
+  std::vector<std::string> args;
+  if (!encoded->empty()) args.push_back(std::move(*encoded));
+  std::exception_ptr error;
+  ConfinedResult result;
+  try {
+    // Sent again after it was applied, it finds the result's digest and says so.
+    result = co_await confined(std::move(script), std::move(args), true, target);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (error) {
     EXEDEV_AWAIT_DESPITE_CANCELLATION(cleanup_error, cleanup(write_cleanup_script(target.path, temp_name)));
     std::rethrow_exception(error);
   }

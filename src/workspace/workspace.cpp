@@ -244,6 +244,16 @@ Task<ConfinedResult> Workspace::confined_make_dir(ConfinedTarget target) {
   co_return co_await view.files->confined_make_dir(std::move(target));
 }
 
+Task<ConfinedResult> Workspace::confined_splice(ConfinedTarget target, ConfinedSplice splice) {
+  auto view = confined_of(backend_);
+  if (!view.files) {
+    ConfinedResult declined;  // named: GCC 12 can lose an aggregate built in co_return
+    co_return declined;
+  }
+  auto keep = backend_;
+  co_return co_await view.files->confined_splice(std::move(target), std::move(splice));
+}
+
 Task<std::string> Workspace::read_text(std::string path) {
   const std::string shown = path;
   Bytes data = co_await read_bytes(std::move(path));
@@ -280,6 +290,11 @@ Task<ConfinedResult> WrapperWorkspace::confined_write(ConfinedTarget, Bytes, std
 }
 
 Task<ConfinedResult> WrapperWorkspace::confined_make_dir(ConfinedTarget) {
+  ConfinedResult declined;
+  co_return declined;
+}
+
+Task<ConfinedResult> WrapperWorkspace::confined_splice(ConfinedTarget, ConfinedSplice) {
   ConfinedResult declined;
   co_return declined;
 }

@@ -72,6 +72,14 @@ struct ShellFilesystemLimits {
   std::uint64_t max_read_bytes = 256 * 1024 * 1024;
   /// The largest listing list_dir takes (its records: a name and 2 bytes per entry), likewise.
   std::uint64_t max_listing_bytes = 64 * 1024 * 1024;
+  /// Bytes of content one confined read (SupportsConfinedFiles) carries: a regular file's, or a
+  /// tree's files' in all; with `compress`, as gzip members. 0: each file's up to the smaller of
+  /// read_page_bytes and listing_inline_bytes, uncompressed, with no total (the seed's design).
+  /// Either way never more than max_read_bytes.
+  std::size_t confined_content_bytes = 0;
+  /// Whether confined_splice applies edits; off, it declines, and an edit reads and writes the
+  /// whole file (the seed's design).
+  bool splices = true;
 };
 
 /// Optional command execution. Without it, Workspace::run throws WorkspaceUsageError.
@@ -190,6 +198,21 @@ struct ConfinedResult {
   bool symlinks_below = false;  ///< read with a tree: a symlink is among the children.
   /// read with a tree and its contents: the bytes of each child path whose content fitted.
   std::map<std::string, Bytes> child_contents;
+  /// splice: whether the edit was applied. When it was not (the file's content is not the
+  /// splice's base), `entry` and `content` are the file's, as a read with content gives them.
+  bool spliced = false;
+};
+
+/// An edit of a regular file whose content the caller knows: `length` bytes at `offset` replaced
+/// by `inserted`. The digests are SHA-256 in hex, of the content before and after.
+struct ConfinedSplice {
+  std::string base_sha256;
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;
+  Bytes inserted;
+  std::uint64_t result_size = 0;
+  std::string result_sha256;
+  EXEDEV_COAWAIT_GUARD;
 };
 
 /// Optional: file operations whose confinement check (the real path inside a root), the
@@ -211,6 +234,13 @@ class SupportsConfinedFiles {
   /// Creates the directory at the target (mkdir -p) when nothing is there and the nearest
   /// existing ancestor is a writable directory; `done` also when a directory is already there.
   virtual Task<ConfinedResult> confined_make_dir(ConfinedTarget target) = 0;
+  /// Applies `splice` to the regular file at the target, in place of a read and a write of the
+  /// whole file: only when its content's digest is the splice's base, and only if the new
+  /// content's size and digest are the splice's result (else nothing is replaced). `done` with
+  /// `spliced` set when applied; `done` without it, and the file's entry and content (when they
+  /// fit), when the content is another one; declined otherwise (a file that is missing or not
+  /// regular, a permission, no digest tool, an edit too large for one round trip).
+  virtual Task<ConfinedResult> confined_splice(ConfinedTarget target, ConfinedSplice splice) = 0;
 };
 
 /// How far a tree transfer is: bytes of its archive moved and the files they carry, of the

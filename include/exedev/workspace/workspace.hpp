@@ -75,6 +75,7 @@ class Workspace : public WorkspaceBackend,
   Task<ConfinedResult> confined_read(ConfinedTarget target, ConfinedReadOptions what) override;
   Task<ConfinedResult> confined_write(ConfinedTarget target, Bytes data, std::string expected_sha256) override;
   Task<ConfinedResult> confined_make_dir(ConfinedTarget target) override;
+  Task<ConfinedResult> confined_splice(ConfinedTarget target, ConfinedSplice splice) override;
 
   /// Moves a whole tree (SupportsTreeTransfer); `remote_dir` is resolved like any path. Throws
   /// WorkspaceUsageError when the backend has no tree transfer.
@@ -111,6 +112,7 @@ class WrapperWorkspace : public Workspace {
   Task<ConfinedResult> confined_read(ConfinedTarget target, ConfinedReadOptions what) override;
   Task<ConfinedResult> confined_write(ConfinedTarget target, Bytes data, std::string expected_sha256) override;
   Task<ConfinedResult> confined_make_dir(ConfinedTarget target) override;
+  Task<ConfinedResult> confined_splice(ConfinedTarget target, ConfinedSplice splice) override;
 
  private:
   std::shared_ptr<Workspace> wrapped_;

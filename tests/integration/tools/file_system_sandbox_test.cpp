@@ -9,6 +9,9 @@
 
 #include <exception>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -96,4 +99,64 @@ TEST_CASE("a FileSystem call waiting for exe.dev's rate limit says so in its liv
   REQUIRE(outputs.size() == 4);
   CHECK(outputs[3].find("exe.dev's rate limit: \"ssh\" waits") != std::string::npos);
   CHECK(outputs[3].find(limited_emulator.token()) == std::string::npos);
+}
+
+namespace {
+
+// `text` as a JSON string (the text here holds no quote or backslash, only newlines).
+std::string json_lines(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) out += c == '\n' ? std::string("\\n") : std::string(1, c);
+  return out + "\"";
+}
+
+}  // namespace
+
+TEST_CASE("file tools on /exec: one request per call for source files up to a read page", "[tools][file_system][sandbox]") {
+  exedev::testing::RunLimits limits;
+  limits.deadline = 120s;
+  limits.settle = 5s;
+  exedev::testing::run(
+      [&](boost::asio::any_io_executor) -> boost::asio::awaitable<void> {
+        auto workspace = std::make_shared<exedev::workspace::Workspace>(sandbox());
+        const std::string d = fs_cases::unique_dir();
+        // Files whose raw base64 is larger than a request body and whose content is larger than
+        // the seed's 64 KiB rule: 250 KiB of text that compresses as code does (to about 35 KiB).
+        std::string big;
+        for (int i = 0; big.size() < 250 * 1024; ++i) {
+          big += "static int step_" + std::to_string(i) + "(int x) { return x * " + std::to_string(i % 89) + " + " +
+                 std::to_string(1000 + i % 7919) + "; }  // step " + std::to_string(i % 31) + "\n";
+        }
+        co_await workspace->write_bytes(d + "/a.cpp", big + "int value() { return 1; }  // TODO: cache\n");
+        co_await workspace->write_bytes(d + "/b.cpp", big);
+        co_await workspace->write_bytes(d + "/c.cpp", big.substr(0, 100 * 1024));
+        exedev::tools::FileSystem files(workspace);
+        std::vector<std::pair<std::string, std::string>> calls;  // (no braced lists in coroutines: GCC 12)
+        calls.emplace_back("read_file", R"({"path": ")" + d + R"(/a.cpp"})");
+        calls.emplace_back("search_files", R"({"pattern": "TODO", "path": ")" + d + R"("})");
+        calls.emplace_back("edit_file", R"({"path": ")" + d + R"(/a.cpp", "old_text": "return 1;", "new_text": "return 2;"})");
+        calls.emplace_back("edit_file", R"({"path": ")" + d + R"(/a.cpp", "old_text": "return 2;", "new_text": "return 3;"})");
+        calls.emplace_back("file_info", R"({"path": ")" + d + R"(/c.cpp"})");
+        calls.emplace_back("write_file", R"({"path": ")" + d + R"(/d.cpp", "content": )" +
+                                             json_lines(big.substr(0, 200 * 1024)) + "}");
+        calls.emplace_back("find_files", R"({"pattern": "*.cpp", "path": ")" + d + R"("})");
+        for (const auto& tool_call : calls) {
+          const auto before = emulator().commands().size();
+          const auto result = co_await fs_cases::call(files, tool_call.first, tool_call.second);
+          INFO(tool_call.first << ": " << result.text.substr(0, 200));
+          CHECK(result.outcome == fs_cases::ToolOutcome::success);
+          CHECK(emulator().commands().size() - before == 1);
+        }
+        CO_CHECK(co_await workspace->read_bytes(d + "/a.cpp") == big + "int value() { return 3; }  // TODO: cache\n");
+        // Changed since the tool set saw it: the splice's answer brings the content, one write applies the edit.
+        co_await workspace->write_bytes(d + "/a.cpp", "changed\n" + big + "int value() { return 3; }  // TODO: cache\n");
+        const auto before = emulator().commands().size();
+        const auto edited = co_await fs_cases::call(
+            files, "edit_file", R"({"path": ")" + d + R"(/a.cpp", "old_text": "return 3;", "new_text": "return 4;"})");
+        CHECK(edited.outcome == fs_cases::ToolOutcome::success);
+        CHECK(emulator().commands().size() - before == 2);
+        CO_CHECK(co_await workspace->read_bytes(d + "/a.cpp") == "changed\n" + big + "int value() { return 4; }  // TODO: cache\n");
+        co_await sandbox()->close();
+      },
+      limits);
 }

@@ -8,6 +8,8 @@
 #include <exedev/tools/file_system.hpp>
 #include <exedev/workspace/workspace.hpp>
 
+#include "tools/content_hash.hpp"
+
 #include <boost/asio/awaitable.hpp>
 #include <catch2/catch.hpp>
 
@@ -44,6 +46,9 @@ inline asio::awaitable<void> sh(ws::Workspace& workspace, std::string line) {
 }
 
 inline std::string parent_of(const std::string& path) { return path.substr(0, path.rfind('/')); }
+
+/// The hash the tools report for `text`.
+inline std::string tools_hash(const std::string& text) { return exedev::tools::detail::content_hash(text); }
 
 /// The result has the outcome `wanted` and exactly the text `expected`.
 #define EXPECT_OUTCOME(result, wanted, expected)   \
@@ -180,6 +185,42 @@ inline asio::awaitable<void> edit_formats(std::shared_ptr<ws::Workspace> workspa
   co_await workspace->write_bytes(d + "/latin1", "caf\xe9\n");
   EXPECT_RETRY(co_await call(files, "edit_file", R"({"path": ")" + d + R"(/latin1", "old_text": "caf", "new_text": "b"})"),
                "'utf-8' codec can't decode byte 0xe9 in position 3: invalid continuation byte");
+}
+
+// Edits of content the tool set has read or written (on SupportsConfinedFiles, one splice the
+// workspace applies only while the file holds that content) give what a read and a write give,
+// also when the file changed since.
+inline asio::awaitable<void> edits_of_known_content(std::shared_ptr<ws::Workspace> workspace) {
+  tools::FileSystem files(workspace);
+  const std::string d = unique_dir();
+  co_await workspace->make_dir(d);
+  const std::string f = d + "/f.txt";
+  const auto edit = [&](const std::string& old_text, const std::string& new_text) {
+    return call(files, "edit_file", R"({"path": ")" + f + R"(", "old_text": ")" + old_text + R"(", "new_text": ")" +
+                                        new_text + R"("})");
+  };
+  EXPECT_SUCCESS(co_await call(files, "write_file", R"({"path": ")" + f + R"(", "content": "alpha\nbeta\ngamma\n"})"),
+                 "Wrote 17 chars (3 lines) to " + f + ". [hash:" + tools_hash("alpha\nbeta\ngamma\n") + "]");
+  EXPECT_SUCCESS(co_await edit("beta", "BETA"), "Edited " + f + ". [hash:" + tools_hash("alpha\nBETA\ngamma\n") + "]");
+  CO_CHECK(co_await workspace->read_bytes(f) == "alpha\nBETA\ngamma\n");
+  // Changed elsewhere since: the edit applies to the file as it is.
+  co_await workspace->write_bytes(f, "alpha\nBETA\ngamma\ndelta\n");
+  EXPECT_SUCCESS(co_await edit("gamma", "G"), "Edited " + f + ". [hash:" + tools_hash("alpha\nBETA\nG\ndelta\n") + "]");
+  CO_CHECK(co_await workspace->read_bytes(f) == "alpha\nBETA\nG\ndelta\n");
+  // The old text is only in the content seen before: not found in the file.
+  co_await workspace->write_bytes(f, "only\n");
+  EXPECT_RETRY(co_await edit("G", "H"), "old_text not found in " + f + ". No changes were written.");
+  CO_CHECK(co_await workspace->read_bytes(f) == "only\n");
+  // The old text is only in the file, not in the content seen before.
+  co_await workspace->write_bytes(f, "only\nnew\n");
+  EXPECT_SUCCESS(co_await edit("new", "newer"), "Edited " + f + ". [hash:" + tools_hash("only\nnewer\n") + "]");
+  // Read, then edited twice.
+  co_await workspace->write_bytes(f, "x = 1\ny = 2\n");
+  EXPECT_SUCCESS(co_await call(files, "read_file", R"({"path": ")" + f + R"("})"),
+                 "[" + f + " | 2 lines | hash:" + tools_hash("x = 1\ny = 2\n") + "]\n     1\tx = 1\n     2\ty = 2\n");
+  EXPECT_SUCCESS(co_await edit("x = 1", "x = 10"), "Edited " + f + ". [hash:" + tools_hash("x = 10\ny = 2\n") + "]");
+  EXPECT_SUCCESS(co_await edit("\\ny = 2", ""), "Edited " + f + ". [hash:" + tools_hash("x = 10\n") + "]");
+  CO_CHECK(co_await workspace->read_bytes(f) == "x = 10\n");
 }
 
 inline asio::awaitable<void> directories(std::shared_ptr<ws::Workspace> workspace) {
@@ -457,6 +498,7 @@ inline void run_all(const std::function<void(Case)>& run) {
   SECTION("read_file and write_file formats") { run(read_and_write_formats); }
   SECTION("expected_hash conflicts") { run(hash_conflicts); }
   SECTION("edit_file") { run(edit_formats); }
+  SECTION("edit_file of content seen before") { run(edits_of_known_content); }
   SECTION("list_directory, create_directory, file_info") { run(directories); }
   SECTION("root confinement and patterns") { run(confinement); }
   SECTION("confinement checked where the files are") { run(confinement_where_the_files_are); }

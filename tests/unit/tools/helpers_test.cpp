@@ -2,6 +2,7 @@
 // text, schemas and argument checking.
 #include "tools/arguments.hpp"
 #include "tools/content_hash.hpp"
+#include "tools/file_system_impl.hpp"
 #include "tools/outcome.hpp"
 #include "tools/output.hpp"
 #include "tools/paths.hpp"
@@ -131,4 +132,33 @@ TEST_CASE("a call's live output relays wait notices while it lasts, one line eac
   io.run();
   CHECK(output.find("late") == std::string::npos);
   CHECK_FALSE(relay_wait_notices(io.get_executor(), {}));
+}
+
+TEST_CASE("an edit travels as the one splice between the common prefix and suffix", "[tools][unit]") {
+  using exedev::tools::detail::splice_between;
+  struct Row {
+    std::string before, after;
+    std::uint64_t offset, length;
+    std::string inserted;
+  };
+  const std::vector<Row> rows = {
+      {"a\nb\nc\n", "a\nB\nc\n", 2, 1, "B"},
+      {"abc", "abc", 3, 0, ""},
+      {"abc", "abXYc", 2, 0, "XY"},
+      {"abcabc", "abc", 3, 3, ""},  // the suffix never overlaps the prefix
+      {"", "new", 0, 0, "new"},
+      {"old", "", 0, 3, ""},
+      {"aaa", "aaaa", 3, 0, "a"},
+  };
+  for (const auto& row : rows) {
+    INFO(row.before << " -> " << row.after);
+    const auto splice = splice_between(row.before, row.after);
+    CHECK(splice.offset == row.offset);
+    CHECK(splice.length == row.length);
+    CHECK(splice.inserted == row.inserted);
+    CHECK(splice.result_size == row.after.size());
+    CHECK(splice.base_sha256 == exedev::tools::detail::sha256_hex(row.before));
+    CHECK(splice.result_sha256 == exedev::tools::detail::sha256_hex(row.after));
+    CHECK(row.before.substr(0, splice.offset) + splice.inserted + row.before.substr(splice.offset + splice.length) == row.after);
+  }
 }

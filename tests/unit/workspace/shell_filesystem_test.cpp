@@ -23,6 +23,7 @@
 #include <sstream>
 
 #include "common/base64.hpp"
+#include "workspace/data_codec.hpp"
 #include "workspace/shell_filesystem.hpp"
 #include "unit/workspace/support.hpp"
 
@@ -552,4 +553,187 @@ TEST_CASE("shell filesystem: permission errors", "[unit][workspace][permissions]
     CO_CHECK(co_await errc_of(f.shell.make_dir("ro/sub")) == std::errc::permission_denied);
   });
   std::filesystem::permissions(f.dir / "ro", std::filesystem::perms(0700));
+}
+
+namespace {
+
+// Text that compresses as source code does.
+std::string source_like(std::size_t size) {
+  std::string text;
+  for (int i = 0; text.size() < size; ++i) {
+    text += "int f" + std::to_string(i) + "(int x) { return x * " + std::to_string(i % 97) + "; }  // step " +
+            std::to_string(i % 13) + "\n";
+  }
+  text.resize(size);
+  return text;
+}
+
+ws::ConfinedTarget target_of(const std::string& path) {
+  ws::ConfinedTarget target;
+  target.path = path;
+  target.root = "/";
+  return target;
+}
+
+// The limits of a backend whose answers are wide (exe.dev's /exec): contents up to a page,
+// gzip-compressed.
+ws::ShellFilesystemLimits wide_answers(std::size_t page_bytes) {
+  ws::ShellFilesystemLimits limits;
+  limits.read_page_bytes = page_bytes;
+  limits.compress = true;
+  limits.confined_content_bytes = page_bytes;
+  return limits;
+}
+
+}  // namespace
+
+TEST_CASE("shell filesystem: a confined read carries content up to a read page, compressed, in one command",
+          "[unit][workspace]") {
+  ShellFixture f;
+  f.only->set_limits(wide_answers(512 * 1024));
+  const auto text = source_like(300 * 1024);
+  std::ofstream(f.dir / "big.cpp") << text;
+  std::ofstream(f.dir / "huge.cpp") << source_like(600 * 1024);
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    const auto root = co_await f.shell.working_dir();
+    ws::ConfinedReadOptions what;
+    what.content = true;
+    const int before = f.only->commands_run();
+    // Targets named, not built inside co_await (GCC 12, ADR 7).
+    const auto big = target_of(root + "/big.cpp");
+    const auto huge = target_of(root + "/huge.cpp");
+    const auto read = co_await f.shell.confined_read(big, what);
+    CHECK(f.only->commands_run() - before == 1);
+    CHECK(read.status == ws::ConfinedStatus::done);
+    REQUIRE(read.content);
+    CHECK(*read.content == text);
+    // Past the page: the entry without its content (the caller reads it by pages).
+    const auto larger = co_await f.shell.confined_read(huge, what);
+    CHECK(larger.status == ws::ConfinedStatus::done);
+    REQUIRE(larger.entry);
+    CHECK(larger.entry->size == 600u * 1024);
+    CHECK_FALSE(larger.content);
+  });
+}
+
+TEST_CASE("shell filesystem: a tree's contents travel up to a read page in all, and leave no temp file",
+          "[unit][workspace]") {
+  TempDir tmp;
+  ShellFixture f(ws::Env{{"TMPDIR", tmp.path()}});
+  f.only->set_limits(wide_answers(100 * 1024));
+  std::filesystem::create_directories(f.dir / "tree/sub");
+  for (const char* name : {"a.txt", "b.txt", "sub/c.txt"}) std::ofstream(f.dir / ("tree/" + std::string(name))) << source_like(40 * 1024);
+  std::ofstream(f.dir / "tree/empty.txt").flush();
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    const auto root = co_await f.shell.working_dir();
+    ws::ConfinedReadOptions what;
+    what.children = true;
+    what.tree = true;
+    what.tree_contents = true;
+    const auto tree = target_of(root + "/tree");
+    const auto walked = co_await f.shell.confined_read(tree, what);
+    CHECK(walked.status == ws::ConfinedStatus::done);
+    CHECK(walked.children.size() == 5);  // sub/ too
+    // Two of the three 40 KiB files fit 100 KiB; the empty one always does.
+    CHECK(walked.child_contents.size() == 3);
+    CHECK(walked.child_contents.count(root + "/tree/empty.txt") == 1);
+    for (const auto& [path, bytes] : walked.child_contents) {
+      if (path != root + "/tree/empty.txt") CHECK(bytes == source_like(40 * 1024));
+    }
+  });
+  CHECK(std::filesystem::is_empty(tmp.path()));
+}
+
+TEST_CASE("shell filesystem: a splice applies only to the content it was made for", "[unit][workspace]") {
+  ShellFixture f;
+  f.only->set_limits(wide_answers(512 * 1024));
+  const auto before = source_like(200 * 1024);
+  auto after = before;
+  after.replace(1000, 20, "the edit: inserted text\n");
+  std::ofstream(f.dir / "f.cpp") << before;
+  ::chmod((f.dir / "f.cpp").c_str(), 0640);
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    const auto root = co_await f.shell.working_dir();
+    const auto file = target_of(root + "/f.cpp");
+    ws::ConfinedSplice splice;
+    splice.base_sha256 = ws::detail::sha256_hex(before);
+    splice.offset = 1000;
+    splice.length = 20;
+    splice.inserted = "the edit: inserted text\n";
+    splice.result_size = after.size();
+    splice.result_sha256 = ws::detail::sha256_hex(after);
+    int commands = f.only->commands_run();
+    auto applied = co_await f.shell.confined_splice(file, splice);
+    CHECK(f.only->commands_run() - commands == 1);
+    CHECK(applied.status == ws::ConfinedStatus::done);
+    CHECK(applied.spliced);
+    CO_CHECK(co_await f.native.read_bytes("f.cpp") == after);
+    // Sent again (its answer lost): the file already holds the result.
+    auto again = co_await f.shell.confined_splice(file, splice);
+    CHECK(again.spliced);
+    CO_CHECK(co_await f.native.read_bytes("f.cpp") == after);
+    // Made for content the file no longer holds: nothing changes, the content comes back.
+    co_await f.native.write_bytes("f.cpp", before + "changed\n");
+    commands = f.only->commands_run();
+    auto refused = co_await f.shell.confined_splice(file, splice);
+    CHECK(f.only->commands_run() - commands == 1);
+    CHECK(refused.status == ws::ConfinedStatus::done);
+    CHECK_FALSE(refused.spliced);
+    REQUIRE(refused.content);
+    CHECK(*refused.content == before + "changed\n");
+    CO_CHECK(co_await f.native.read_bytes("f.cpp") == before + "changed\n");
+  });
+  struct stat info {};
+  REQUIRE(::stat((f.dir / "f.cpp").c_str(), &info) == 0);
+  CHECK((info.st_mode & 07777) == 0640);
+  CHECK_FALSE(leftovers_in(f.dir.path()));
+}
+
+TEST_CASE("shell filesystem: confined contents must be what their sizes say, within the page", "[unit][workspace]") {
+  namespace d = ws::detail;
+  const auto target = target_of("/w/t");
+  const auto b64 = [](const std::string& bytes) { return exedev::detail::base64_encode(bytes); };
+  const std::string real = "real\n" + b64("/w/t") + "\n.\n";
+  const std::string tree = real + "dir\nchild f 3 c\n" + b64("/w/t/a") + "\n.\nchild f 2 c\n" + b64("/w/t/b") +
+                           "\n.\nchild f 9\n" + b64("/w/t/c") + "\n.\n";
+  struct Row {
+    const char* what;
+    std::string output;
+    bool done;
+  };
+  const std::vector<Row> rows = {
+      {"contents split by the records' sizes", tree + "contents 5\n" + b64("abcde") + "\n.\ndone\n", true},
+      {"contents as one gzip member", tree + "contents 5 gzip\n" + b64(d::gzip_compress("abcde")) + "\n.\ndone\n", true},
+      {"fewer bytes than the records say", tree + "contents 4\n" + b64("abcd") + "\n.\ndone\n", false},
+      {"more bytes than the records say", tree + "contents 6\n" + b64("abcdef") + "\n.\ndone\n", false},
+      {"a total past the page", tree + "contents 1000\n" + b64(std::string(1000, 'x')) + "\n.\ndone\n", false},
+      {"an unknown encoding", tree + "contents 5 zstd\n" + b64("abcde") + "\n.\ndone\n", false},
+      {"a file's content past the page", real + "file 1000\ncontent\n" + b64(std::string(1000, 'x')) + "\n.\ndone\n", false},
+      {"a file's gzip content", real + "file 5\ncontent gzip\n" + b64(d::gzip_compress("hello")) + "\n.\ndone\n", true},
+      {"a gzip content of another length", real + "file 6\ncontent gzip\n" + b64(d::gzip_compress("hello")) + "\n.\ndone\n", false},
+      {"spliced", real + "spliced\ndone\n", true},
+  };
+  d::ConfinedContent content;
+  content.file_bytes = 100;
+  content.total_bytes = 100;
+  content.compress = true;
+  for (const auto& row : rows) {
+    INFO(row.what);
+    const auto result = d::parse_confined_output(row.output, target, content);
+    CHECK((result.status == ws::ConfinedStatus::done) == row.done);
+  }
+  const auto split = d::parse_confined_output(rows[0].output, target, content);
+  CHECK(split.child_contents.at("/w/t/a") == "abc");
+  CHECK(split.child_contents.at("/w/t/b") == "de");
+  CHECK(split.child_contents.count("/w/t/c") == 0);
+  CHECK(d::parse_confined_output(rows.back().output, target, content).spliced);
+  // Without compression (the seed's limits), a gzip member is not an answer, and a tree's
+  // contents have no total.
+  d::ConfinedContent seed;
+  seed.file_bytes = 100;
+  CHECK(d::parse_confined_output(rows[1].output, target, seed).status == ws::ConfinedStatus::declined);
+  const std::string wide = real + "dir\nchild f 60 c\n" + b64("/w/t/a") + "\n.\nchild f 60 c\n" + b64("/w/t/b") +
+                           "\n.\ncontents 120\n" + b64(std::string(120, 'x')) + "\n.\ndone\n";
+  CHECK(d::parse_confined_output(wide, target, seed).status == ws::ConfinedStatus::done);
+  CHECK(d::parse_confined_output(wide, target, content).status == ws::ConfinedStatus::declined);
 }
