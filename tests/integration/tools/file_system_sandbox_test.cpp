@@ -110,6 +110,17 @@ std::string json_lines(const std::string& text) {
   return out + "\"";
 }
 
+// The requests the emulator saw from the `first`th on, as "command (HTTP status)", for a failure
+// message.
+std::string requests_since(std::size_t first) {
+  const auto all = emulator().commands();
+  std::string text;
+  for (std::size_t i = first; i < all.size(); ++i) {
+    text += (all[i].command.empty() ? std::string("?") : all[i].command) + " (" + std::to_string(all[i].http_status) + ") ";
+  }
+  return text;
+}
+
 }  // namespace
 
 TEST_CASE("file tools on /exec: one request per call for source files up to a read page", "[tools][file_system][sandbox]") {
@@ -144,6 +155,7 @@ TEST_CASE("file tools on /exec: one request per call for source files up to a re
           const auto before = emulator().commands().size();
           const auto result = co_await fs_cases::call(files, tool_call.first, tool_call.second);
           INFO(tool_call.first << ": " << result.text.substr(0, 200));
+          INFO("requests: " << requests_since(before));
           CHECK(result.outcome == fs_cases::ToolOutcome::success);
           CHECK(emulator().commands().size() - before == 1);
         }
@@ -154,6 +166,7 @@ TEST_CASE("file tools on /exec: one request per call for source files up to a re
         const auto edited = co_await fs_cases::call(
             files, "edit_file", R"({"path": ")" + d + R"(/a.cpp", "old_text": "return 3;", "new_text": "return 4;"})");
         CHECK(edited.outcome == fs_cases::ToolOutcome::success);
+        INFO("requests: " << requests_since(before));
         CHECK(emulator().commands().size() - before == 2);
         CO_CHECK(co_await workspace->read_bytes(d + "/a.cpp") == "changed\n" + big + "int value() { return 4; }  // TODO: cache\n");
         co_await sandbox()->close();
