@@ -86,6 +86,28 @@ inline double peak_rss_mib() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
+/// Starts this process's peak RSS again from its current RSS (Linux: /proc/self/clear_refs),
+/// so that peak_rss_since_reset_mib() tells the peak of what follows. False where the kernel
+/// does not allow it.
+inline bool reset_peak_rss() {
+  std::FILE* refs = std::fopen("/proc/self/clear_refs", "w");
+  if (refs == nullptr) return false;
+  const bool written = std::fputs("5", refs) >= 0;
+  return std::fclose(refs) == 0 && written;
+}
+
+/// The peak RSS since the last reset_peak_rss() (VmHWM), in MiB; 0 when unknown.
+inline double peak_rss_since_reset_mib() {
+  std::FILE* status = std::fopen("/proc/self/status", "r");
+  if (status == nullptr) return 0;
+  char line[256];
+  unsigned long kib = 0;
+  while (std::fgets(line, sizeof line, status) != nullptr && std::sscanf(line, "VmHWM: %lu kB", &kib) != 1) {
+  }
+  std::fclose(status);
+  return static_cast<double>(kib) / 1024.0;
+}
+
 /// /exec requests among the emulator's records from `from` on that were answered `status`.
 inline std::size_t count_status(const exedev::emulator::Emulator& emulator, std::size_t from, unsigned status) {
   const auto records = emulator.commands();

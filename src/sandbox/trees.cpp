@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <stdexcept>
 #include <system_error>
 
@@ -220,24 +221,23 @@ class TreeJob {
     detail::rethrow_first_failure(std::get<0>(outcome), std::get<1>(outcome));
   }
 
-  /// The file `<job>/out` (`size` bytes), read in pages.
-  Task<std::string> fetch(std::uint64_t size, std::function<void(std::uint64_t)> on_page) {
+  /// The file `<job>/out` (`size` bytes), read in pages, each to `on_page` as it arrives.
+  Task<void> fetch(std::uint64_t size, std::function<void(std::string_view)> on_page) {
     const std::string file = job_ + "/out";
     const std::size_t pages = static_cast<std::size_t>((size + kPageBytes - 1) / kPageBytes);
-    std::string data;
+    std::uint64_t got = 0;
     for (std::size_t index = 0; index < pages; ++index) {
       Collected out;
       const auto result = co_await script(page_script(file, kPageBytes, index), {}, true, out.sink());
       const auto page = detail::base64_decode(out.bytes);
       if (result.exit_code != 0 || !page) throw_step("reading the tree archive", file, result.exit_code);
       // Exactly the page's share of `size`: the archive never grows past what was checked.
-      if (page->size() != std::min<std::uint64_t>(kPageBytes, size - data.size())) {
+      if (page->size() != std::min<std::uint64_t>(kPageBytes, size - got)) {
         throw workspace::WorkspaceError("the tree archive arrived damaged from the VM");
       }
-      data += *page;
-      if (on_page) on_page(data.size());
+      got += page->size();
+      on_page(*page);
     }
-    co_return data;
   }
 
   /// Removes the job directory, also after a failure or a cancellation (best effort, bounded).
@@ -404,7 +404,9 @@ Task<TreeTransferResult> SandboxBackend::download_tree(std::string remote_dir, s
   for (const auto& path : plan.send) result.files_sent += source.at(path).type == TreeEntryType::file ? 1 : 0;
   if (plan.empty() && std::filesystem::is_directory(destination)) co_return result;
 
-  std::string archive = TarWriter().finish();
+  // The archive is extracted into a copy of the destination as it arrives, and the copy moved
+  // into place once all of it has arrived and checked: memory does not grow with the tree.
+  TreeStage stage(destination, plan.remove, source);
   if (!plan.send.empty()) {
     std::string list;
     for (const auto& path : plan.send) {
@@ -435,32 +437,38 @@ Task<TreeTransferResult> SandboxBackend::download_tree(std::string remote_dir, s
                                                          std::max(tar_size, size)),
                                              options.max_download_bytes, "TreeTransferOptions::max_download_bytes");
       }
-      progress.bytes_total = size;
-      const auto on_page = [&](std::uint64_t got) {
-        progress.bytes_done = got;
-        progress.files_done = size == 0 ? progress.files_total : progress.files_total * got / size;
-        report(options, progress);
-      };
-      std::string fetched = co_await job.fetch(size, on_page);
-      if (fetched.size() != size || sha256_hex(fetched) != digest) {
-        throw workspace::WorkspaceError("the tree archive arrived damaged from the VM");
-      }
       result.archive_bytes = size;
       result.compressed = std::string_view(kind) == "gz";
+      progress.bytes_total = size;
+      TarStream tar(stage);
+      std::unique_ptr<GzipInflater> inflater;
       if (result.compressed) {
-        auto unpacked = gzip_decompress(fetched, tar_size);
-        if (!unpacked) throw workspace::WorkspaceError("the tree archive arrived damaged from the VM");
-        archive = std::move(*unpacked);
-      } else {
-        archive = std::move(fetched);
+        inflater = std::make_unique<GzipInflater>(size, tar_size, [&tar](std::string_view piece) { tar.feed(piece); });
       }
+      detail::Sha256 hash;
+      const auto on_page = [&](std::string_view page) {
+        hash.update(page);
+        if (!inflater) {
+          tar.feed(page);
+        } else if (!inflater->feed(page)) {
+          throw workspace::WorkspaceError("the tree archive arrived damaged from the VM");
+        }
+        progress.bytes_done += page.size();
+        progress.files_done = size == 0 ? progress.files_total : progress.files_total * progress.bytes_done / size;
+        report(options, progress);
+      };
+      co_await job.fetch(size, on_page);
+      if (hash.finish_hex() != digest || (inflater && !inflater->finish())) {
+        throw workspace::WorkspaceError("the tree archive arrived damaged from the VM");
+      }
+      tar.finish();
     } catch (...) {
       failure = std::current_exception();
     }
     EXEDEV_AWAIT_DESPITE_CANCELLATION(cleanup_error, job.remove());
     if (failure) std::rethrow_exception(failure);
   }
-  apply_local_tree(destination, plan.remove, archive, source);
+  stage.commit();
   co_return result;
 }
 

@@ -26,8 +26,10 @@ constexpr std::size_t kSliceBytes = kCompressionSampleBytes / kSampleSlices;
 // The gzip member's fixed header: magic, deflate, no flags, no time, no extra flags, Unix.
 constexpr std::array<unsigned char, 10> kGzipHeader = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3};
 constexpr std::size_t kGzipTrailerBytes = 8;  // CRC-32 and length, little-endian
-// How much the output of an inflate grows at a time.
+// The most output one inflate step gives (and the inflater's buffer).
 constexpr std::size_t kInflateStepBytes = 1024 * 1024;
+// The longest gzip header taken (its optional name, comment and extra field are never used).
+constexpr std::size_t kMostHeaderBytes = 64 * 1024;
 // RFC 1952 header flags.
 constexpr unsigned kFlagHeaderCrc = 2, kFlagExtra = 4, kFlagName = 8, kFlagComment = 16, kFlagsReserved = 0xe0;
 
@@ -70,29 +72,31 @@ std::uint32_t le32_at(const unsigned char* p) {
          static_cast<std::uint32_t>(p[2]) << 16 | static_cast<std::uint32_t>(p[3]) << 24;
 }
 
-// Where the deflate data of a gzip member starts, past its optional header fields; nullopt for
-// a header that is not gzip's or does not fit.
-std::optional<std::size_t> deflate_start(std::string_view member) {
-  const auto* p = reinterpret_cast<const unsigned char*>(member.data());
-  const std::size_t size = member.size();
-  if (size < kGzipHeader.size() + kGzipTrailerBytes || p[0] != 0x1f || p[1] != 0x8b || p[2] != 8 ||
-      (p[3] & kFlagsReserved) != 0) {
-    return std::nullopt;
-  }
+// The length of the gzip header at the start of `prefix`: 0 when `prefix` is too short to tell,
+// nullopt for a header that is not gzip's or longer than kMostHeaderBytes.
+std::optional<std::size_t> header_length(std::string_view prefix) {
+  const auto* p = reinterpret_cast<const unsigned char*>(prefix.data());
+  const std::size_t size = prefix.size();
+  const auto need_more = [&]() -> std::optional<std::size_t> {
+    if (size > kMostHeaderBytes) return std::nullopt;
+    return 0;
+  };
+  if (size < kGzipHeader.size()) return need_more();
+  if (p[0] != 0x1f || p[1] != 0x8b || p[2] != 8 || (p[3] & kFlagsReserved) != 0) return std::nullopt;
   const unsigned flags = p[3];
   std::size_t at = kGzipHeader.size();
   if (flags & kFlagExtra) {
-    if (at + 2 > size) return std::nullopt;
+    if (at + 2 > size) return need_more();
     at += 2 + (static_cast<std::size_t>(p[at]) | static_cast<std::size_t>(p[at + 1]) << 8);
   }
   for (const unsigned text_field : {kFlagName, kFlagComment}) {
     if ((flags & text_field) == 0) continue;
-    const auto end = at < size ? member.find('\0', at) : std::string_view::npos;
-    if (end == std::string_view::npos) return std::nullopt;
+    const auto end = at < size ? prefix.find('\0', at) : std::string_view::npos;
+    if (end == std::string_view::npos) return need_more();
     at = end + 1;
   }
   if (flags & kFlagHeaderCrc) at += 2;
-  if (at + kGzipTrailerBytes > size) return std::nullopt;
+  if (at > size) return need_more();
   return at;
 }
 
@@ -106,56 +110,102 @@ std::string gzip_compress(std::string_view data) {
   return out;
 }
 
-std::optional<std::string> gzip_decompress(std::string_view member, std::size_t expected) {
-  const auto start = deflate_start(member);
-  if (!start) return std::nullopt;
-  const std::size_t deflated = member.size() - *start - kGzipTrailerBytes;
-  // Up to one byte more than expected, so that a longer stream shows itself instead of stopping
-  // at the limit. `expected` may be a size the other end claimed: the output grows with what
-  // inflates, a step at a time, never allocated ahead.
-  const std::size_t most = expected + (expected < std::numeric_limits<std::size_t>::max() ? 1 : 0);
-  std::string out;
+struct GzipInflater::State {
+  std::uint64_t compressed;
+  std::uint64_t expected;
+  Sink out;
+  std::uint64_t fed = 0;
+  std::string header;  // the first bytes, until the header is whole
+  std::optional<std::size_t> header_bytes;
   zlib::inflate_stream stream;
-  stream.reset(kWindowBits);
   zlib::z_params zs;
-  // No room yet: the loop's first step makes some (Beast leaves these two uninitialised).
-  zs.next_out = nullptr;
-  zs.avail_out = 0;
-  zs.next_in = member.data() + *start;
-  // No output room yet: the loop grows it before the first write.
-  zs.next_out = nullptr;
-  zs.avail_out = 0;
-  // The trailer is offered too: Beast's inflate reads up to 4 bytes ahead of the final code and
-  // only reports the end once it has them. Where the deflate data really ended is worked out below.
-  zs.avail_in = deflated + kGzipTrailerBytes;
-  zs.next_out = nullptr;
-  zs.avail_out = 0;  // the first step below makes room
-  for (;;) {
-    if (zs.avail_out == 0 && out.size() < most) {
-      const std::size_t used = out.size();
-      out.resize(used + std::min(kInflateStepBytes, most - used));
-      zs.next_out = out.data() + used;
-      zs.avail_out = out.size() - used;
+  std::string buffer;
+  bool ended = false;
+  std::uint64_t deflate_end = 0;  // where the deflate data ended, once it has
+  std::string trailer;            // the member's last kGzipTrailerBytes bytes
+  boost::crc_32_type crc;
+
+  bool inflate(std::string_view input) {
+    if (ended) return true;  // the trailer, or bytes past it that finish() refuses
+    zs.next_in = input.data();
+    zs.avail_in = input.size();
+    for (;;) {
+      zs.next_out = buffer.data();
+      zs.avail_out = buffer.size();
+      const auto in_before = zs.avail_in;
+      boost::system::error_code ec;
+      stream.write(zs, zlib::Flush::none, ec);
+      const std::size_t produced = buffer.size() - zs.avail_out;
+      if (zs.total_out > expected) return false;  // longer than expected
+      if (produced > 0) {
+        crc.process_bytes(buffer.data(), produced);
+        out(std::string_view(buffer.data(), produced));
+      }
+      if (is(ec, zlib::error::end_of_stream)) {
+        // At the end, data_type holds the bits read ahead and not used (below 64: Beast's bit
+        // buffer has 32).
+        ended = true;
+        deflate_end = *header_bytes + zs.total_in - static_cast<std::size_t>(zs.data_type & 63) / 8;
+        return true;
+      }
+      if (ec && !is(ec, zlib::error::need_buffers)) return false;  // damaged
+      if (zs.avail_in == 0 && produced < buffer.size()) return true;  // wants more input
+      if (zs.avail_in == in_before && produced == 0) return false;    // stuck
     }
-    const auto in_before = zs.avail_in;
-    const auto out_before = zs.avail_out;
-    boost::system::error_code ec;
-    stream.write(zs, zlib::Flush::none, ec);
-    if (is(ec, zlib::error::end_of_stream)) break;
-    if (ec && !is(ec, zlib::error::need_buffers)) return std::nullopt;  // damaged
-    const bool room_left = zs.avail_out > 0 || out.size() < most;
-    if (zs.avail_in == in_before && zs.avail_out == out_before && room_left) return std::nullopt;  // cut
-    if (!room_left) return std::nullopt;  // longer than expected
   }
-  // The deflate data must end exactly where the trailer begins. At the end, data_type holds
-  // the bits read ahead and not used (below 64: Beast's bit buffer has 32).
-  const auto unused_bytes = static_cast<std::size_t>(zs.data_type & 63) / 8;
-  if (zs.total_in - unused_bytes != deflated || zs.total_out != expected) return std::nullopt;
-  out.resize(expected);
-  const auto* trailer = reinterpret_cast<const unsigned char*>(member.data()) + member.size() - kGzipTrailerBytes;
-  if (le32_at(trailer) != crc32_of(out) || le32_at(trailer + 4) != static_cast<std::uint32_t>(expected)) {
-    return std::nullopt;
+};
+
+GzipInflater::GzipInflater(std::uint64_t compressed, std::uint64_t expected, Sink out)
+    : state_(std::make_unique<State>()) {
+  state_->compressed = compressed;
+  state_->expected = expected;
+  state_->out = std::move(out);
+  state_->stream.reset(kWindowBits);
+  // Room for one more byte than expected, so that a longer stream shows itself.
+  state_->buffer.resize(expected < kInflateStepBytes ? static_cast<std::size_t>(expected) + 1 : kInflateStepBytes);
+}
+
+GzipInflater::~GzipInflater() = default;
+
+bool GzipInflater::feed(std::string_view piece) {
+  State& s = *state_;
+  if (piece.size() > s.compressed - s.fed) return false;
+  // The trailer: the member's last bytes, whichever pieces bring them.
+  const std::uint64_t trailer_at = s.compressed - std::min<std::uint64_t>(s.compressed, kGzipTrailerBytes);
+  if (s.fed + piece.size() > trailer_at) {
+    const std::uint64_t skip = trailer_at > s.fed ? trailer_at - s.fed : 0;
+    s.trailer.append(piece.substr(static_cast<std::size_t>(skip)));
   }
+  s.fed += piece.size();
+  if (!s.header_bytes) {
+    s.header.append(piece);
+    const auto length = header_length(s.header);
+    if (!length) return false;
+    if (*length == 0) return true;
+    s.header_bytes = *length;
+    std::string rest = s.header.substr(*length);
+    s.header.clear();
+    s.header.shrink_to_fit();
+    return s.inflate(rest);
+  }
+  // The trailer is offered to the inflater too: Beast's inflate reads up to 4 bytes ahead of the
+  // final code and only reports the end once it has them. Where the deflate data really ended is
+  // worked out from what it did not use.
+  return s.inflate(piece);
+}
+
+bool GzipInflater::finish() {
+  const State& s = *state_;
+  if (s.fed != s.compressed || !s.ended || s.trailer.size() != kGzipTrailerBytes) return false;
+  if (s.deflate_end + kGzipTrailerBytes != s.compressed || s.zs.total_out != s.expected) return false;
+  const auto* trailer = reinterpret_cast<const unsigned char*>(s.trailer.data());
+  return le32_at(trailer) == s.crc.checksum() && le32_at(trailer + 4) == static_cast<std::uint32_t>(s.expected);
+}
+
+std::optional<std::string> gzip_decompress(std::string_view member, std::size_t expected) {
+  std::string out;
+  GzipInflater inflater(member.size(), expected, [&out](std::string_view piece) { out.append(piece); });
+  if (!inflater.feed(member) || !inflater.finish()) return std::nullopt;
   return out;
 }
 

@@ -434,106 +434,198 @@ std::string TarWriter::finish() {
   return std::move(out_);
 }
 
-std::vector<TarMember> read_tar(std::string_view archive) {
+void TarStream::feed(std::string_view bytes) {
+  while (!bytes.empty()) {
+    std::size_t used = 0;
+    switch (state_) {
+      case State::header:
+        used = std::min(kBlock - held_.size(), bytes.size());
+        held_.append(bytes.substr(0, used));
+        if (held_.size() == kBlock) on_header();
+        break;
+      case State::meta:
+        used = static_cast<std::size_t>(std::min<std::uint64_t>(remaining_, bytes.size()));
+        held_.append(bytes.substr(0, used));
+        remaining_ -= used;
+        if (remaining_ == 0) on_meta();
+        break;
+      case State::data:
+      case State::skip:
+        if (remaining_ == 0) {
+          used = static_cast<std::size_t>(std::min<std::uint64_t>(padding_, bytes.size()));
+          padding_ -= used;
+          if (padding_ == 0) state_ = State::header;
+          break;
+        }
+        used = static_cast<std::size_t>(std::min<std::uint64_t>(remaining_, bytes.size()));
+        remaining_ -= used;
+        if (state_ == State::data) {
+          visitor_.member_data(bytes.substr(0, used));
+          if (remaining_ == 0) visitor_.member_end();
+        }
+        if (remaining_ == 0 && padding_ == 0) state_ = State::header;
+        break;
+      case State::end: return;
+    }
+    bytes.remove_prefix(used);
+  }
+}
+
+void TarStream::finish() const {
+  if (state_ != State::end) throw WorkspaceError("the tree archive is cut short");
+}
+
+void TarStream::on_meta() {
+  const std::string data = std::move(held_);
+  held_.clear();
+  state_ = padding_ > 0 ? State::skip : State::header;
+  if (meta_type_ == 'L' || meta_type_ == 'K') {
+    (meta_type_ == 'L' ? long_path_ : long_link_) = field_text(data);
+    return;
+  }
+  if (meta_type_ == 'g') return;
+  for (std::size_t r = 0; r < data.size();) {
+    const auto space = data.find(' ', r);
+    std::size_t length = 0;
+    if (space == std::string::npos || std::from_chars(data.data() + r, data.data() + space, length).ptr != data.data() + space ||
+        length == 0 || length > data.size() - r || length < space - r + 2) {
+      throw WorkspaceError("a pax header of the tree archive is malformed");
+    }
+    const std::string_view record(data.data() + space + 1, r + length - space - 2);
+    const auto equals = record.find('=');
+    if (equals != std::string_view::npos) {
+      const auto key = record.substr(0, equals);
+      const std::string value(record.substr(equals + 1));
+      if (key == "path") long_path_ = value;
+      if (key == "linkpath") long_link_ = value;
+      if (key == "size") {
+        std::uint64_t size = 0;
+        const auto parsed = std::from_chars(value.data(), value.data() + value.size(), size);
+        if (value.empty() || parsed.ec != std::errc() || parsed.ptr != value.data() + value.size()) {
+          throw WorkspaceError("a pax header of the tree archive has a size that is not a number");
+        }
+        long_size_ = size;
+      }
+    }
+    r += length;
+  }
+}
+
+void TarStream::on_header() {
+  const std::string header = std::move(held_);
+  held_.clear();
+  if (all_zero(header)) {
+    state_ = State::end;
+    return;
+  }
+  unsigned checksum = 0;
+  for (std::size_t i = 0; i < kBlock; ++i) checksum += (i >= 148 && i < 156) ? ' ' : static_cast<unsigned char>(header[i]);
+  if (parse_number(std::string_view(header).substr(148, 8)) != checksum) {
+    throw WorkspaceError("a tar header of the tree archive has a wrong checksum");
+  }
+  const char type = header[156];
+  std::uint64_t size = parse_number(std::string_view(header).substr(124, 12));
+  const bool is_meta = type == 'x' || type == 'g' || type == 'L' || type == 'K';
+  if (long_size_ && !is_meta) size = *long_size_;
+  remaining_ = size;
+  padding_ = (kBlock - size % kBlock) % kBlock;
+  if (is_meta) {
+    if (size > kMostTarMetaBytes) {
+      throw WorkspaceError("a pax or long-name header of the tree archive holds " + std::to_string(size) +
+                           " bytes (at most " + std::to_string(kMostTarMetaBytes) + ")");
+    }
+    meta_type_ = type;
+    state_ = State::meta;
+    if (size == 0) on_meta();
+    return;
+  }
+  TarEntry entry;
+  if (long_path_) {
+    entry.path = *long_path_;
+  } else {
+    entry.path = field_text(std::string_view(header).substr(0, 100));
+    const std::string prefix = field_text(std::string_view(header).substr(345, 155));
+    if (header.compare(257, 5, "ustar") == 0 && !prefix.empty()) entry.path = prefix + "/" + entry.path;
+  }
+  entry.target = long_link_ ? *long_link_ : field_text(std::string_view(header).substr(157, 100));
+  long_path_.reset();
+  long_link_.reset();
+  long_size_.reset();
+  entry.mode = static_cast<std::uint32_t>(parse_number(std::string_view(header).substr(100, 8)) & 07777);
+  bool has_data = false;
+  switch (type) {
+    case '0':
+    case '\0':
+    case '7':
+      entry.type = TreeEntryType::file;
+      entry.size = size;
+      entry.target.clear();
+      has_data = true;
+      break;
+    case '5': entry.type = TreeEntryType::directory; break;
+    case '2': entry.type = TreeEntryType::symlink; break;
+    case '1':
+      // A hard link: a copy of the file it names, which must come earlier in the archive.
+      entry.type = TreeEntryType::file;
+      entry.link_to = std::move(entry.target);
+      entry.target.clear();
+      while (entry.link_to->compare(0, 2, "./") == 0) entry.link_to->erase(0, 2);
+      break;
+    default:
+      // The type byte is the archive's: shown as a number, never as a raw byte.
+      throw WorkspaceError("a tar member has a type this transfer does not carry (type byte " +
+                           std::to_string(static_cast<unsigned char>(type)) + ")");
+  }
+  while (entry.path.compare(0, 2, "./") == 0) entry.path.erase(0, 2);
+  while (!entry.path.empty() && entry.path.back() == '/') entry.path.pop_back();
+  // The root itself is no member; what any member carries beyond its kind is skipped.
+  const bool is_member = !entry.path.empty() && entry.path != ".";
+  state_ = is_member && has_data ? State::data : State::skip;
+  if (!is_member) return;
+  visitor_.member_begin(entry);
+  if (state_ == State::data && remaining_ > 0) return;
+  visitor_.member_end();
+  state_ = State::skip;
+}
+
+namespace {
+
+// The members of an archive held whole: files' data as views into it.
+class MemberCollector final : public TarVisitor {
+ public:
   std::vector<TarMember> members;
-  std::optional<std::string> long_path, long_link;
-  std::uint64_t long_size = 0;
-  bool has_long_size = false;
-  std::size_t at = 0;
-  for (;;) {
-    if (archive.size() - at < kBlock) throw WorkspaceError("the tree archive is cut short");
-    const auto header = archive.substr(at, kBlock);
-    if (all_zero(header)) return members;
-    unsigned checksum = 0;
-    for (std::size_t i = 0; i < kBlock; ++i) checksum += (i >= 148 && i < 156) ? ' ' : static_cast<unsigned char>(header[i]);
-    if (parse_number(header.substr(148, 8)) != checksum) throw WorkspaceError("a tar header of the tree archive has a wrong checksum");
-    const char type = header[156];
-    std::uint64_t size = parse_number(header.substr(124, 12));
-    if (has_long_size && type != 'x' && type != 'g') size = long_size;
-    const std::size_t data_at = at + kBlock;
-    if (size > archive.size() - data_at) throw WorkspaceError("the tree archive is cut short");
-    const auto data = archive.substr(data_at, size);
-    at = data_at + (size + kBlock - 1) / kBlock * kBlock;
-    if (at > archive.size()) at = archive.size();
-    if (type == 'x' || type == 'g') {
-      if (type == 'g') continue;
-      for (std::size_t r = 0; r < data.size();) {
-        const auto space = data.find(' ', r);
-        std::size_t length = 0;
-        if (space == std::string_view::npos ||
-            std::from_chars(data.data() + r, data.data() + space, length).ptr != data.data() + space || length == 0 ||
-            r + length > data.size()) {
-          throw WorkspaceError("a pax header of the tree archive is malformed");
-        }
-        const auto record = data.substr(space + 1, r + length - space - 2);
-        const auto equals = record.find('=');
-        if (equals != std::string_view::npos) {
-          const auto key = record.substr(0, equals);
-          const std::string value(record.substr(equals + 1));
-          if (key == "path") long_path = value;
-          if (key == "linkpath") long_link = value;
-          if (key == "size") {
-            const auto parsed = std::from_chars(value.data(), value.data() + value.size(), long_size);
-            if (value.empty() || parsed.ec != std::errc() || parsed.ptr != value.data() + value.size()) {
-              throw WorkspaceError("a pax header of the tree archive has a size that is not a number");
-            }
-            has_long_size = true;
-          }
-        }
-        r += length;
-      }
-      continue;
-    }
-    if (type == 'L' || type == 'K') {
-      (type == 'L' ? long_path : long_link) = field_text(data);
-      continue;
-    }
+
+  void member_begin(const TarEntry& entry) override {
     TarMember member;
-    if (long_path) {
-      member.path = *long_path;
-    } else {
-      member.path = field_text(header.substr(0, 100));
-      const std::string prefix = field_text(header.substr(345, 155));
-      if (header.substr(257, 5) == "ustar" && !prefix.empty()) member.path = prefix + "/" + member.path;
+    member.path = entry.path;
+    member.type = entry.type;
+    member.mode = entry.mode;
+    member.target = entry.target;
+    if (entry.link_to) {
+      const auto earlier = std::find_if(members.begin(), members.end(), [&](const TarMember& m) {
+        return m.type == TreeEntryType::file && m.path == *entry.link_to;
+      });
+      if (earlier == members.end()) throw WorkspaceError("a hard link in the tree archive names no file before it");
+      member.data = earlier->data;
     }
-    member.target = long_link ? *long_link : field_text(header.substr(157, 100));
-    long_path.reset();
-    long_link.reset();
-    has_long_size = false;
-    member.mode = static_cast<std::uint32_t>(parse_number(header.substr(100, 8)) & 07777);
-    switch (type) {
-      case '0':
-      case '\0':
-      case '7':
-        member.type = TreeEntryType::file;
-        member.data = data;
-        break;
-      case '5': member.type = TreeEntryType::directory; break;
-      case '2': member.type = TreeEntryType::symlink; break;
-      case '1': {
-        // A hard link: a copy of the file it names, which must come earlier in the archive.
-        std::string linked = member.target;
-        while (linked.substr(0, 2) == "./") linked.erase(0, 2);
-        const auto earlier = std::find_if(members.begin(), members.end(), [&](const TarMember& m) {
-          return m.type == TreeEntryType::file && m.path == linked;
-        });
-        if (earlier == members.end()) throw WorkspaceError("a hard link in the tree archive names no file before it");
-        member.type = TreeEntryType::file;
-        member.data = earlier->data;
-        member.target.clear();
-        break;
-      }
-      default: {
-        // The type byte is the archive's: shown as a number, never as a raw byte.
-        throw WorkspaceError("a tar member has a type this transfer does not carry (type byte " +
-                             std::to_string(static_cast<unsigned char>(type)) + ")");
-      }
-    }
-    while (member.path.substr(0, 2) == "./") member.path.erase(0, 2);
-    while (!member.path.empty() && member.path.back() == '/') member.path.pop_back();
-    if (member.path.empty() || member.path == ".") continue;
     members.push_back(std::move(member));
   }
+  void member_data(std::string_view bytes) override {
+    auto& data = members.back().data;
+    // Fed whole, an archive's file data arrives in one piece, or in pieces side by side.
+    data = data.empty() ? bytes : std::string_view(data.data(), data.size() + bytes.size());
+  }
+  void member_end() override {}
+};
+
+}  // namespace
+
+std::vector<TarMember> read_tar(std::string_view archive) {
+  MemberCollector collector;
+  TarStream stream(collector);
+  stream.feed(archive);
+  stream.finish();
+  return std::move(collector.members);
 }
 
 }  // namespace exedev::workspace::detail

@@ -10,6 +10,7 @@
 #include <set>
 #include <stdexcept>
 #include <system_error>
+#include <utility>
 
 #include <exedev/workspace/errors.hpp>
 
@@ -26,13 +27,14 @@ namespace {
   throw fs::filesystem_error(what, path, std::error_code(error, std::generic_category()));
 }
 
-std::string read_whole(const fs::path& path) {
+// Reads the file at `path` in pieces, each to `take`.
+template <typename Take>
+void read_pieces(const fs::path& path, Take take) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) throw_errno(errno, path, "cannot read file");
-  std::string data;
-  char buffer[64 * 1024];
+  std::string buffer(64 * 1024, '\0');
   for (;;) {
-    const auto n = ::read(fd, buffer, sizeof buffer);
+    const auto n = ::read(fd, buffer.data(), buffer.size());
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       const int error = errno;
@@ -40,27 +42,25 @@ std::string read_whole(const fs::path& path) {
       throw_errno(error, path, "cannot read file");
     }
     if (n == 0) break;
-    data.append(buffer, static_cast<std::size_t>(n));
+    take(std::string_view(buffer.data(), static_cast<std::size_t>(n)));
   }
   ::close(fd);
+}
+
+std::string read_whole(const fs::path& path) {
+  std::string data;
+  read_pieces(path, [&](std::string_view piece) { data.append(piece); });
   return data;
 }
 
-void write_new_file(const fs::path& path, std::string_view data, std::uint32_t mode) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) throw_errno(errno, path, "cannot create file");
-  std::size_t written = 0;
-  while (written < data.size()) {
-    const auto n = ::write(fd, data.data() + written, data.size() - written);
+// Writes all of `data` to `fd` (the file at `path`, for the error).
+void write_all(int fd, std::string_view data, const fs::path& path) {
+  while (!data.empty()) {
+    const auto n = ::write(fd, data.data(), data.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int error = errno;
-      ::close(fd);
-      throw_errno(error, path, "cannot write file");
-    }
-    written += static_cast<std::size_t>(n);
+    if (n < 0) throw_errno(errno, path, "cannot write file");
+    data.remove_prefix(static_cast<std::size_t>(n));
   }
-  if (::fchmod(fd, mode) != 0 || ::close(fd) != 0) throw_errno(errno, path, "cannot write file");
 }
 
 struct stat lstat_of(const fs::path& path) {
@@ -93,9 +93,13 @@ void list_into(const fs::path& root, const std::string& relative, const TreeFilt
     }
     if (filter.excludes(path, entry.type == TreeEntryType::directory)) continue;
     if (entry.type == TreeEntryType::file) {
-      const std::string data = read_whole(full);
-      entry.size = data.size();
-      entry.sha256 = sha256_hex(data);
+      // Hashed as it is read: a tree's files need no memory of their size.
+      exedev::detail::Sha256 hash;
+      read_pieces(full, [&](std::string_view piece) {
+        entry.size += piece.size();
+        hash.update(piece);
+      });
+      entry.sha256 = hash.finish_hex();
     } else if (entry.type == TreeEntryType::symlink) {
       entry.target = fs::read_symlink(full).string();
     }
@@ -197,77 +201,122 @@ std::string pack_local_tree(const fs::path& root, const TreeManifest& manifest, 
   return writer.finish();
 }
 
-void apply_local_tree(const fs::path& destination, const std::vector<std::string>& remove, std::string_view archive,
-                      const TreeManifest& expected) {
-  auto members = read_tar(archive);
-  for (auto& member : members) {
-    const auto it = expected.find(member.path);
-    if (!is_tree_path(member.path) || it == expected.end() || it->second.type != member.type ||
-        (member.type == TreeEntryType::symlink && member.target != it->second.target)) {
-      throw WorkspaceError("the tree archive holds a member that was not asked for");
-    }
-    // The mode is the manifest's (restrict_modes decided it), never the archive's header: only
-    // permission bits, whatever either says.
-    member.mode = it->second.mode & 0777;
-  }
-  const fs::path parent = destination.parent_path();
+TreeStage::TreeStage(fs::path destination, const std::vector<std::string>& remove, const TreeManifest& expected)
+    : destination_(std::move(destination)), expected_(expected) {
+  const fs::path parent = destination_.parent_path();
   fs::create_directories(parent);
   const std::string tag = exedev::detail::random_hex(8);
-  const fs::path stage = parent / ("." + destination.filename().string() + ".exedev-stage-" + tag);
-  const fs::path old = parent / ("." + destination.filename().string() + ".exedev-old-" + tag);
+  stage_ = parent / ("." + destination_.filename().string() + ".exedev-stage-" + tag);
+  old_ = parent / ("." + destination_.filename().string() + ".exedev-old-" + tag);
   struct stat info {};
-  const bool existed = ::lstat(destination.c_str(), &info) == 0;
-  if (existed && !S_ISDIR(info.st_mode)) throw_errno(ENOTDIR, destination, "not a directory");
-  DirectoryModes cloned_modes;
-  DirectoryModes member_modes;
+  existed_ = ::lstat(destination_.c_str(), &info) == 0;
+  if (existed_ && !S_ISDIR(info.st_mode)) throw_errno(ENOTDIR, destination_, "not a directory");
   try {
-    if (existed) {
-      clone_tree(destination, stage, cloned_modes);
-    } else if (::mkdir(stage.c_str(), 0755) != 0) {
-      throw_errno(errno, stage, "cannot create directory");
+    if (existed_) {
+      clone_tree(destination_, stage_, cloned_modes_);
+    } else if (::mkdir(stage_.c_str(), 0755) != 0) {
+      throw_errno(errno, stage_, "cannot create directory");
     }
     for (const auto& path : remove) {
       if (!is_tree_path(path)) throw WorkspaceError("a path to remove is not inside the tree");
-      require_plain_parents(stage, path);
-      remove_entry(stage / path);
-    }
-    for (const auto& member : members) {
-      require_plain_parents(stage, member.path);
-      const fs::path target = stage / member.path;
-      struct stat present {};
-      const bool exists = ::lstat(target.c_str(), &present) == 0;
-      if (member.type == TreeEntryType::directory) {
-        if (exists && !S_ISDIR(present.st_mode)) remove_entry(target);
-        if ((!exists || !S_ISDIR(present.st_mode)) && ::mkdir(target.c_str(), 0700) != 0) {
-          throw_errno(errno, target, "cannot create directory");
-        }
-        member_modes.emplace_back(target, member.mode);
-        continue;
-      }
-      if (exists) remove_entry(target);
-      if (member.type == TreeEntryType::symlink) {
-        fs::create_symlink(member.target, target);
-      } else {
-        write_new_file(target, member.data, member.mode);
-      }
-    }
-    set_modes(cloned_modes);
-    set_modes(member_modes);
-    if (existed && ::rename(destination.c_str(), old.c_str()) != 0) throw_errno(errno, destination, "cannot move aside");
-    if (::rename(stage.c_str(), destination.c_str()) != 0) {
-      const int error = errno;
-      if (existed) ::rename(old.c_str(), destination.c_str());
-      throw_errno(error, destination, "cannot move into place");
+      require_plain_parents(stage_, path);
+      remove_entry(stage_ / path);
     }
   } catch (...) {
-    std::error_code ignored;
-    fs::remove_all(stage, ignored);
+    discard();
     throw;
   }
-  if (existed) {
-    std::error_code ignored;
-    fs::remove_all(old, ignored);
+}
+
+TreeStage::~TreeStage() { discard(); }
+
+void TreeStage::discard() noexcept {
+  if (file_ >= 0) ::close(file_);
+  file_ = -1;
+  if (committed_ || stage_.empty()) return;
+  std::error_code ignored;
+  fs::remove_all(stage_, ignored);
+  stage_.clear();
+}
+
+void TreeStage::member_begin(const TarEntry& member) {
+  const auto it = expected_.find(member.path);
+  if (!is_tree_path(member.path) || it == expected_.end() || it->second.type != member.type ||
+      (member.type == TreeEntryType::symlink && member.target != it->second.target)) {
+    throw WorkspaceError("the tree archive holds a member that was not asked for");
   }
+  // The mode is the manifest's (restrict_modes decided it), never the archive's header: only
+  // permission bits, whatever either says.
+  const std::uint32_t mode = it->second.mode & 0777;
+  require_plain_parents(stage_, member.path);
+  const fs::path target = stage_ / member.path;
+  struct stat present {};
+  const bool exists = ::lstat(target.c_str(), &present) == 0;
+  if (member.type == TreeEntryType::directory) {
+    if (exists && !S_ISDIR(present.st_mode)) remove_entry(target);
+    if ((!exists || !S_ISDIR(present.st_mode)) && ::mkdir(target.c_str(), 0700) != 0) {
+      throw_errno(errno, target, "cannot create directory");
+    }
+    member_modes_.emplace_back(target, mode);
+    return;
+  }
+  if (exists) remove_entry(target);
+  if (member.type == TreeEntryType::symlink) {
+    fs::create_symlink(member.target, target);
+    return;
+  }
+  if (member.link_to) {
+    // A hard link: a copy of a file this archive brought earlier.
+    if (written_.count(*member.link_to) == 0) throw WorkspaceError("a hard link in the tree archive names no file before it");
+    fs::copy_file(stage_ / *member.link_to, target);
+    if (::chmod(target.c_str(), mode) != 0) throw_errno(errno, target, "cannot set mode");
+    written_.insert(member.path);
+    return;
+  }
+  file_ = ::open(target.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (file_ < 0) throw_errno(errno, target, "cannot create file");
+  file_path_ = target;
+  file_mode_ = mode;
+  written_.insert(member.path);
+}
+
+void TreeStage::member_data(std::string_view bytes) {
+  if (file_ < 0) return;
+  write_all(file_, bytes, file_path_);
+}
+
+void TreeStage::member_end() {
+  if (file_ < 0) return;
+  const int fd = std::exchange(file_, -1);
+  const bool done = ::fchmod(fd, file_mode_) == 0;
+  const int error = errno;
+  if (::close(fd) != 0 || !done) throw_errno(done ? errno : error, file_path_, "cannot write file");
+}
+
+void TreeStage::commit() {
+  if (file_ >= 0) throw WorkspaceError("the tree archive ended inside a member");
+  set_modes(cloned_modes_);
+  set_modes(member_modes_);
+  if (existed_ && ::rename(destination_.c_str(), old_.c_str()) != 0) throw_errno(errno, destination_, "cannot move aside");
+  if (::rename(stage_.c_str(), destination_.c_str()) != 0) {
+    const int error = errno;
+    if (existed_) ::rename(old_.c_str(), destination_.c_str());
+    throw_errno(error, destination_, "cannot move into place");
+  }
+  committed_ = true;
+  if (existed_) {
+    std::error_code ignored;
+    fs::remove_all(old_, ignored);
+  }
+}
+
+void apply_local_tree(const fs::path& destination, const std::vector<std::string>& remove, std::string_view archive,
+                      const TreeManifest& expected) {
+  TreeStage stage(destination, remove, expected);
+  TarStream stream(stage);
+  stream.feed(archive);
+  stream.finish();
+  stage.commit();
 }
 
 void count_tree(const TreeManifest& manifest, TreeTransferResult& result) {

@@ -265,9 +265,10 @@ struct TreeTransferOptions {
   /// keeps the environment's permission bits unfiltered. Set-user-id, set-group-id and sticky
   /// bits never arrive either way (docs/workspace.md, "Trees").
   bool keep_remote_mode_bits = false;
-  /// download_tree: the largest archive accepted from the environment, compressed and unpacked
-  /// (held in memory here, about twice this at most). Sizes the environment reports above it are
-  /// refused (WorkspaceLimitError naming max_download_bytes) before any of it is fetched.
+  /// download_tree: the largest archive accepted from the environment, compressed and unpacked.
+  /// It bounds the disk the staged tree takes, not memory (the archive is extracted as it
+  /// arrives). Sizes the environment reports above it are refused (WorkspaceLimitError naming
+  /// max_download_bytes) before any of it is fetched.
   std::uint64_t max_download_bytes = 512 * 1024 * 1024;
   EXEDEV_COAWAIT_GUARD;
 };
@@ -292,8 +293,9 @@ struct TreeTransferResult {
 /// source lacks are removed, except excluded ones. Only what differs travels (size and SHA-256
 /// compared against the destination's manifest). Nothing half-written is visible: the new tree
 /// is staged beside the destination and moved into place by renames, so a failed or cancelled
-/// transfer leaves the destination as it was. The local side is held in memory (trees up to a
-/// few hundred MiB).
+/// transfer leaves the destination as it was. A download extracts the archive into the stage
+/// as it arrives, so its memory does not grow with the tree; an upload packs the local side in
+/// memory (trees up to a few hundred MiB).
 class SupportsTreeTransfer {
  public:
   virtual ~SupportsTreeTransfer() = default;

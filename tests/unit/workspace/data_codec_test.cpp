@@ -8,8 +8,11 @@
 #include "workspace/data_codec.hpp"
 #include "workspace/shell_filesystem.hpp"
 
+#include <algorithm>
+#include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 
 namespace detail = exedev::workspace::detail;
 
@@ -282,4 +285,59 @@ TEST_CASE("read pages: `none` stands for the first page of a file larger than a 
   auto more = detail::PageDecoder::after_size_line(trailing, 1024);
   more.feed(0, "3000\nnone\nAAAA\n");
   CHECK_THROWS_AS(more.finish(path), detail::DamagedOutputError);
+}
+
+namespace {
+
+// What a GzipInflater gives for `member` fed in pieces of `piece` bytes (nullopt when it refuses).
+std::optional<std::string> inflate_in_pieces(const std::string& member, std::size_t expected, std::size_t piece) {
+  std::string out;
+  std::size_t largest_output = 0;
+  detail::GzipInflater inflater(member.size(), expected, [&](std::string_view bytes) {
+    largest_output = std::max(largest_output, bytes.size());
+    out.append(bytes);
+  });
+  for (std::size_t at = 0; at < member.size(); at += piece) {
+    if (!inflater.feed(std::string_view(member).substr(at, piece))) return std::nullopt;
+  }
+  if (!inflater.finish()) return std::nullopt;
+  CHECK(largest_output <= 1024 * 1024);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("gzip: a member fed in pieces inflates as a whole one does, and is refused as one is", "[unit][workspace]") {
+  const auto data = text(3 * 1024 * 1024 + 17);  // inflates to more than one output step
+  const auto member = detail::gzip_compress(data);
+  for (const std::size_t piece : {std::size_t{1}, std::size_t{7}, std::size_t{4096}, member.size()}) {
+    INFO("pieces of " << piece);
+    if (piece == 1) {
+      // Byte by byte over a short member (a long one would take long): the header, the deflate
+      // data and the trailer each split everywhere.
+      const auto small = text(5000);
+      CHECK(inflate_in_pieces(detail::gzip_compress(small), small.size(), 1) == small);
+      continue;
+    }
+    CHECK(inflate_in_pieces(member, data.size(), piece) == data);
+  }
+  // More data than expected, less, a damaged trailer, a member longer than announced: refused
+  // whatever the pieces.
+  CHECK_FALSE(inflate_in_pieces(member, data.size() - 1, 4096));
+  CHECK_FALSE(inflate_in_pieces(member, data.size() + 1, 4096));
+  auto damaged = member;
+  damaged[damaged.size() - 6] = static_cast<char>(damaged[damaged.size() - 6] ^ 1);
+  CHECK_FALSE(inflate_in_pieces(damaged, data.size(), 4096));
+  detail::GzipInflater short_announced(member.size() - 1, data.size(), [](std::string_view) {});
+  CHECK_FALSE(short_announced.feed(member));
+  // A header whose name field never ends is refused once it is longer than any header taken,
+  // not held whole.
+  std::string endless_name = bytes({0x1f, 0x8b, 0x08, 0x08, 0, 0, 0, 0, 0, 0x03});
+  endless_name += std::string(200 * 1024, 'n');
+  detail::GzipInflater name_reader(1024 * 1024 * 1024, 10, [](std::string_view) {});
+  bool refused = false;
+  for (std::size_t at = 0; at < endless_name.size() && !refused; at += 4096) {
+    refused = !name_reader.feed(std::string_view(endless_name).substr(at, 4096));
+  }
+  CHECK(refused);
 }

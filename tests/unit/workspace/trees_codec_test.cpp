@@ -183,15 +183,20 @@ TEST_CASE("the tar codec round-trips long names, odd bytes, modes and links", "[
 }
 
 namespace {
-// Sets the type (and link name) of the header at `at` and its checksum again.
-void set_type(std::string& archive, std::size_t at, char type, const std::string& link = {}) {
-  archive[at + 156] = type;
-  archive.replace(at + 157, link.size(), link);
+// Sets the checksum of the header at `at` again.
+void reseal(std::string& archive, std::size_t at) {
   unsigned sum = 0;
   for (std::size_t i = 0; i < 512; ++i) sum += (i >= 148 && i < 156) ? ' ' : static_cast<unsigned char>(archive[at + i]);
   char field[8];
   std::snprintf(field, sizeof field, "%06o", sum);
   archive.replace(at + 148, 6, field, 6);
+}
+
+// Sets the type (and link name) of the header at `at` and its checksum again.
+void set_type(std::string& archive, std::size_t at, char type, const std::string& link = {}) {
+  archive[at + 156] = type;
+  archive.replace(at + 157, link.size(), link);
+  reseal(archive, at);
 }
 }  // namespace
 
@@ -256,4 +261,78 @@ TEST_CASE("restrict_modes keeps permission bits only, within what is allowed", "
   CHECK(m["setgid-sticky"].mode == 0750);
   detail::restrict_modes(m, 07777);  // set-id bits are never allowed back
   CHECK(m["setuid"].mode == 0750);
+}
+
+namespace {
+
+// A tar stream's members as text, one line each, data included: what the visitor was told.
+class Transcript final : public detail::TarVisitor {
+ public:
+  std::string text;
+  void member_begin(const detail::TarEntry& entry) override {
+    text += "begin " + entry.path + " " + std::to_string(static_cast<int>(entry.type)) + " " + std::to_string(entry.mode) +
+            " " + std::to_string(entry.size) + " " + entry.target + " " + entry.link_to.value_or("-") + "\n";
+  }
+  void member_data(std::string_view bytes) override { text.append(bytes); }
+  void member_end() override { text += "\nend\n"; }
+};
+
+std::string transcript_in_pieces(const std::string& archive, std::size_t piece) {
+  Transcript transcript;
+  detail::TarStream stream(transcript);
+  for (std::size_t at = 0; at < archive.size(); at += piece) stream.feed(std::string_view(archive).substr(at, piece));
+  stream.finish();
+  return transcript.text;
+}
+
+}  // namespace
+
+TEST_CASE("TarStream: pieces of any size tell the visitor what the whole archive does", "[unit]") {
+  detail::TarWriter writer;
+  writer.add_directory("d", 0750);
+  writer.add_file("d/" + std::string(150, 'n'), 0644, std::string(1500, 'x'));  // pax header first
+  writer.add_file("d/empty", 0600, "");
+  writer.add_symlink("d/" + std::string(130, 'l'), std::string(120, 't'));
+  writer.add_file("d/b", 0644, "");
+  auto archive = writer.finish();
+  const auto b_at = archive.find("d/b");
+  REQUIRE(b_at != std::string::npos);
+  set_type(archive, b_at, '1', "./d/empty");  // GNU tar's hard link
+  archive += std::string(4096, '\0');         // tar's record padding after the end
+  const auto whole = transcript_in_pieces(archive, archive.size());
+  CHECK(whole.find("begin d 1 488 0") == 0);
+  CHECK(whole.find(std::string(1500, 'x') + "\nend\n") != std::string::npos);
+  CHECK(whole.find("begin d/b 0 420 0  d/empty\n\nend\n") != std::string::npos);
+  for (const std::size_t piece : {1, 3, 511, 512, 513, 4000}) {
+    INFO("pieces of " << piece);
+    CHECK(transcript_in_pieces(archive, piece) == whole);
+  }
+  // Cut anywhere before its end block: cut short, whatever the pieces.
+  for (const std::size_t cut : {100, 512, 1024, 3000}) {
+    CHECK_THROWS_WITH(transcript_in_pieces(archive.substr(0, cut), 7), Catch::Contains("cut short"));
+  }
+}
+
+TEST_CASE("TarStream: sizes an archive states size nothing it holds", "[unit]") {
+  // A pax header claiming more data than any pax header may carry is refused at its header.
+  detail::TarWriter writer;
+  writer.add_file(std::string(120, 'n'), 0644, "x");
+  auto archive = writer.finish();
+  archive.replace(124, 12, std::string("77777777777") + '\0');  // the pax header's size: 8 GiB
+  reseal(archive, 0);
+  Transcript transcript;
+  detail::TarStream stream(transcript);
+  CHECK_THROWS_WITH(stream.feed(std::string_view(archive).substr(0, 512)), Catch::Contains("at most 1048576"));
+  // A file claiming 8 GiB passes its data on as it comes and ends cut short: nothing waits for
+  // the claimed size to be held.
+  detail::TarWriter big;
+  big.add_file("f", 0644, "abc");
+  auto claimed = big.finish().substr(0, 515);
+  claimed.replace(124, 12, std::string("77777777777") + '\0');
+  reseal(claimed, 0);
+  Transcript seen;
+  detail::TarStream big_stream(seen);
+  big_stream.feed(claimed);
+  CHECK(seen.text == "begin f 0 420 8589934591  -\nabc");
+  CHECK_THROWS_WITH(big_stream.finish(), Catch::Contains("cut short"));
 }
