@@ -51,6 +51,10 @@ void VmRoute::choose_exec(const std::string& reason) {
 
 void VmRoute::fall_back(const std::string& reason) { choose_exec(reason); }
 
+void VmRoute::reconnecting(const std::string& why, std::chrono::milliseconds delay) const {
+  log(LogLevel::debug, "SandboxBackend: " + why + "; connecting over SSH again in " + std::to_string(delay.count()) + " ms");
+}
+
 Task<std::shared_ptr<ssh::Connection>> VmRoute::connection(Client client, ProvisionSubject& target) {
   bool waited = false;
   for (;;) {

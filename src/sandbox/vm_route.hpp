@@ -6,6 +6,7 @@
 // one loop (sandbox_backend.cpp). The choice is logged once and changes only between attempts
 // (docs/sandbox.md, "Transports"). Lifecycle never goes through it: it always uses the client.
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -48,6 +49,9 @@ class VmRoute {
   void note_unanswered();
   /// /exec from now on; `reason` is logged once.
   void fall_back(const std::string& reason);
+  /// The next attempt connects again after `delay`: `why` (the last failure) is logged (debug),
+  /// so that a VM whose name does not resolve yet shows why its first operation waits.
+  void reconnecting(const std::string& why, std::chrono::milliseconds delay) const;
   /// The current connection serves no SFTP (logged once): file data travels through scripts.
   void without_sftp(const std::string& vm_name);
   /// Forgets a connection that failed under an operation, so the next attempt reconnects.

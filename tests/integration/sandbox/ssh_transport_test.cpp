@@ -19,18 +19,6 @@ using exedev::workspace::RunOptions;
 
 namespace {
 
-struct LogLines {
-  std::vector<std::string> lines;
-  exedev::Logger logger() {
-    return [this](exedev::LogLevel, std::string_view line) { lines.emplace_back(line); };
-  }
-  [[nodiscard]] std::string all() const {
-    std::string text;
-    for (const auto& line : lines) text += line + "\n";
-    return text;
-  }
-};
-
 std::string random_bytes(std::size_t n) {
   std::mt19937_64 engine{42};
   std::string out(n, '\0');
@@ -53,14 +41,6 @@ std::vector<int> vm_processes_besides_the_waiting_shell(Fixture& f, const std::s
   });
   if (waiting != pids.end()) pids.erase(waiting);
   return pids;
-}
-
-Task<void> wait_until(std::function<bool()> condition, std::chrono::seconds bound) {
-  const auto deadline = std::chrono::steady_clock::now() + bound;
-  while (!condition()) {
-    REQUIRE(std::chrono::steady_clock::now() < deadline);
-    co_await sleep_for(20ms);
-  }
 }
 
 // Pauses VM `name` once `condition` holds (pausing closes the VM's SSH connections, as on exe.dev).
