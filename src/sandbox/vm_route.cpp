@@ -126,7 +126,18 @@ Task<std::shared_ptr<ssh::Connection>> VmRoute::open(Client client, ProvisionSub
     }
   }
   if (!account_keys_learned_) co_await learn_account_keys(client);
-  auto opened = co_await ssh::Connection::open(*endpoint, ssh_, account_keys_);
+  std::shared_ptr<ssh::Connection> opened;
+  std::exception_ptr not_opened;
+  try {
+    opened = co_await ssh::Connection::open(*endpoint, ssh_, account_keys_);
+  } catch (...) {
+    not_opened = std::current_exception();
+  }
+  if (not_opened) {
+    // Remembered for every backend sharing the memory: each further try would cost the whole timeout.
+    if (classify_failure(not_opened, RouteStep::connecting).kind == RouteFailure::connect_timed_out) note_unanswered();
+    std::rethrow_exception(not_opened);
+  }
   // Only the named VM passes; anything else is SshMisrouteError before any work ran there.
   std::exception_ptr misroute;
   try {

@@ -37,16 +37,15 @@ class VmRoute {
   /// opening (concurrent callers share it and all get its failure). Without a usable key or an
   /// SSH host for the VM, `automatic` chooses /exec (logged) and `ssh` throws. An endpoint that
   /// timed out lately (the shared memory) throws ConnectionError(timed_out) without connecting.
-  /// Otherwise throws what the opening threw. Cancellation: the opening is abandoned (the next
-  /// call starts again).
+  /// Otherwise throws what the opening threw; one whose connect or handshake timed out is noted
+  /// in the shared memory first. Cancellation: the opening is abandoned (the next call starts
+  /// again).
   Task<std::shared_ptr<ssh::Connection>> connection(Client client, ProvisionSubject& target);
 
   /// The SFTP session of `connection` (the route's current one), opened on first use; nullptr
   /// once the connection is known to serve none (without_sftp). Throws what the opening threw.
   Task<std::shared_ptr<ssh::Sftp>> sftp(std::shared_ptr<ssh::Connection> connection);
 
-  /// The last opening's endpoint did not answer: remembered for the backends sharing the memory.
-  void note_unanswered();
   /// /exec from now on; `reason` is logged once.
   void fall_back(const std::string& reason);
   /// The next attempt connects again after `delay`: `why` (the last failure) is logged (debug),
@@ -74,6 +73,8 @@ class VmRoute {
   /// The account's SSH keys from `whoami`, once per route (Client::account() asks once per client).
   Task<void> learn_account_keys(Client& client);
   void choose_exec(const std::string& reason);
+  /// The last opening's endpoint did not answer: remembered for the backends sharing the memory.
+  void note_unanswered();
   void log(LogLevel level, const std::string& line) const;
 
   Transport transport_;
