@@ -307,6 +307,7 @@ struct SandboxBackend::Impl {
           }
           case detail::RouteAction::Kind::reconnect:
             route.drop(connection);
+            route.reconnecting("VM \"" + name + "\": " + failure.message, action.delay);
             if (action.delay.count() > 0) co_await detail::sleep_for(action.delay);
             break;
           case detail::RouteAction::Kind::resume:

@@ -51,6 +51,10 @@ void VmRoute::choose_exec(const std::string& reason) {
 
 void VmRoute::fall_back(const std::string& reason) { choose_exec(reason); }
 
+void VmRoute::reconnecting(const std::string& why, std::chrono::milliseconds delay) const {
+  log(LogLevel::debug, "SandboxBackend: " + why + "; connecting over SSH again in " + std::to_string(delay.count()) + " ms");
+}
+
 Task<std::shared_ptr<ssh::Connection>> VmRoute::connection(Client client, ProvisionSubject& target) {
   bool waited = false;
   for (;;) {
@@ -122,7 +126,18 @@ Task<std::shared_ptr<ssh::Connection>> VmRoute::open(Client client, ProvisionSub
     }
   }
   if (!account_keys_learned_) co_await learn_account_keys(client);
-  auto opened = co_await ssh::Connection::open(*endpoint, ssh_, account_keys_);
+  std::shared_ptr<ssh::Connection> opened;
+  std::exception_ptr not_opened;
+  try {
+    opened = co_await ssh::Connection::open(*endpoint, ssh_, account_keys_);
+  } catch (...) {
+    not_opened = std::current_exception();
+  }
+  if (not_opened) {
+    // Remembered for every backend sharing the memory: each further try would cost the whole timeout.
+    if (classify_failure(not_opened, RouteStep::connecting).kind == RouteFailure::connect_timed_out) note_unanswered();
+    std::rethrow_exception(not_opened);
+  }
   // Only the named VM passes; anything else is SshMisrouteError before any work ran there.
   std::exception_ptr misroute;
   try {

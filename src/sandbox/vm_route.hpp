@@ -6,6 +6,7 @@
 // one loop (sandbox_backend.cpp). The choice is logged once and changes only between attempts
 // (docs/sandbox.md, "Transports"). Lifecycle never goes through it: it always uses the client.
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -36,18 +37,20 @@ class VmRoute {
   /// opening (concurrent callers share it and all get its failure). Without a usable key or an
   /// SSH host for the VM, `automatic` chooses /exec (logged) and `ssh` throws. An endpoint that
   /// timed out lately (the shared memory) throws ConnectionError(timed_out) without connecting.
-  /// Otherwise throws what the opening threw. Cancellation: the opening is abandoned (the next
-  /// call starts again).
+  /// Otherwise throws what the opening threw; one whose connect or handshake timed out is noted
+  /// in the shared memory first. Cancellation: the opening is abandoned (the next call starts
+  /// again).
   Task<std::shared_ptr<ssh::Connection>> connection(Client client, ProvisionSubject& target);
 
   /// The SFTP session of `connection` (the route's current one), opened on first use; nullptr
   /// once the connection is known to serve none (without_sftp). Throws what the opening threw.
   Task<std::shared_ptr<ssh::Sftp>> sftp(std::shared_ptr<ssh::Connection> connection);
 
-  /// The last opening's endpoint did not answer: remembered for the backends sharing the memory.
-  void note_unanswered();
   /// /exec from now on; `reason` is logged once.
   void fall_back(const std::string& reason);
+  /// The next attempt connects again after `delay`: `why` (the last failure) is logged (debug),
+  /// so that a VM whose name does not resolve yet shows why its first operation waits.
+  void reconnecting(const std::string& why, std::chrono::milliseconds delay) const;
   /// The current connection serves no SFTP (logged once): file data travels through scripts.
   void without_sftp(const std::string& vm_name);
   /// Forgets a connection that failed under an operation, so the next attempt reconnects.
@@ -70,6 +73,8 @@ class VmRoute {
   /// The account's SSH keys from `whoami`, once per route (Client::account() asks once per client).
   Task<void> learn_account_keys(Client& client);
   void choose_exec(const std::string& reason);
+  /// The last opening's endpoint did not answer: remembered for the backends sharing the memory.
+  void note_unanswered();
   void log(LogLevel level, const std::string& line) const;
 
   Transport transport_;

@@ -218,7 +218,10 @@ std::string domain_host_pattern(std::string_view host, std::uint16_t port) {
   // At least three labels, so that the pattern never covers a whole top-level domain
   // (`exe.dev` is recorded as itself, not as `*.dev`).
   if (is_address || std::count(name.begin(), name.end(), '.') < 2) return known_hosts_name(name, port);
-  return known_hosts_name("*" + name.substr(name.find('.')), port);
+  const std::string domain = "*" + name.substr(name.find('.'));
+  // The proxy's one key on every port, as exe.dev's published line names it (`[*.<domain>]:*`):
+  // VMs reached at different ports (the emulator's shard endpoints) share the line too.
+  return port == 22 ? domain : "[" + domain + "]:*";
 }
 
 std::optional<std::string> line_to_record(const KnownHostsFile& file, std::string_view host, std::uint16_t port,

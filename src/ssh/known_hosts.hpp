@@ -88,7 +88,8 @@ struct HostKeyVerdict {
 
 /// The host field accept_new records for `host`: every exe.dev VM is reached through one SSH
 /// proxy with one host key, so one line covers the host's domain, `*.exe.xyz` for `a.exe.xyz`
-/// (`[*.exe.xyz]:2222` on another port than 22). An IP address, or a name of fewer than three
+/// (`[*.exe.xyz]:*` on another port than 22: the proxy's key on every port, as exe.dev's
+/// published line names it). An IP address, or a name of fewer than three
 /// labels (`exe.dev`, `localhost`), is recorded as itself.
 [[nodiscard]] std::string domain_host_pattern(std::string_view host, std::uint16_t port);
 

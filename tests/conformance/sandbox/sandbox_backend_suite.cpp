@@ -1,8 +1,11 @@
 // SandboxBackend certified by the workspace conformance suite: every rule, every fixture.
 #include <exedev/emulator/client_options.hpp>
 #include <exedev/emulator/emulator.hpp>
+#include <exedev/emulator/records.hpp>
 #include <exedev/exedev.hpp>
 #include <exedev/testing/conformance.hpp>
+
+#include <catch2/catch.hpp>
 
 #include "support/sshd_server.hpp"
 
@@ -11,8 +14,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -27,30 +32,39 @@ bool over_ssh() {
   return value != nullptr && std::string(value) == "ssh";
 }
 
-// The client key the emulator accepts (ssh mode), made once in a directory of its own that is
-// removed at exit.
-struct ClientKey {
-  ClientKey() : directory(std::filesystem::temp_directory_path() / ("exedev-conformance-ssh-" + std::to_string(::getpid()))) {
+// The client keys of ssh mode, made once in a directory of their own that is removed at exit:
+// the key the emulator's account registers, and an ssh-agent holding two keys of no account
+// before it, as a user's agent with work keys does. The front lets every key in and the first
+// one offered decides the landing, so the suite passes only if the backends offer the
+// registered key alone (or prove the route before any work).
+struct ClientKeys {
+  ClientKeys() : directory(std::filesystem::temp_directory_path() / ("exedev-conformance-ssh-" + std::to_string(::getpid()))) {
     std::filesystem::create_directories(directory);
-    key = exedev::test_support::make_key(directory, "client");
+    ::unsetenv("EXE_SSH_KEY");  // an explicit key would be the only key offered
+    registered = exedev::test_support::make_key(directory, "client");
+    agent.emplace(directory, std::vector<exedev::test_support::KeyPair>{exedev::test_support::make_key(directory, "work"),
+                                                                        exedev::test_support::make_key(directory, "other"),
+                                                                        registered});
   }
-  ~ClientKey() {
+  ~ClientKeys() {
+    agent.reset();
     std::error_code ignored;
     std::filesystem::remove_all(directory, ignored);
   }
   std::filesystem::path directory;
-  exedev::test_support::KeyPair key;
+  exedev::test_support::KeyPair registered;
+  std::optional<exedev::test_support::Agent> agent;
 };
 
-const exedev::test_support::KeyPair& ssh_key() {
-  static const ClientKey client;
-  return client.key;
+const ClientKeys& ssh_keys() {
+  static const ClientKeys keys;
+  return keys;
 }
 
 exedev::emulator::Emulator& emulator() {
   static exedev::emulator::Emulator instance([] {
     exedev::emulator::Options options;
-    if (over_ssh()) options.ssh_authorized_keys.push_back(ssh_key().public_line());
+    if (over_ssh()) options.ssh_authorized_keys.push_back(ssh_keys().registered.public_line());
     return options;
   }());
   return instance;
@@ -76,8 +90,9 @@ void configure_transfer(exedev::SandboxBackendOptions& o) {
     o.client_options.rate_limit.per_second = 200;
   } else if (mode == "ssh") {
     o.transport = exedev::Transport::ssh;
-    o.ssh.private_key_file = ssh_key().private_key;
-    o.ssh.use_agent = false;
+    // The agent's keys only: no explicit key, none of this machine's ~/.ssh keys.
+    o.ssh.use_agent = true;
+    o.ssh.default_key_files = {ssh_keys().directory / "no-such-key"};
     o.ssh.use_config = false;  // the user's ~/.ssh/config must not change what a test does
     o.ssh.known_hosts_file = emulator().ssh_known_hosts();
     o.ssh.hosts_file = emulator().ssh_hosts_file();
@@ -130,4 +145,28 @@ EXEDEV_BACKEND_SUITE(sandbox_backend_suite) {
     co_await vms.close();
   };
   return suite;
+}
+
+// Declared after the suite, so it runs after its rules (Catch2 runs test cases in declaration
+// order): every connection the front saw over the whole suite landed on a VM of the account,
+// whatever the agent's other keys.
+TEST_CASE("SandboxBackend over SSH: no connection the front saw was misrouted", "[conformance]") {
+  if (!over_ssh()) {
+    WARN("skipped: EXEDEV_CONFORMANCE_TRANSFER is not ssh");
+    return;
+  }
+  const auto landings = emulator().ssh_landings();
+  if (landings.empty()) {
+    WARN("skipped: no SSH connection was made before this check (it follows the suite's rules)");
+    return;
+  }
+  std::size_t misrouted = 0;
+  for (const auto& landing : landings) {
+    // "first": the account of the emulator's token, whose one key is the registered one.
+    const bool on_the_account = landing.decision != exedev::emulator::SshLandingDecision::lobby && landing.account == "first";
+    if (!on_the_account) UNSCOPED_INFO("landed in the lobby or by another account's key: " << landing.fingerprint);
+    misrouted += !on_the_account;
+  }
+  INFO(landings.size() << " connections");
+  CHECK(misrouted == 0);
 }

@@ -40,6 +40,28 @@ struct SshSetup {
   support::KeyPair stranger;
 };
 
+// The lines a backend logs, for tests that look for one.
+struct LogLines {
+  std::vector<std::string> lines;
+  exedev::Logger logger() {
+    return [this](exedev::LogLevel, std::string_view line) { lines.emplace_back(line); };
+  }
+  [[nodiscard]] std::string all() const {
+    std::string text;
+    for (const auto& line : lines) text += line + "\n";
+    return text;
+  }
+};
+
+/// Waits until `condition` holds (polled every 20 ms); fails the test past `bound`.
+inline Task<void> wait_until(std::function<bool()> condition, std::chrono::seconds bound) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while (!condition()) {
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    co_await sleep_for(20ms);
+  }
+}
+
 inline exedev::SandboxBackendOptions ssh_options(Fixture& f, exedev::Transport transport, const support::KeyPair& key,
                                                  std::optional<exedev::workspace::WorkspaceRef> ref) {
   exedev::SandboxBackendOptions o;

@@ -3,11 +3,18 @@
 // offered, and every connection proves it landed on the VM it names before any work runs there.
 #include "ssh_fixture.hpp"
 
+#include "support/scoped_variable.hpp"
+
 #include <exedev/emulator/client_options.hpp>
 #include <exedev/ssh/errors.hpp>
 #include <exedev/testing/co_check.hpp>
 #include <exedev/workspace/workspace.hpp>
 
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
+#include <fstream>
+#include <set>
+#include <sstream>
 
 using namespace sbx;
 using exedev::workspace::Command;
@@ -16,6 +23,24 @@ using exedev::emulator::SshLandingDecision;
 namespace {
 
 std::string vm_name(const exedev::SandboxBackend& backend) { return exedev::VMTarget(*backend.ref()).name(); }
+
+std::vector<std::string> lines_of(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// Runs `command` on `backend` and keeps its result (a coroutine of its own, awaited beside another).
+Task<void> run_into(std::shared_ptr<exedev::SandboxBackend> backend, Command command, exedev::workspace::CommandResult& result) {
+  result = co_await backend->run(std::move(command), no_options());
+}
+
+// Appends `line` to `file` once `waiting` has returned.
+Task<void> append_after(Task<void> waiting, std::filesystem::path file, std::string line) {
+  co_await std::move(waiting);
+  std::ofstream(file, std::ios::app) << line;
+}
 
 std::size_t landings_elsewhere(Fixture& f, const std::string& vm) {
   std::size_t count = 0;
@@ -106,4 +131,113 @@ TEST_CASE("a key of another account never runs anything on that account's VM", "
     std::vector<std::string> names{theirs.name};
     co_await second.remove_vms(names);
   }, limits(180s));
+}
+
+TEST_CASE("three VMs by their own names record one known_hosts line, the proxy domain's", "[integration]") {
+  SshSetup s;
+  auto options = s.emulator_options();
+  // `<vm>.<domain>` names, each at its shard's endpoint port: three host names, three ports.
+  options.modes.ssh_destination = exedev::emulator::SshDestination::vm_domain;
+  Fixture f(options);
+  if (f.skip()) return;
+  const auto home = s.dir / "home";
+  std::filesystem::create_directories(home);
+  const support::ScopedVariable fresh_home("HOME", home.string());
+  const auto known_hosts = s.dir / "known_hosts";
+  std::ofstream(known_hosts).close();  // empty
+  std::set<std::string> names;
+  exedev::testing::run([&](Executor) -> Task<void> {
+    for (int i = 0; i < 3; ++i) {
+      auto o = ssh_options(f, exedev::Transport::ssh, s.registered, std::nullopt);
+      o.ssh.known_hosts_file = known_hosts;
+      o.ssh.host_key_policy = exedev::HostKeyPolicy::accept_new;
+      auto backend = std::make_shared<exedev::SandboxBackend>(o);
+      const auto ran = co_await backend->run(Command::shell("echo $EXEDEV_EMULATOR_VM_NAME"), no_options());
+      const std::string name = vm_name(*backend);
+      CHECK(ran.stdout_text == name + "\n");
+      CHECK(backend->transport_in_use() == exedev::Transport::ssh);
+      names.insert(name);
+      co_await backend->close();
+    }
+  }, limits(180s));
+  CHECK(names.size() == 3);
+  std::set<std::uint16_t> ports;
+  for (const auto& landing : f.emu().ssh_landings()) {
+    CHECK(landing.decision == SshLandingDecision::vm);
+    ports.insert(landing.endpoint_port);
+  }
+  CHECK(ports.size() == 3);
+  const auto lines = lines_of(known_hosts);
+  INFO(lines.size() << " lines");
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].starts_with("[*." + options.ssh_domain + "]:* ssh-rsa "));
+  CHECK_FALSE(std::filesystem::exists(home / ".ssh"));
+}
+
+TEST_CASE("a stopped VM over SSH: the front's denial resumes it once, then the command runs over SSH", "[integration]") {
+  SshSetup s;
+  Fixture f(s.emulator_options());
+  if (f.skip()) return;
+  std::string name;
+  exedev::testing::run([&](Executor ex) -> Task<void> {
+    auto first = std::make_shared<exedev::SandboxBackend>(ssh_options(f, exedev::Transport::exec, s.registered, std::nullopt));
+    co_await first->working_dir();
+    co_await first->close();
+    name = vm_name(*first);
+    auto c = f.client(ex);
+    co_await c.pause_vm(name);
+    co_await c.close();
+
+    auto backend = std::make_shared<exedev::SandboxBackend>(ssh_options(f, exedev::Transport::ssh, s.registered, first->ref()));
+    const auto ran = co_await backend->run(Command::shell("echo $EXEDEV_EMULATOR_VM_NAME"), no_options());
+    CHECK(ran.stdout_text == name + "\n");
+    CHECK(backend->transport_in_use() == exedev::Transport::ssh);
+    CHECK(f.count("resume") == 1);
+    co_await backend->close();
+  }, limits(180s));
+  // The front denied the stopped VM at authentication, as exe.dev's does, then let it in.
+  std::size_t denied = 0;
+  for (const auto& landing : f.emu().ssh_landings()) {
+    denied += landing.decision == SshLandingDecision::denied && landing.message.find("is not running") != std::string::npos;
+  }
+  CHECK(denied == 1);
+  CHECK(landings_elsewhere(f, name) == denied);
+}
+
+TEST_CASE("a VM whose name resolves late gets SSH, not /exec for good", "[integration]") {
+  SshSetup s;
+  auto options = s.emulator_options();
+  options.modes.ssh_destination = exedev::emulator::SshDestination::vm_domain;
+  options.ssh_domain = "exe.invalid";  // never resolved by any resolver (RFC 6761), unlike *.localhost
+  Fixture f(options);
+  if (f.skip()) return;
+  // The test's own hosts file, which names the VM only once a connection failed to resolve it
+  // (exe.dev's DNS can lag a new VM by up to 10 s).
+  const auto hosts = s.dir / "hosts";
+  std::ofstream(hosts) << "127.0.0.1 " << options.ssh_domain << "\n";
+  LogLines log;
+  exedev::testing::run([&](Executor) -> Task<void> {
+    auto first = std::make_shared<exedev::SandboxBackend>(ssh_options(f, exedev::Transport::exec, s.registered, std::nullopt));
+    co_await first->working_dir();
+    co_await first->close();
+    const std::string name = vm_name(*first);
+    const std::string host = name + "." + options.ssh_domain;
+
+    auto o = ssh_options(f, exedev::Transport::automatic, s.registered, first->ref());
+    o.ssh.hosts_file = hosts;
+    o.logger = log.logger();
+    auto backend = std::make_shared<exedev::SandboxBackend>(o);
+    exedev::workspace::CommandResult ran;
+    auto running = run_into(backend, Command::shell("echo $EXEDEV_EMULATOR_VM_NAME"), ran);
+    const auto unresolved = [&] { return log.all().find("cannot resolve " + host) != std::string::npos; };
+    auto naming = append_after(wait_until(unresolved, 60s), hosts, "127.0.0.1 " + host + "\n");
+    using namespace asio::experimental::awaitable_operators;
+    co_await (std::move(running) && std::move(naming));
+    CHECK(ran.stdout_text == name + "\n");
+    CHECK(backend->transport_in_use() == exedev::Transport::ssh);
+    co_await backend->close();
+  }, limits(180s));
+  INFO(log.all());
+  CHECK(log.all().find("using /exec") == std::string::npos);
+  REQUIRE_FALSE(f.emu().ssh_landings().empty());
 }

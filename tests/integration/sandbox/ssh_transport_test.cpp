@@ -19,18 +19,6 @@ using exedev::workspace::RunOptions;
 
 namespace {
 
-struct LogLines {
-  std::vector<std::string> lines;
-  exedev::Logger logger() {
-    return [this](exedev::LogLevel, std::string_view line) { lines.emplace_back(line); };
-  }
-  [[nodiscard]] std::string all() const {
-    std::string text;
-    for (const auto& line : lines) text += line + "\n";
-    return text;
-  }
-};
-
 std::string random_bytes(std::size_t n) {
   std::mt19937_64 engine{42};
   std::string out(n, '\0');
@@ -53,14 +41,6 @@ std::vector<int> vm_processes_besides_the_waiting_shell(Fixture& f, const std::s
   });
   if (waiting != pids.end()) pids.erase(waiting);
   return pids;
-}
-
-Task<void> wait_until(std::function<bool()> condition, std::chrono::seconds bound) {
-  const auto deadline = std::chrono::steady_clock::now() + bound;
-  while (!condition()) {
-    REQUIRE(std::chrono::steady_clock::now() < deadline);
-    co_await sleep_for(20ms);
-  }
 }
 
 // Pauses VM `name` once `condition` holds (pausing closes the VM's SSH connections, as on exe.dev).
@@ -413,6 +393,51 @@ TEST_CASE("an SSH endpoint that accepts but never answers: auto falls back to /e
   CHECK(log.lines[0].find("using /exec") != std::string::npos);
   CHECK(log.lines[0].find("did not answer") != std::string::npos);
   CHECK(log.lines[0].find("timed out") != std::string::npos);
+}
+
+TEST_CASE("backends sharing an SshEndpointMemory wait out a silent endpoint once between them", "[integration]") {
+  SshSetup s;
+  Fixture f(s.emulator_options());
+  if (f.skip("the emulator's silent SSH endpoints")) return;
+  LogLines first_log;
+  LogLines second_log;
+  LogLines apart_log;
+  exedev::testing::run([&](Executor) -> Task<void> {
+    std::vector<exedev::workspace::WorkspaceRef> refs;
+    for (int i = 0; i < 3; ++i) {
+      auto making = std::make_shared<exedev::SandboxBackend>(ssh_options(f, exedev::Transport::exec, s.registered, std::nullopt));
+      co_await making->working_dir();
+      refs.push_back(*making->ref());
+      co_await making->close();
+    }
+    auto modes = f.emu().modes();
+    modes.ssh_silent = true;
+    f.emu().set_modes(modes);
+    // Three VMs behind one endpoint (exe.dev's name routing): two backends share a memory, the
+    // third has its own.
+    const exedev::SshEndpointMemory shared;
+    const exedev::SshEndpointMemory apart;
+    const std::vector<std::pair<LogLines*, exedev::SshEndpointMemory>> backends{
+        {&first_log, shared}, {&second_log, shared}, {&apart_log, apart}};
+    for (std::size_t i = 0; i < backends.size(); ++i) {
+      auto o = ssh_options(f, exedev::Transport::automatic, s.registered, refs[i]);
+      o.ssh.connect_timeout = 2s;
+      o.ssh.handshake_timeout = 2s;
+      o.ssh_endpoints = backends[i].second;
+      o.logger = backends[i].first->logger();
+      auto backend = std::make_shared<exedev::SandboxBackend>(o);
+      const auto result = co_await backend->run(Command::shell("echo fine"), no_options());
+      CHECK(result.stdout_text == "fine\n");
+      CHECK(backend->transport_in_use() == exedev::Transport::exec);
+      co_await backend->close();
+    }
+  }, limits(120s));
+  INFO(first_log.all() << second_log.all() << apart_log.all());
+  // The first waited out the handshake; the second did not try; the one apart waited again.
+  CHECK(first_log.all().find("handshake") != std::string::npos);
+  CHECK(second_log.all().find("not tried again") != std::string::npos);
+  CHECK(second_log.all().find("handshake") == std::string::npos);
+  CHECK(apart_log.all().find("handshake") != std::string::npos);
 }
 
 TEST_CASE("an sshd that refuses SFTP: files travel through exec channels, exactly, with no /exec request", "[integration]") {

@@ -5,6 +5,7 @@
 
 #include "ssh/connection.hpp"
 #include "support/expect_throw.hpp"
+#include "support/scoped_variable.hpp"
 #include "support/sshd_server.hpp"
 
 #include <exedev/testing/co_check.hpp>
@@ -65,25 +66,7 @@ inline std::string read_file(const std::filesystem::path& path) {
   return out.str();
 }
 
-// Sets an environment variable for a scope, then puts back what was there.
-class ScopedVariable {
- public:
-  ScopedVariable(const char* name, const std::optional<std::string>& value) : name_(name) {
-    if (const char* old = std::getenv(name)) saved_ = old;
-    if (value) ::setenv(name, value->c_str(), 1);
-    else ::unsetenv(name);
-  }
-  ~ScopedVariable() {
-    if (saved_) ::setenv(name_, saved_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-  ScopedVariable(const ScopedVariable&) = delete;
-  ScopedVariable& operator=(const ScopedVariable&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> saved_;
-};
+using test_support::ScopedVariable;
 
 
 inline std::string random_bytes(std::size_t size, unsigned seed) {

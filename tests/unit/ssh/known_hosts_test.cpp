@@ -216,7 +216,7 @@ TEST_CASE("ssh known_hosts: accept_new records one line for the host's domain") 
   const std::vector<Row> rows = {
       {"a.exe.xyz", 22, "*.exe.xyz"},
       {"A.EXE.XYZ", 22, "*.exe.xyz"},
-      {"a.exe.xyz", 2222, "[*.exe.xyz]:2222"},
+      {"a.exe.xyz", 2222, "[*.exe.xyz]:*"},
       {"deep.a.exe.xyz", 22, "*.a.exe.xyz"},
       {"exe.dev", 22, "exe.dev"},  // two labels: never `*.dev`
       {"localhost", 22, "localhost"},
@@ -236,13 +236,16 @@ TEST_CASE("ssh known_hosts: the line accept_new appends, if any") {
   const std::string salt(20, '\x11');
   const auto empty = parse_known_hosts("");
   CHECK(line_to_record(empty, "a.exe.xyz", 22, blob(key_a), salt) == "*.exe.xyz ssh-ed25519 " + key_a + "\n");
-  CHECK(line_to_record(empty, "a.exe.xyz", 2222, blob(key_a), salt) == "[*.exe.xyz]:2222 ssh-ed25519 " + key_a + "\n");
+  CHECK(line_to_record(empty, "a.exe.xyz", 2222, blob(key_a), salt) == "[*.exe.xyz]:* ssh-ed25519 " + key_a + "\n");
   CHECK(line_to_record(empty, "127.0.0.1", 40022, blob(key_a), salt) == "[127.0.0.1]:40022 ssh-ed25519 " + key_a + "\n");
 
   // The second and third VM of the domain: the first one's line names them, nothing is added.
   const auto recorded = parse_known_hosts(*line_to_record(empty, "a.exe.xyz", 22, blob(key_a), salt));
   CHECK_FALSE(line_to_record(recorded, "b.exe.xyz", 22, blob(key_a), salt));
   CHECK_FALSE(line_to_record(recorded, "c.exe.xyz", 22, blob(key_a), salt));
+  // On other ports than 22, VMs at different ports (the emulator's shards) share the line too.
+  const auto any_port = parse_known_hosts(*line_to_record(empty, "a.exe.xyz", 2222, blob(key_a), salt));
+  CHECK_FALSE(line_to_record(any_port, "b.exe.xyz", 2223, blob(key_a), salt));
   // A per-VM line from before names only its VM: the next VM records the domain line.
   const auto per_vm = parse_known_hosts("a.exe.xyz ssh-ed25519 " + key_a + "\n");
   CHECK_FALSE(line_to_record(per_vm, "a.exe.xyz", 22, blob(key_a), salt));
