@@ -65,6 +65,7 @@ std::shared_ptr<exedev::SandboxBackend> make_backend(exedev::emulator::Emulator&
   options.ssh.private_key_file = key;
   options.ssh.use_agent = false;
   options.ssh.known_hosts_file = emulator.ssh_known_hosts();
+  options.ssh.hosts_file = emulator.ssh_hosts_file();  // its SSH names, resolved to 127.0.0.1
   options.ssh.host_key_policy = exedev::HostKeyPolicy::strict;
   options.ssh.file_operation_timeout = std::chrono::seconds(30);
   return std::make_shared<exedev::SandboxBackend>(std::move(options));

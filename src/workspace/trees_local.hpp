@@ -13,6 +13,7 @@
 
 #include <exedev/workspace/backend.hpp>
 
+#include "workspace/tar_codec.hpp"
 #include "workspace/trees_codec.hpp"
 
 namespace exedev::workspace::detail {

@@ -3,6 +3,7 @@
 // tests/integration/sandbox/trees_test.cpp.
 #include <catch2/catch.hpp>
 
+#include "workspace/tar_codec.hpp"
 #include "workspace/trees_codec.hpp"
 
 #include <exedev/workspace/errors.hpp>
