@@ -208,14 +208,11 @@ int main(int argc, char** argv) try {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   const fs::path scratch = fs::temp_directory_path() / ("exedev-bench-trees-" + std::to_string(::getpid()));
   fs::create_directories(scratch);
-  const std::string key = (scratch / "key").string();
   // A key of its own, registered at the emulator, for the SSH transport.
-  if (std::system(("ssh-keygen -q -t ed25519 -N '' -f '" + key + "'").c_str()) != 0) throw std::runtime_error("ssh-keygen failed");
-  std::ifstream public_key(key + ".pub");
-  std::string line;
-  std::getline(public_key, line);
+  const bench::SshKey ssh_key;
+  const std::string key = ssh_key.private_key().string();
   exedev::emulator::Options options;
-  options.ssh_authorized_keys.push_back(line);
+  options.ssh_authorized_keys.push_back(ssh_key.public_line());
   int status = 0;
   {
     exedev::emulator::Emulator emulator(options);
