@@ -36,21 +36,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// A file's whole content, or the errno that stopped reading it.
-struct FileText {
-  std::string text;
-  int error = 0;
-};
-
-FileText read_text_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {{}, errno != 0 ? errno : ENOENT};
-  std::ostringstream content;
-  content << in.rdbuf();
-  if (in.bad()) return {{}, EIO};
-  return {content.str(), 0};
-}
-
 using exedev::detail::throw_cancelled;
 
 // ---- resolve and connect ----
@@ -203,7 +188,7 @@ class Authenticator {
       const bool accepted = co_await try_agent();
       if (accepted) co_return;
     }
-    for (const auto& path : default_key_files(options_)) {
+    for (const auto& path : default_key_files(key_source_of(options_))) {
       auto content = read_text_file(path);
       if (content.error == ENOENT) continue;
       if (content.error != 0) {
@@ -225,7 +210,7 @@ class Authenticator {
  private:
   std::optional<KeyText> explicit_key_text() const {
     if (options_.private_key_pem) return KeyText{*options_.private_key_pem, "private_key_pem"};
-    const auto path = explicit_key_file(options_);
+    const auto path = explicit_key_file(key_source_of(options_));
     if (!path) return std::nullopt;
     auto content = read_text_file(*path);
     if (content.error != 0) throw_unusable(path->string(), fmt::format("it cannot be read: {}", std::strerror(content.error)));
@@ -245,8 +230,9 @@ class Authenticator {
 
   // The agent's socket is a local unix socket; libssh2 talks to it blocking (a short exchange per key).
   asio::awaitable<bool> try_agent() {
-    const char* socket_path = std::getenv("SSH_AUTH_SOCK");
-    if (socket_path == nullptr || *socket_path == '\0') co_return false;
+    const auto socket = agent_socket(key_source_of(options_));
+    if (!socket) co_return false;
+    const char* socket_path = socket->c_str();
     LIBSSH2_AGENT* agent = ::libssh2_agent_init(driver_.session());
     if (agent == nullptr) co_return false;
     struct AgentGuard {
