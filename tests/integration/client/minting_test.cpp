@@ -1,6 +1,7 @@
 // A client with only an SSH key: exe0 tokens minted with a key registered with the emulator
-// (Options::ssh_authorized_keys, as `ssh-key add`), scoped by cmds; a 401 names the key; the
-// VM proxy's namespace; EXE_TOKEN still wins.
+// (Options::ssh_authorized_keys, as `ssh-key add`), scoped by cmds; a key of the second account
+// (Options::second_ssh_authorized_keys) acts as that account; a 401 names the key; the VM
+// proxy's namespace; EXE_TOKEN still wins.
 #include "support.hpp"
 #include "support/sshd_server.hpp"
 
@@ -32,9 +33,11 @@ struct MintingFixture {
   KeyDirectory keys;
   test_support::KeyPair registered = test_support::make_key(keys.path, "registered");
   test_support::KeyPair stranger = test_support::make_key(keys.path, "stranger");
+  test_support::KeyPair second = test_support::make_key(keys.path, "second");
   Fixture f{[&] {
     emulator::Options o;
     o.ssh_authorized_keys = {registered.public_line()};
+    o.second_ssh_authorized_keys = {second.public_line()};
     return o;
   }()};
 
@@ -87,6 +90,28 @@ TEST_CASE("minting: a token whose cmds lack rm cannot delete", "[integration][cl
     CHECK(std::string(e.what()).find("command not allowed by token permissions") != std::string::npos);
     const auto vms = co_await client.list_vms();
     CHECK(vms.size() == 1u);
+  });
+}
+
+TEST_CASE("minting: a token minted with a second account's key lists only that account's VMs", "[integration][client]") {
+  MintingFixture m;
+  testing::run([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    Client first(ex, m.f.options());
+    co_await make_vm(first, "first-vm");
+    Client second_by_token(ex, emulator::client_options(m.f.emu, m.f.emu.second_token()));
+    co_await make_vm(second_by_token, "second-vm");
+
+    Client second(ex, m.minting(m.second));
+    const auto vms = co_await second.list_vms();
+    REQUIRE(vms.size() == 1u);
+    CHECK(vms[0].name == "second-vm");
+    const auto who = co_await second.whoami();
+    CHECK(who.email == "second@example.com");
+    // The first account's key, minting too, still sees the first account only.
+    Client registered(ex, m.minting(m.registered));
+    const auto first_vms = co_await registered.list_vms();
+    REQUIRE(first_vms.size() == 1u);
+    CHECK(first_vms[0].name == "first-vm");
   });
 }
 

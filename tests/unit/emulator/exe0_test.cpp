@@ -231,3 +231,30 @@ TEST_CASE("exe0: exe0-to-exe1 gives a working exe1 handle; --vm signs for the VM
   CHECK(f.ok("exe0-to-exe1 " + f.ed25519.token("{\"nbf\":" + exp_in(f.now, 100) + "}")).contains("token"));
   CHECK(f.error("exe0-to-exe1 exe0.e30.c2ln") == "invalid token: invalid token: malformed signature");
 }
+
+TEST_CASE("exe0: a key of the second account acts as that account; exe0-to-exe1 takes only the caller's keys",
+          "[lobby][exe0]") {
+  Exe0Fixture f;
+  const std::string second = f.lobby->second_token();
+  const SigningKey other(f.dir, "ecdsa");
+  f.ok("ssh-key add '" + other.public_line() + "'", second);
+  f.ok("new --name=first-vm");
+  f.ok("new --name=second-vm", second);
+  const std::string payload = "{\"exp\":" + exp_in(f.now, 300) + ",\"cmds\":[\"ls\",\"whoami\",\"rm\",\"exe0-to-exe1\"]}";
+  const std::string second_token = other.token(payload);
+  const Json listed = f.ok("ls", second_token);
+  REQUIRE(listed.at("vms").size() == 1);
+  CHECK(listed.at("vms").at(0).at("vm_name") == "second-vm");
+  CHECK(f.ok("whoami", second_token).at("email") == "second@example.com");
+  CHECK(f.exec("rm first-vm", second_token).body.find("{\"error\":\"VM \\\"first-vm\\\" not found\"}") == 0);
+  CHECK(f.vm("first-vm"));
+  // The first account's key still acts as the first account.
+  const Json first_listed = f.ok("ls", f.ed25519.token(payload));
+  REQUIRE(first_listed.at("vms").size() == 1);
+  CHECK(first_listed.at("vms").at(0).at("vm_name") == "first-vm");
+  // A trade needs a key of the caller's own account (exe.dev: the key's owner is the user).
+  CHECK(f.error("exe0-to-exe1 " + second_token) == "invalid token");
+  CHECK(f.error("exe0-to-exe1 " + f.ed25519.token(payload), 422, second) == "invalid token");
+  const std::string handle = f.ok("exe0-to-exe1 " + second_token, second).at("token");
+  CHECK(f.ok("ls", handle).at("vms").size() == 1);
+}
