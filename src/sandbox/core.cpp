@@ -86,11 +86,11 @@ void rethrow_access_mapped(std::exception_ptr error, const std::string& context)
   } catch (const APIError& e) {
     const auto code = e.code();
     if (code == errc::authentication_failed) {
-      throw_nested(error,
-                   ExeDevAccessError(e.status() == 0 ? std::nullopt : std::optional<unsigned>(401), e.command(), context));
+      if (e.status() == 0) throw_nested(error, ExeDevAccessError(std::nullopt, e.command(), context));
+      throw_nested(error, ExeDevAccessError(401, e.command(), context, e.server_message()));
     }
     if (code == errc::permission_denied || (code == errc::command_failed && is_scope_refusal(e))) {
-      throw_nested(error, ExeDevAccessError(403, e.command(), context));
+      throw_nested(error, ExeDevAccessError(403, e.command(), context, e.server_message()));
     }
     throw;
   }
