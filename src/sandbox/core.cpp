@@ -53,6 +53,22 @@ void raise_after_close(std::exception_ptr error, std::exception_ptr close_error)
   if (close_error) std::rethrow_exception(close_error);
 }
 
+const std::vector<std::string>& vms_commands() {
+  static const std::vector<std::string> commands = {"new", "cp", "tag", "comment", "ssh", "ls", "pause", "resume", "rm"};
+  return commands;
+}
+
+const std::vector<std::string>& sandbox_backend_commands() {
+  static const std::vector<std::string> commands = {"new", "cp", "tag", "comment", "ssh", "ls", "resume", "rm", "whoami",
+                                                    "share show"};
+  return commands;
+}
+
+ClientOptions with_minted_commands(ClientOptions options, const std::vector<std::string>& commands) {
+  if (options.minting && !options.minting->cmds) options.minting->cmds = commands;
+  return options;
+}
+
 ClientHolder::ClientHolder(std::optional<Client> given, ClientOptions options)
     : given_(std::move(given)), options_(std::move(options)) {}
 

@@ -67,9 +67,9 @@ struct TokenMinting {
   /// exp = now + lifetime (at least 10 s).
   std::chrono::seconds lifetime{300};
   /// The commands the tokens allow (exact names, e.g. "share show"); nullopt: every command the
-  /// typed calls of Client send (docs/client.md lists them; not what Client::exec is given).
-  /// VMs, SandboxBackend and Sandbox make their Client from these options, so the same list
-  /// applies to them.
+  /// typed calls of Client send (not what Client::exec is given), and for a Client that VMs,
+  /// SandboxBackend or Sandbox make from these options, only the commands that facade sends
+  /// (docs/client.md, "What a token allows", lists each).
   std::optional<std::vector<std::string>> cmds{};
   EXEDEV_COAWAIT_GUARD;
 };
