@@ -281,16 +281,9 @@ class Authenticator {
   // Tries each key file in order; a missing one is skipped (named when ssh_config names it).
   asio::awaitable<bool> try_files(const std::vector<fs::path>& files, bool named_in_config) {
     for (const auto& path : files) {
-      auto content = read_text_file(path);
-      if (content.error == ENOENT) {
-        if (named_in_config) tried_.push_back(fmt::format("{} (ssh_config IdentityFile: no such file)", path.string()));
-        continue;
-      }
-      if (content.error != 0) {
-        tried_.push_back(fmt::format("{} (unreadable: {})", path.string(), std::strerror(content.error)));
-        continue;
-      }
-      const KeyText key{std::move(content.text), path.string()};
+      auto text = key_file_text(path, named_in_config, tried_);
+      if (!text) continue;
+      const KeyText key{std::move(*text), path.string()};
       if (const auto problem = key_problem(key, false); !problem.empty()) {
         tried_.push_back(fmt::format("{} (skipped: {})", path.string(), problem));
         continue;

@@ -4,6 +4,8 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <array>
 #include <cerrno>
 #include <cstdlib>
@@ -111,6 +113,19 @@ FileText read_text_file(const fs::path& path) {
   content << in.rdbuf();
   if (in.bad()) return {{}, EIO};
   return {content.str(), 0};
+}
+
+std::optional<std::string> key_file_text(const fs::path& path, bool named_in_config, std::vector<std::string>& tried) {
+  auto content = read_text_file(path);
+  if (content.error == ENOENT) {
+    if (named_in_config) tried.push_back(fmt::format("{} (ssh_config IdentityFile: no such file)", path.string()));
+    return std::nullopt;
+  }
+  if (content.error != 0) {
+    tried.push_back(fmt::format("{} (unreadable: {})", path.string(), std::strerror(content.error)));
+    return std::nullopt;
+  }
+  return std::move(content.text);
 }
 
 fs::path home_directory() {

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace exedev::ssh {
 
@@ -24,6 +25,12 @@ struct FileText {
   int error = 0;
 };
 [[nodiscard]] FileText read_text_file(const std::filesystem::path& path);
+
+/// A key file's text when it can be tried, as the transport and the signer walk their key files;
+/// else nullopt, with why in `tried` (unreadable; missing, when `named_in_config`: ssh_config's
+/// IdentityFile named it; a missing default file is skipped silently).
+[[nodiscard]] std::optional<std::string> key_file_text(const std::filesystem::path& path, bool named_in_config,
+                                                       std::vector<std::string>& tried);
 
 /// $HOME, else the user's passwd entry, else "/".
 [[nodiscard]] std::filesystem::path home_directory();

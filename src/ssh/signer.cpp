@@ -11,7 +11,6 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <vector>
@@ -86,22 +85,15 @@ std::shared_ptr<const Signer> Signer::choose(const SshKeySource& source, const s
   // tries them (a missing one is named when ssh_config names it).
   const auto first_file = [&tried](const std::vector<fs::path>& files, bool named_in_config) -> std::shared_ptr<const Signer> {
     for (const auto& path : files) {
-      const auto content = read_text_file(path);
-      if (content.error == ENOENT) {
-        if (named_in_config) tried.push_back(fmt::format("{} (ssh_config IdentityFile: no such file)", path.string()));
-        continue;
-      }
-      if (content.error != 0) {
-        tried.push_back(fmt::format("{} (unreadable: {})", path.string(), std::strerror(content.error)));
-        continue;
-      }
-      const auto info = inspect_private_key(content.text);
+      const auto text = key_file_text(path, named_in_config, tried);
+      if (!text) continue;
+      const auto info = inspect_private_key(*text);
       if (!info.problem.empty() || info.encrypted) {
         tried.push_back(fmt::format("{} (skipped: {})", path.string(), info.encrypted ? "encrypted" : info.problem));
         continue;
       }
       try {
-        return std::make_shared<KeyFileSigner>(SigningKey::load(content.text, std::nullopt, path.string()), path.string());
+        return std::make_shared<KeyFileSigner>(SigningKey::load(*text, std::nullopt, path.string()), path.string());
       } catch (const SshKeyUnusableError& e) {
         tried.push_back(fmt::format("{} (skipped: {})", path.string(), e.what()));
       }

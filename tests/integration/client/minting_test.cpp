@@ -58,13 +58,6 @@ struct MintingFixture {
   }
 };
 
-std::string fingerprint_of(const test_support::KeyPair& key) {
-  std::string output;
-  test_support::run_program({"/usr/bin/ssh-keygen", "-l", "-E", "sha256", "-f", key.public_key.string()}, &output);
-  const auto begin = output.find("SHA256:");
-  return output.substr(begin, output.find(' ', begin) - begin);
-}
-
 }  // namespace
 
 TEST_CASE("minting: a client with only a registered SSH key runs every typed command", "[integration][client]") {
@@ -124,7 +117,7 @@ TEST_CASE("minting: a 401 names the key's fingerprint and what to check, never t
     const std::string message = e.what();
     INFO(message);
     CHECK(e.status() == 401u);
-    CHECK(message.find(fingerprint_of(m.stranger)) != std::string::npos);
+    CHECK(message.find(m.stranger.fingerprint()) != std::string::npos);
     CHECK(message.find("ssh-key list") != std::string::npos);
     CHECK(message.find("clock") != std::string::npos);
     CHECK(message.find("exe0.") == std::string::npos);
