@@ -1,7 +1,9 @@
 // The README's demo: drives a VM end to end on the bundled exe.dev emulator.
 //
 // 1. starts the emulator in-process (real HTTPS on loopback, its own CA, and each VM's SSH
-//    endpoint served by OpenSSH's sshd), registering an SSH key made for the demo;
+//    endpoint served by OpenSSH's sshd), registering an SSH key: `--ssh-key=PATH` (its PATH.pub),
+//    else one made for the demo. That key is the only credential: the client signs its API
+//    tokens with it (exe0 tokens, ClientOptions::minting) and the SSH transport logs in with it;
 // 2. a first agent "run" gets a workspace on a new VM over SSH: commands, files, a listing;
 // 3. a second run reattaches to the same VM by its WorkspaceRef over exe.dev's /exec API;
 // 4. outside any run, the VMs manager inspects, pauses, resumes and destroys the VM.
@@ -115,20 +117,42 @@ asio::awaitable<void> drive(exedev::Sandbox& sandbox, exedev::Sandbox& over_exec
   co_await vms.close();
 }
 
+// `--ssh-key=PATH` or `--ssh-key PATH`, else nullopt; anything else is a usage error.
+std::optional<std::filesystem::path> key_argument(int argc, char** argv) {
+  const std::string_view flag = "--ssh-key";
+  if (argc == 1) return std::nullopt;
+  const std::string_view first = argv[1];
+  if (argc == 2 && first.size() > flag.size() + 1 && first.substr(0, flag.size() + 1) == "--ssh-key=") {
+    return std::filesystem::path(first.substr(flag.size() + 1));
+  }
+  if (argc == 3 && first == flag) return std::filesystem::path(argv[2]);
+  throw std::invalid_argument("usage: demo [--ssh-key=PATH]  (PATH.pub beside the private key)");
+}
+
 }  // namespace
 
-int main() try {
+int main(int argc, char** argv) try {
   const auto key_dir = std::filesystem::temp_directory_path() / ("exedev-demo-" + std::to_string(::getpid()));
   std::filesystem::create_directories(key_dir);
-  const auto key = make_demo_key(key_dir);
+  const auto given_key = key_argument(argc, argv);
+  const auto key = given_key ? *given_key : make_demo_key(key_dir);
+  const auto public_line = first_line(key.string() + ".pub");
+  if (public_line.empty()) throw std::runtime_error("cannot read the public key " + key.string() + ".pub");
+  // No API token anywhere: the emulator's own is not used, nor an EXE_TOKEN of yours.
+  ::unsetenv("EXE_TOKEN");
 
   exedev::emulator::Options emulator_options;
   emulator_options.modes.boot_delay = 1500ms;  // a new VM takes a moment before it runs commands
-  emulator_options.ssh_authorized_keys.push_back(first_line(key.string() + ".pub"));
+  emulator_options.ssh_authorized_keys.push_back(public_line);  // as `ssh exe.dev ssh-key add` does
   exedev::emulator::Emulator emulator(emulator_options);
   std::printf("exe.dev emulator at %s (CA %s)\n", emulator.url().c_str(), emulator.ca_file().c_str());
 
-  const auto client_options = exedev::emulator::client_options(emulator);
+  auto client_options = exedev::emulator::client_options(emulator);
+  client_options.token.reset();
+  exedev::TokenMinting minting;  // exe0 tokens signed with the key, each for 5 minutes
+  minting.key.private_key_file = key;
+  client_options.minting = minting;
+  std::printf("credential: the SSH key %s alone (API tokens minted with it; no EXE_TOKEN)\n", key.c_str());
   exedev::SandboxOptions options{.spec = exedev::VMSpec({.name = "demo-vm", .tags = {"demo"}, .working_dir = "app"}),
                                  .scope_tag = "agents",
                                  .client_options = client_options};

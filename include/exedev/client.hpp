@@ -53,6 +53,13 @@ class Client {
   /// The endpoint in use, normalised (no credentials).
   [[nodiscard]] const std::string& endpoint() const;
 
+  /// An exe0 token for the HTTPS proxy of VM `vm` (`https://<vm>.exe.xyz`, sent as
+  /// `Authorization: Bearer <token>`), signed in its namespace `v0@<vm>.exe.xyz` with the key of
+  /// ClientOptions::minting, valid for `lifetime` from now. Throws std::logic_error when the
+  /// client does not mint, SshKeyUnusableError / SshAuthenticationError when no key can sign.
+  /// Blocking (a key file read or one exchange with the local ssh-agent); sends nothing.
+  [[nodiscard]] std::string mint_vm_token(const std::string& vm, std::chrono::seconds lifetime) const;
+
   /// Sends one lobby command line as is and returns the answer, whatever its status. A 429 is
   /// waited for and sent again (RateLimitOptions; returned only with waiting off); other
   /// failures are retried (see RetryPolicy) only when its first word is a read-only command.

@@ -39,16 +39,38 @@ std::string seconds_text(Clock::duration wait) {
 
 }  // namespace
 
+std::string detail::ClientState::request_token() const {
+  if (minter && !settings.token) return minter->exec_token(std::chrono::system_clock::now());
+  return detail::require_token(settings);
+}
+
+std::string detail::ClientState::rate_limit_identity() const {
+  return minter && !settings.token ? "ssh key " + minter->key_description() : detail::require_token(settings);
+}
+
+void detail::ClientState::check_minted_answer(const detail::HttpResponse& response, std::string_view command) const {
+  if (response.status != 401 || !minter || settings.token) return;
+  throw AuthenticationError(
+      401, std::string(command),
+      fmt::format("{}; the token was minted with the SSH key {}: is that key registered with exe.dev (`ssh exe.dev "
+                  "ssh-key list`), and is this machine's clock right (the token expires {} s after it is made)?",
+                  detail::server_message(response.body, secrets()), minter->key_description(), options.minting->lifetime.count()));
+}
+
 asio::awaitable<detail::HttpResponse> detail::ClientState::send(const std::string& line, const detail::PostOptions& post,
                                                                std::string_view command,
                                                                std::optional<Clock::time_point> deadline) {
-  const auto& token = detail::require_token(settings);
   const auto& limits = options.rate_limit;
-  if (!limits.wait) co_return co_await transport->post(line, token, post);
+  if (!limits.wait) {
+    const std::string token = request_token();
+    auto response = co_await transport->post(line, token, post);
+    check_minted_answer(response, command);
+    co_return response;
+  }
   if (!rate_limit) {
     const detail::RateLimitNumbers numbers{limits.burst, limits.per_second, limits.overdraft};
-    rate_limit = detail::shared_rate_limit_model(detail::rate_limit_key(settings.endpoint.text, token), numbers,
-                                                 limits.pace_from_start);
+    rate_limit = detail::shared_rate_limit_model(detail::rate_limit_key(settings.endpoint.text, rate_limit_identity()),
+                                                 numbers, limits.pace_from_start);
   }
   for (bool refused = false;;) {
     for (;;) {
@@ -70,6 +92,7 @@ asio::awaitable<detail::HttpResponse> detail::ClientState::send(const std::strin
       }
       co_await sleep_for(step.wait);
     }
+    const std::string token = request_token();
     const auto sent_at = Clock::now();
     detail::HttpResponse response;
     try {
@@ -80,6 +103,7 @@ asio::awaitable<detail::HttpResponse> detail::ClientState::send(const std::strin
     }
     if (response.status != 429) {
       rate_limit->on_answered(sent_at, response.status);
+      check_minted_answer(response, command);
       co_return response;
     }
     // Refused before anything ran (exedev-api.md §1.5): always safe to send again.
@@ -149,7 +173,13 @@ Client::Client(asio::any_io_executor executor, ClientOptions options) : impl_(st
   config.logger = options.logger;
   config.max_body_bytes = options.max_response_bytes;
   impl_->transport = std::make_unique<detail::Transport>(std::move(executor), std::move(config));
+  if (options.minting) impl_->minter = std::make_shared<detail::TokenMinter>(*options.minting, options.logger);
   impl_->options = std::move(options);
+}
+
+std::string Client::mint_vm_token(const std::string& vm, std::chrono::seconds lifetime) const {
+  if (!impl_->minter) throw std::logic_error("Client::mint_vm_token needs ClientOptions::minting");
+  return impl_->minter->vm_token(vm, lifetime, std::chrono::system_clock::now());
 }
 
 Client::~Client() = default;

@@ -6,6 +6,7 @@
 #include <exedev/client.hpp>
 
 #include "client/lobby.hpp"
+#include "client/minting.hpp"
 #include "client/rate_limit.hpp"
 #include "client/retry.hpp"
 #include "client/settings.hpp"
@@ -34,6 +35,8 @@ struct ClientState {
   std::shared_ptr<RateLimitModel> rate_limit;
   /// Client::account()'s first answer.
   std::optional<WhoAmI> account;
+  /// Set when the client mints its tokens (ClientOptions::minting, no token configured).
+  std::shared_ptr<TokenMinter> minter;
 
   void log(LogLevel level, std::string_view text) const {
     if (options.logger) options.logger(level, text);
@@ -41,8 +44,20 @@ struct ClientState {
 
   std::vector<std::string> secrets(std::vector<std::string> extra = {}) const {
     if (settings.token) extra.push_back(*settings.token);
+    if (minter) {
+      if (auto minted = minter->current(); !minted.empty()) extra.push_back(std::move(minted));
+    }
     return extra;
   }
+
+  /// The token for a request sent now: the configured one, or the minter's (minted anew when
+  /// the last is near its end). Throws AuthenticationError (status 0) when there is none.
+  std::string request_token() const;
+  /// The rate-limit model's identity: the token, or the minting key (one bucket per key, as
+  /// exe.dev keeps them).
+  std::string rate_limit_identity() const;
+  /// A 401 to a minted token: throws AuthenticationError naming the key, and what to check.
+  void check_minted_answer(const HttpResponse& response, std::string_view command) const;
 
   /// Every request goes through here: one POST under the rate-limit policy (ADR 11). With
   /// RateLimitOptions::wait, waits while the token's model holds no token and re-sends a request

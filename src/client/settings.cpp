@@ -113,8 +113,9 @@ const std::string& require_token(const Settings& settings) {
   if (!settings.token) {
     throw AuthenticationError(
         0, "",
-        "no API token: set ClientOptions::token or EXE_TOKEN. Create one with "
-        "`ssh exe.dev ssh-key generate-api-key --tag=<tag> --exp=30d`");
+        "no API token: set ClientOptions::token or EXE_TOKEN (create one with "
+        "`ssh exe.dev ssh-key generate-api-key --tag=<tag> --exp=30d`), or ClientOptions::minting to sign "
+        "short-lived tokens with an SSH key registered with exe.dev");
   }
   return *settings.token;
 }

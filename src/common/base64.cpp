@@ -51,6 +51,28 @@ std::optional<std::string> base64_decode(std::string_view text) {
   return out;
 }
 
+std::string base64url_encode(std::string_view bytes) {
+  std::string out = base64_encode(bytes);
+  while (!out.empty() && out.back() == '=') out.pop_back();
+  for (char& c : out) {
+    if (c == '+') c = '-';
+    else if (c == '/') c = '_';
+  }
+  return out;
+}
+
+std::optional<std::string> base64url_decode(std::string_view text) {
+  std::string standard;
+  standard.reserve(text.size() + 2);
+  for (const char c : text) {
+    if (c == '\n' || c == '\r') continue;
+    if (c == '=' || c == '+' || c == '/') return std::nullopt;
+    standard += c == '-' ? '+' : c == '_' ? '/' : c;
+  }
+  standard.append((4 - standard.size() % 4) % 4, '=');
+  return base64_decode(standard);
+}
+
 bool Base64Decoder::feed(std::string_view text, std::string& out) {
   // One pass over the text (pages are megabytes).
   for (const char c : text) {

@@ -1,5 +1,6 @@
 #pragma once
-// Standard base64 (RFC 4648 alphabet, with padding). Internal, sans-IO.
+// Standard base64 (RFC 4648 alphabet, with padding), and base64url without padding (exe0
+// tokens). Internal, sans-IO.
 
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +16,15 @@ namespace exedev::detail {
 /// tool wraps its output in lines; `=` may only end the last quartet; anything else outside the
 /// alphabet, or a missing or surplus digit, gives nullopt.
 [[nodiscard]] std::optional<std::string> base64_decode(std::string_view text);
+
+/// base64url (RFC 4648 §5: `-` and `_` for `+` and `/`) without padding, as Go's
+/// base64.RawURLEncoding writes it.
+[[nodiscard]] std::string base64url_encode(std::string_view bytes);
+
+/// Decodes unpadded base64url as Go's base64.RawURLEncoding does: `\n` and `\r` are skipped;
+/// `=`, `+`, `/` or any other character outside the alphabet, or a length that leaves one lone
+/// digit, gives nullopt.
+[[nodiscard]] std::optional<std::string> base64url_decode(std::string_view text);
 
 /// base64_decode over text that arrives in pieces, split anywhere: each feed appends the bytes
 /// of the quartets it completes to `out`, finish() the last quartet's. The same text decodes to

@@ -164,6 +164,8 @@ void Lobby::reload(const std::optional<std::string>& saved_state) {
   if (saved_state) stored = parse_state(*saved_state);
   vms_.clear();
   keys_.clear();
+  signed_keys_.clear();
+  exe1_handles_.clear();
   faults_.clear();
   limiter_.clear();
   ssh_keys_.clear();

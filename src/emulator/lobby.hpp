@@ -18,8 +18,9 @@
 // The implementation is split by seam: lobby.cpp (construction, plans, tokens, views),
 // lobby_state.cpp (the state, its JSON, replies), lobby_pipeline.cpp (the command table and the
 // three stages), lobby_vm_commands.cpp, lobby_meta_commands.cpp (help, whoami, ssh-key
-// generate-api-key), vm_commands_extra.cpp, lobby_ssh_keys.cpp (ssh-key list, add, remove) and
-// lobby_instrumentation.cpp (faults, modes, records).
+// generate-api-key), vm_commands_extra.cpp, lobby_ssh_keys.cpp (ssh-key list, add, remove),
+// lobby_exe0.cpp (exe0 tokens and exe0-to-exe1) and lobby_instrumentation.cpp (faults, modes,
+// records).
 
 #include <exedev/emulator/emulator.hpp>
 
@@ -262,7 +263,16 @@ class Lobby {
   SshWhere ssh_where(const Vm& vm) const;
   /// Whether a VM of this name belongs to the key's account.
   bool in_account(const Key& key, const std::string& name) const;
+  // lobby_exe0.cpp: exe0 tokens signed by the accounts' SSH keys, and their exe1 handles.
   std::variant<Reply, SshPlan> cmd_exe0_to_exe1(const Key&, const Prepared&);
+  /// Authorizes a signed token (`exe0.…`, or an exe1 handle exe0-to-exe1 made) as exe.dev's
+  /// validateToken does: the key it names on success (kept until the token expires), else the
+  /// 401 or 403 reply.
+  std::variant<Reply, const Key*> authorize_signed(const std::string& token, Instant now);
+  /// The key a token authorized: an API token's, or a signed token's.
+  const Key* key_of(const std::string& token) const;
+  /// The registered SSH key with this fingerprint ("SHA256:…"), or nullptr.
+  const SshKey* ssh_key_by_fingerprint(const std::string& fingerprint) const;
   std::variant<Reply, SshPlan> share_visibility(const Key&, const Prepared&, const std::string& share);
   /// The VM named by `share …`'s first argument, owned and in the key's tag scope; nullptr with
   /// `error` set otherwise.
@@ -309,6 +319,10 @@ class Lobby {
   std::map<std::string, Vm> vms_;           // by name
   std::set<std::string> reserved_names_;    // VMs being created
   std::map<std::string, Key> keys_;         // by token
+  // Signed tokens that authorized a request (by token), and the exe1 handles of exe0 tokens
+  // (exe1 → exe0, expiry); in memory only.
+  std::map<std::string, Key> signed_keys_;
+  std::map<std::string, std::pair<std::string, WallTime>> exe1_handles_;
   std::vector<SshKey> ssh_keys_;            // in the order registered
   std::uint64_t next_ssh_key_number_ = 1;   // names `key-N` for keys without a comment
   std::string default_token_;

@@ -129,16 +129,23 @@ std::variant<Reply, std::string> Lobby::authorize(std::string_view method, std::
   const std::string token(trim_space(authorization.substr(space + 1)));
   if (token.empty()) return unauthorized("missing or invalid Authorization header");
 
-  const auto it = keys_.find(token);
-  if (token.size() > 8192 || it == keys_.end()) return unauthorized("invalid token");
-  const Key& key = it->second;
-  if (key.spec.expires_at && now.wall >= *key.spec.expires_at) return unauthorized("invalid token: token has expired");
-  if (key.spec.key_expires_at && now.wall >= *key.spec.key_expires_at) return error_reply(403, "SSH key has expired");
+  const Key* key = nullptr;
+  if (const auto it = keys_.find(token); it != keys_.end() && token.size() <= 8192) {
+    key = &it->second;
+    if (key->spec.expires_at && now.wall >= *key->spec.expires_at) return unauthorized("invalid token: token has expired");
+  } else {
+    auto signed_key = authorize_signed(token, now);
+    if (auto* refused = std::get_if<Reply>(&signed_key)) return std::move(*refused);
+    key = std::get<const Key*>(signed_key);
+  }
+  if (key->spec.key_expires_at && now.wall >= *key->spec.key_expires_at) return error_reply(403, "SSH key has expired");
+  // One bucket per signing key (exe.dev keys it by fingerprint): every exe0 token of a key shares it.
+  const std::string& bucket = signed_keys_.count(token) ? key->fingerprint : token;
   const RateLimit& limits = config_.modes.rate_limit;
-  if (limits.enabled && !limiter_.allow(limits, token, now.steady)) {
+  if (limits.enabled && !limiter_.allow(limits, bucket, now.steady)) {
     Reply refused = error_reply(429, "rate limit exceeded");
     if (limits.retry_after) {
-      const auto seconds = static_cast<long long>(std::ceil(limiter_.seconds_until_token(limits, token)));
+      const auto seconds = static_cast<long long>(std::ceil(limiter_.seconds_until_token(limits, bucket)));
       refused.headers.emplace_back("Retry-After", std::to_string(std::max(1LL, seconds)));
     }
     return refused;
@@ -176,9 +183,9 @@ std::variant<Reply, Prepared> Lobby::prepare(const std::string& token, std::stri
     }
   }
 
-  const auto key_it = keys_.find(token);
-  if (key_it == keys_.end()) return error_reply(401, "invalid token");
-  const Key& key = key_it->second;
+  const Key* found = key_of(token);
+  if (found == nullptr) return error_reply(401, "invalid token");
+  const Key& key = *found;
   if (!key.all_commands) {
     const auto& cmds = key.spec.cmds ? *key.spec.cmds : default_cmds;
     const bool allowed = std::any_of(cmds.begin(), cmds.end(), [&](const std::string& entry) {
@@ -190,16 +197,16 @@ std::variant<Reply, Prepared> Lobby::prepare(const std::string& token, std::stri
 }
 
 Step Lobby::execute(const Prepared& request, SteadyTime started, Instant now) {
-  const auto key_it = keys_.find(request.token);
-  if (key_it == keys_.end()) return Step{{}, fail("SSH key was removed")};
+  const Key* key = key_of(request.token);
+  if (key == nullptr) return Step{{}, fail("SSH key was removed")};
   std::size_t length = 0;
   const Command* command = resolve(request.words, length);
   // Tag-scoped keys are deny-by-default (§1.3, §2.4).
-  if (key_it->second.spec.tag && !allowed_for_tag_scoped_keys(command->name)) {
+  if (key->spec.tag && !allowed_for_tag_scoped_keys(command->name)) {
     return Step{{}, fail("command not allowed by SSH key permissions")};
   }
   now_ = now;
-  auto result = (this->*(command->handler))(key_it->second, request);
+  auto result = (this->*(command->handler))(*key, request);
   Step step{take_plan(), Reply{}};
   if (auto* plan = std::get_if<SshPlan>(&result)) {
     step.answer = std::move(*plan);

@@ -413,23 +413,4 @@ Lobby::ProxyDecision Lobby::proxy_decision(const std::string& vm, std::uint16_t 
   return {200, "OK", static_cast<std::uint16_t>(bare ? found.proxy_port : requested_port)};
 }
 
-std::variant<Reply, SshPlan> Lobby::cmd_exe0_to_exe1(const Key& key, const Prepared& request) {
-  std::optional<Reply> error;
-  const auto flags = parse_command_flags(request, error);
-  if (!flags) return *error;
-  if (flags->positional.size() != 1) return fail("usage: exe0-to-exe1 [--vm=VMNAME] <exe0-token>");
-  if (flags->has("vm") && find_visible(key, flags->str("vm")) == nullptr) {
-    return fail(fmt::format("VM \"{}\" not found or access denied", flags->str("vm")));
-  }
-  const std::string& token = flags->positional[0];
-  if (token.size() > 8192) return fail("invalid token: invalid token: exceeds maximum size");
-  if (token.rfind("exe0.", 0) != 0) return fail("invalid token: invalid token format: missing exe0. prefix");
-  if (std::count(token.begin(), token.end(), '.') != 2) {
-    return fail("invalid token: invalid token format: expected exe0.<payload>.<sigblob>");
-  }
-  // exe.dev then looks up the signing key by fingerprint among the account's SSH keys. The
-  // emulator's account has no key that signs exe0 tokens, so every well-formed one fails there.
-  return fail("invalid token");
-}
-
 }  // namespace exedev::emulator

@@ -48,8 +48,9 @@ Workspace (exactly one):
   --vm=NAME                 an existing exe.dev VM
   --ref=JSON                an existing exe.dev VM by its workspace ref,
                             {"provider": "exedev", "id": "NAME"}
-  exe.dev reads its API token from EXE_TOKEN and its URL from EXE_BASE_URL
-  (default https://exe.dev).
+  exe.dev: its URL from EXE_BASE_URL (default https://exe.dev); an API token from
+  EXE_TOKEN, else short-lived exe0 tokens signed with your SSH key registered there
+  (--ssh-key, else as SSH chooses: EXE_SSH_KEY, ~/.ssh/config, ssh-agent, default files).
 
 VM (--exedev and --emulator; --working-dir and --scope-tag also when attaching):
   --name=NAME  --image=IMAGE  --base=VM  --tag=TAG (repeatable)  --comment=TEXT
@@ -235,7 +236,14 @@ class Environment {
     options.spec = VMSpec(config.spec);
     options.scope_tag = config.scope_tag;
     options.env = config.env;
-    if (emulator != nullptr) options.client_options = emulator::client_options(*emulator);
+    if (emulator != nullptr) {
+      options.client_options = emulator::client_options(*emulator);
+    } else {
+      // Without EXE_TOKEN, the SSH key signs the API's tokens too: one credential.
+      TokenMinting minting;
+      if (config.ssh_key) minting.key.private_key_file = *config.ssh_key;
+      options.client_options.minting = minting;
+    }
     options.transport = config.transport;
     if (config.ssh_key) options.ssh.private_key_file = *config.ssh_key;
     if (config.known_hosts) {

@@ -53,6 +53,22 @@ void raise_after_close(std::exception_ptr error, std::exception_ptr close_error)
   if (close_error) std::rethrow_exception(close_error);
 }
 
+const std::vector<std::string>& vms_commands() {
+  static const std::vector<std::string> commands = {"new", "cp", "tag", "comment", "ssh", "ls", "pause", "resume", "rm"};
+  return commands;
+}
+
+const std::vector<std::string>& sandbox_backend_commands() {
+  static const std::vector<std::string> commands = {"new", "cp", "tag", "comment", "ssh", "ls", "resume", "rm", "whoami",
+                                                    "share show"};
+  return commands;
+}
+
+ClientOptions with_minted_commands(ClientOptions options, const std::vector<std::string>& commands) {
+  if (options.minting && !options.minting->cmds) options.minting->cmds = commands;
+  return options;
+}
+
 ClientHolder::ClientHolder(std::optional<Client> given, ClientOptions options)
     : given_(std::move(given)), options_(std::move(options)) {}
 
@@ -86,11 +102,11 @@ void rethrow_access_mapped(std::exception_ptr error, const std::string& context)
   } catch (const APIError& e) {
     const auto code = e.code();
     if (code == errc::authentication_failed) {
-      throw_nested(error,
-                   ExeDevAccessError(e.status() == 0 ? std::nullopt : std::optional<unsigned>(401), e.command(), context));
+      if (e.status() == 0) throw_nested(error, ExeDevAccessError(std::nullopt, e.command(), context));
+      throw_nested(error, ExeDevAccessError(401, e.command(), context, e.server_message()));
     }
     if (code == errc::permission_denied || (code == errc::command_failed && is_scope_refusal(e))) {
-      throw_nested(error, ExeDevAccessError(403, e.command(), context));
+      throw_nested(error, ExeDevAccessError(403, e.command(), context, e.server_message()));
     }
     throw;
   }

@@ -32,6 +32,16 @@ namespace exedev::detail {
 /// with the close's error nested (the seed's close contract). Returns when neither failed.
 void raise_after_close(std::exception_ptr error, std::exception_ptr close_error);
 
+/// The lobby commands VMs sends (new or cp, tag, comment and ssh to get a VM ready, ls, pause
+/// after an ssh `sync`, resume, rm), and SandboxBackend's (the same without pause, plus whoami:
+/// the account's keys for SSH, and share show: served URLs). docs/client.md, "What a token
+/// allows".
+[[nodiscard]] const std::vector<std::string>& vms_commands();
+[[nodiscard]] const std::vector<std::string>& sandbox_backend_commands();
+/// `options`, whose minted tokens allow exactly `commands` when it mints and TokenMinting::cmds
+/// names none (a caller's list is kept).
+[[nodiscard]] ClientOptions with_minted_commands(ClientOptions options, const std::vector<std::string>& commands);
+
 /// A client given by the user (never closed) or made on first use (closed by close()).
 class ClientHolder {
  public:

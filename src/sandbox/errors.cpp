@@ -1,5 +1,7 @@
 #include <exedev/sandbox/errors.hpp>
 
+#include "common/inert_text.hpp"
+
 namespace exedev {
 namespace {
 
@@ -9,10 +11,15 @@ std::string join_tags(const std::vector<std::string>& tags) {
   return out.empty() ? "none" : out;
 }
 
-std::string access_message(std::optional<unsigned> status, const std::string& command) {
-  if (!status) return "no exe.dev API token: set EXE_TOKEN or pass a client with a token";
-  if (*status == 401) return "exe.dev rejected the API token (401) for `" + command + "`";
-  return "the exe.dev API token may not run `" + command + "` (" + std::to_string(*status) + ")";
+std::string access_message(std::optional<unsigned> status, const std::string& command, const std::string& server_message) {
+  if (!status) {
+    return "no exe.dev API token: set EXE_TOKEN, pass a client with a token, or let the client sign tokens with your "
+           "SSH key (ClientOptions::minting)";
+  }
+  std::string text = *status == 401 ? "exe.dev rejected the API token (401) for `" + command + "`"
+                                    : "the exe.dev API token may not run `" + command + "` (" + std::to_string(*status) + ")";
+  if (!server_message.empty()) text += ": " + detail::inert_text(server_message);
+  return text;
 }
 
 }  // namespace
@@ -25,8 +32,9 @@ VMOutOfScopeError::VMOutOfScopeError(std::string vm_name, std::string scope_tag)
       vm_name_(std::move(vm_name)), scope_tag_(std::move(scope_tag)) {}
 
 ExeDevAccessError::ExeDevAccessError(std::optional<unsigned> status, const std::string& command,
-                                     const std::string& context)
-    : WorkspaceUnavailableError((context.empty() ? std::string() : context + ": ") + access_message(status, command)),
+                                     const std::string& context, const std::string& server_message)
+    : WorkspaceUnavailableError((context.empty() ? std::string() : context + ": ") +
+                                access_message(status, command, server_message)),
       status_(status), command_(status ? command : std::string()) {}
 
 CommandOutcomeUnknownError::CommandOutcomeUnknownError(const std::string& vm_name, PartialOutput output)

@@ -188,7 +188,8 @@ struct SandboxBackend::Impl {
       // A backend never destroys its environment: a cancelled provision keeps the VM it made.
       : target(o.ref ? detail::ProvisionPlan::Kind::attach : detail::ProvisionPlan::Kind::provision, false, std::move(o.spec),
            std::move(o.scope_tag), o.readiness),
-        client(std::move(o.client), o.client_options), env(std::move(o.env)),
+        client(std::move(o.client), detail::with_minted_commands(o.client_options, detail::sandbox_backend_commands())),
+        env(std::move(o.env)),
         limits(exedev_shell_filesystem_limits(env, target.spec.working_dir(), o.transfer)),
         file_operation_timeout(o.ssh.file_operation_timeout),
         route(o.transport, std::move(o.ssh), std::move(ssh_endpoints),

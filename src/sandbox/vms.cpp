@@ -133,7 +133,9 @@ VMs::VMs(std::optional<std::string> scope_tag, std::optional<Client> client)
 
 VMs::VMs(VMsOptions options)
     : impl_(std::make_unique<Impl>(Impl{Settings{options.scope_tag, options.readiness},
-                                        detail::ClientHolder(std::move(options.client), std::move(options.client_options))})) {
+                                        detail::ClientHolder(std::move(options.client),
+                                                             detail::with_minted_commands(std::move(options.client_options),
+                                                                                          detail::vms_commands()))})) {
   if (impl_->settings.scope_tag) validate_tag(*impl_->settings.scope_tag, "scope_tag");
 }
 

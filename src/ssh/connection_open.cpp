@@ -28,8 +28,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <fcntl.h>
-#include <fstream>
-#include <sstream>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -42,21 +40,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-// A file's whole content, or the errno that stopped reading it.
-struct FileText {
-  std::string text;
-  int error = 0;
-};
-
-FileText read_text_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {{}, errno != 0 ? errno : ENOENT};
-  std::ostringstream content;
-  content << in.rdbuf();
-  if (in.bad()) return {{}, EIO};
-  return {content.str(), 0};
-}
 
 using exedev::detail::throw_cancelled;
 
@@ -81,14 +64,12 @@ asio::awaitable<tcp::socket> connect_socket(const Endpoint& endpoint, const SshO
   // The hosts file first: an address there is resolved without the system's resolver.
   std::string address = endpoint.host;
   if (const auto hosts = hosts_file_to_use(options.hosts_file); !hosts.empty()) {
-    std::ifstream in(hosts);
-    std::stringstream text;
-    text << in.rdbuf();
-    if (!in) {
+    const auto text = read_text_file(hosts);
+    if (text.error != 0) {
       timer.cancel();
       throw ConnectionError(fmt::format("SSH: cannot read the hosts file {}", hosts.string()), false);
     }
-    if (auto listed = address_in_hosts(text.str(), endpoint.host)) address = std::move(*listed);
+    if (auto listed = address_in_hosts(text.text, endpoint.host)) address = std::move(*listed);
   }
   auto results = co_await resolver.async_resolve(address, port, asio::redirect_error(asio::use_awaitable, ec));
   if (ec == asio::error::operation_aborted && !timed_out) throw_cancelled();
@@ -276,13 +257,13 @@ class Authenticator {
       throw_failed();
     }
     // ssh_config's IdentityFile keys first: the user chose them for this host.
-    const bool by_config = co_await try_files(settings_.identity_files, true);
+    const bool by_config = co_await try_files(settings_.keys.identity_files, true);
     if (by_config) co_return;
-    if (settings_.use_agent) {
+    if (settings_.keys.use_agent) {
       const bool accepted = co_await try_agent();
       if (accepted) co_return;
     }
-    const bool by_default = co_await try_files(settings_.default_key_files, false);
+    const bool by_default = co_await try_files(settings_.keys.default_key_files, false);
     if (by_default) co_return;
     throw_failed();
   }
@@ -290,7 +271,7 @@ class Authenticator {
  private:
   std::optional<KeyText> explicit_key_text() const {
     if (options_.private_key_pem) return KeyText{*options_.private_key_pem, "private_key_pem"};
-    const auto& path = settings_.explicit_key_file;
+    const auto& path = settings_.keys.explicit_key_file;
     if (!path) return std::nullopt;
     auto content = read_text_file(*path);
     if (content.error != 0) throw_unusable(path->string(), fmt::format("it cannot be read: {}", std::strerror(content.error)));
@@ -300,16 +281,9 @@ class Authenticator {
   // Tries each key file in order; a missing one is skipped (named when ssh_config names it).
   asio::awaitable<bool> try_files(const std::vector<fs::path>& files, bool named_in_config) {
     for (const auto& path : files) {
-      auto content = read_text_file(path);
-      if (content.error == ENOENT) {
-        if (named_in_config) tried_.push_back(fmt::format("{} (ssh_config IdentityFile: no such file)", path.string()));
-        continue;
-      }
-      if (content.error != 0) {
-        tried_.push_back(fmt::format("{} (unreadable: {})", path.string(), std::strerror(content.error)));
-        continue;
-      }
-      const KeyText key{std::move(content.text), path.string()};
+      auto text = key_file_text(path, named_in_config, tried_);
+      if (!text) continue;
+      const KeyText key{std::move(*text), path.string()};
       if (const auto problem = key_problem(key, false); !problem.empty()) {
         tried_.push_back(fmt::format("{} (skipped: {})", path.string(), problem));
         continue;
@@ -339,8 +313,9 @@ class Authenticator {
 
   // The agent's socket is a local unix socket; libssh2 talks to it blocking (a short exchange per key).
   asio::awaitable<bool> try_agent() {
-    const char* socket_path = std::getenv("SSH_AUTH_SOCK");
-    if (socket_path == nullptr || *socket_path == '\0') co_return false;
+    const auto socket = agent_socket();
+    if (!socket) co_return false;
+    const char* socket_path = socket->c_str();
     LIBSSH2_AGENT* agent = ::libssh2_agent_init(driver_.session());
     if (agent == nullptr) co_return false;
     struct AgentGuard {

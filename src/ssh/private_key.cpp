@@ -1,42 +1,18 @@
 #include "ssh/private_key.hpp"
 
 #include "common/base64.hpp"
+#include "common/ssh_wire.hpp"
 
 #include <fmt/format.h>
 
-#include <cstdint>
-#include <optional>
-
 namespace exedev::ssh {
+
+using detail::WireReader;
 
 namespace {
 
 constexpr std::string_view openssh_begin = "-----BEGIN OPENSSH PRIVATE KEY-----";
 constexpr std::string_view openssh_end = "-----END OPENSSH PRIVATE KEY-----";
-
-// Reads SSH wire strings from the decoded OpenSSH key.
-class Reader {
- public:
-  explicit Reader(std::string_view bytes) : bytes_(bytes) {}
-  std::optional<std::string_view> string() {
-    if (bytes_.size() < 4) return std::nullopt;
-    std::uint32_t length = 0;
-    for (int i = 0; i < 4; ++i) length = (length << 8) | static_cast<unsigned char>(bytes_[i]);
-    bytes_.remove_prefix(4);
-    if (length > bytes_.size()) return std::nullopt;
-    const auto out = bytes_.substr(0, length);
-    bytes_.remove_prefix(length);
-    return out;
-  }
-  bool skip(std::size_t count) {
-    if (count > bytes_.size()) return false;
-    bytes_.remove_prefix(count);
-    return true;
-  }
-
- private:
-  std::string_view bytes_;
-};
 
 PrivateKeyInfo inspect_openssh(std::string_view text) {
   PrivateKeyInfo info;
@@ -58,7 +34,7 @@ PrivateKeyInfo inspect_openssh(std::string_view text) {
     info.problem = "an OpenSSH private key whose content does not decode";
     return info;
   }
-  Reader reader(std::string_view(*decoded).substr(magic.size()));
+  WireReader reader(std::string_view(*decoded).substr(magic.size()));
   const auto cipher = reader.string();
   const auto kdf = reader.string();
   const auto kdf_options = reader.string();
@@ -70,7 +46,7 @@ PrivateKeyInfo inspect_openssh(std::string_view text) {
   }
   info.encrypted = *cipher != "none";
   info.public_blob = std::string(*public_key);
-  Reader key_reader(*public_key);
+  WireReader key_reader(*public_key);
   const auto type = key_reader.string();
   if (!type) {
     info.problem = "an OpenSSH private key without a key type";

@@ -22,7 +22,7 @@ LAYERS = {
     'errors': set(),  # <exedev/errors.hpp>, <exedev/error_code.hpp>: the error hierarchy
     'workspace': {'common'},
     'ssh': {'common', 'errors'},
-    'client': {'common', 'errors', 'asio'},
+    'client': {'common', 'errors', 'asio', 'ssh'},  # exe0 tokens signed with ssh's key choice
     'sandbox': {'common', 'errors', 'workspace', 'ssh', 'client'},
     'tools': {'common', 'workspace'},
     'testing': {'common', 'workspace'},

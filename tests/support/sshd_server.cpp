@@ -146,6 +146,14 @@ std::string KeyPair::public_line() const {
 
 std::string KeyPair::private_text() const { return read_file(private_key); }
 
+std::string KeyPair::fingerprint() const {
+  std::string output;
+  run_program({"/usr/bin/ssh-keygen", "-l", "-E", "sha256", "-f", public_key.string()}, &output);
+  // "256 SHA256:xxxx comment (ED25519)"
+  const auto begin = output.find("SHA256:");
+  return output.substr(begin, output.find(' ', begin) - begin);
+}
+
 KeyPair make_key(const fs::path& directory, const std::string& name, const std::string& passphrase, const std::string& type) {
   const auto path = directory / name;
   std::string output;
@@ -190,13 +198,7 @@ std::string SshServer::known_hosts_line() const {
   return "[127.0.0.1]:" + std::to_string(port_) + " " + line.substr(0, space);
 }
 
-std::string SshServer::host_key_fingerprint() const {
-  std::string output;
-  run_program({"/usr/bin/ssh-keygen", "-l", "-E", "sha256", "-f", host_key_.public_key.string()}, &output);
-  // "2048 SHA256:xxxx comment (RSA)"
-  const auto begin = output.find("SHA256:");
-  return output.substr(begin, output.find(' ', begin) - begin);
-}
+std::string SshServer::host_key_fingerprint() const { return host_key_.fingerprint(); }
 
 std::string SshServer::log() const { return read_file(directory_ / "sshd.log"); }
 

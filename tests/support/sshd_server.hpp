@@ -25,6 +25,7 @@ struct KeyPair {
   std::filesystem::path public_key;
   [[nodiscard]] std::string public_line() const;    ///< "ssh-ed25519 AAAA… comment"
   [[nodiscard]] std::string private_text() const;   ///< the private key file's content
+  [[nodiscard]] std::string fingerprint() const;    ///< "SHA256:…", as ssh-keygen -l prints it
 };
 
 /// Makes a key with ssh-keygen in `directory` (encrypted when `passphrase` is not empty).

@@ -1,6 +1,6 @@
 #pragma once
-// ClientOptions: how an exedev::Client reaches exe.dev (token, endpoint, CA, timeouts, retries,
-// the rate limit, logging).
+// ClientOptions: how an exedev::Client reaches exe.dev (token or an SSH key that mints tokens,
+// endpoint, CA, timeouts, retries, the rate limit, logging).
 
 #include <chrono>
 #include <cstddef>
@@ -8,8 +8,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <exedev/coawait_guard.hpp>
+#include <exedev/ssh/key_source.hpp>
 
 namespace exedev {
 
@@ -50,10 +52,35 @@ enum class LogLevel { debug, info, warning, error };
 /// A log line. Never contains a token, an environment value or a response body.
 using Logger = std::function<void(LogLevel, std::string_view)>;
 
+/// exe0 tokens the client signs itself with an SSH key registered with exe.dev (`ssh exe.dev
+/// ssh-key add`; exedev-api.md §2), instead of an API token: each allows only `cmds` and expires
+/// `lifetime` after it is made; the next is made before that, so no request fails for an expired
+/// token. A 401 then throws AuthenticationError naming the key's fingerprint. Tokens are never
+/// logged or put in a message.
+struct TokenMinting {
+  /// The key, chosen as an SSH connection to ssh_config_host chooses it (SshKeySource; the
+  /// user's ~/.ssh/config included).
+  SshKeySource key{};
+  /// The host whose ssh_config section (IdentityFile, IdentitiesOnly) applies: the one the key is
+  /// registered through (`ssh exe.dev ssh-key add`).
+  std::string ssh_config_host = "exe.dev";
+  /// exp = now + lifetime (at least 10 s).
+  std::chrono::seconds lifetime{300};
+  /// The commands the tokens allow (exact names, e.g. "share show"); nullopt: every command the
+  /// typed calls of Client send (not what Client::exec is given), and for a Client that VMs,
+  /// SandboxBackend or Sandbox make from these options, only the commands that facade sends
+  /// (docs/client.md, "What a token allows", lists each).
+  std::optional<std::vector<std::string>> cmds{};
+  EXEDEV_COAWAIT_GUARD;
+};
+
 struct ClientOptions {
-  /// API token; when empty, EXE_TOKEN. A client with neither throws AuthenticationError
-  /// (status 0) on its first request; the message says how to create a token.
+  /// API token; when empty, EXE_TOKEN; when neither is set, tokens minted as `minting` says. A
+  /// client with none of the three throws AuthenticationError (status 0) on its first request;
+  /// the message says how to create a token.
   std::optional<std::string> token{};
+  /// Mint exe0 tokens with an SSH key when no token is configured (token, EXE_TOKEN).
+  std::optional<TokenMinting> minting{};
   /// Base URL (`https://host[:port][/prefix]`, or `http://` for a plain-HTTP emulator); when
   /// empty, EXE_BASE_URL, else https://exe.dev. A malformed URL throws std::invalid_argument
   /// from the constructor.

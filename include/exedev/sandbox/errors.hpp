@@ -45,8 +45,11 @@ class VMOutOfScopeError : public workspace::WorkspaceUnavailableError {
 class ExeDevAccessError : public workspace::WorkspaceUnavailableError {
  public:
   /// `command` is the lobby command's name ("ssh", "new", ...), never its arguments. `context`,
-  /// when given, starts the message (e.g. why the command was needed).
-  ExeDevAccessError(std::optional<unsigned> status, const std::string& command, const std::string& context = {});
+  /// when given, starts the message (e.g. why the command was needed). `server_message`, when
+  /// given, ends it, shown inert: what the client's error said of the refusal (exe.dev's text;
+  /// for a minted token, the signing key's fingerprint and what to check).
+  ExeDevAccessError(std::optional<unsigned> status, const std::string& command, const std::string& context = {},
+                    const std::string& server_message = {});
   [[nodiscard]] std::optional<unsigned> status() const noexcept { return status_; }
   /// The command the token lacks (empty without a token).
   [[nodiscard]] const std::string& command() const noexcept { return command_; }

@@ -32,6 +32,14 @@ bool over_ssh() {
   return value != nullptr && std::string(value) == "ssh";
 }
 
+// The credential under test, from EXEDEV_CONFORMANCE_CREDENTIAL: "minted" signs exe0 tokens with
+// the key the emulator has registered (ClientOptions::minting), with no token and no EXE_TOKEN;
+// else the emulator's token.
+bool minting() {
+  const char* value = std::getenv("EXEDEV_CONFORMANCE_CREDENTIAL");
+  return value != nullptr && std::string(value) == "minted";
+}
+
 // The client keys of ssh mode, made once in a directory of their own that is removed at exit:
 // the key the emulator's account registers, and an ssh-agent holding two keys of no account
 // before it, as a user's agent with work keys does. The front lets every key in and the first
@@ -64,13 +72,25 @@ const ClientKeys& ssh_keys() {
 exedev::emulator::Emulator& emulator() {
   static exedev::emulator::Emulator instance([] {
     exedev::emulator::Options options;
-    if (over_ssh()) options.ssh_authorized_keys.push_back(ssh_keys().registered.public_line());
+    if (over_ssh() || minting()) options.ssh_authorized_keys.push_back(ssh_keys().registered.public_line());
     return options;
   }());
   return instance;
 }
 
-exedev::ClientOptions client_options() { return exedev::emulator::client_options(emulator()); }
+exedev::ClientOptions client_options() {
+  auto o = exedev::emulator::client_options(emulator());
+  if (!minting()) return o;
+  // No token anywhere: every request of the suite carries a token the client minted.
+  o.token.reset();
+  ::unsetenv("EXE_TOKEN");
+  exedev::TokenMinting minted;
+  minted.key.private_key_file = ssh_keys().registered.private_key;
+  minted.key.use_agent = false;
+  minted.key.use_config = false;  // the user's ~/.ssh/config must not change what a test does
+  o.minting = minted;
+  return o;
+}
 
 // The file-transfer configuration under test, from EXEDEV_CONFORMANCE_TRANSFER (one CTest entry
 // each): default, window1, pacing, reference, compression_off, or ssh (the SSH transport).

@@ -33,13 +33,6 @@ std::string other_key_line(const Fixture& f) {
   return "[127.0.0.1]:" + std::to_string(f.server.port()) + " " + line.substr(0, line.rfind(' '));
 }
 
-std::string fingerprint_of(const test_support::KeyPair& key) {
-  std::string output;
-  test_support::run_program({"/usr/bin/ssh-keygen", "-l", "-E", "sha256", "-f", key.public_key.string()}, &output);
-  const auto begin = output.find("SHA256:");
-  return output.substr(begin, output.find(' ', begin) - begin);
-}
-
 }  // namespace
 
 TEST_CASE("ssh host keys: strict accepts the recorded key and refuses a changed one, naming both fingerprints") {
@@ -60,9 +53,9 @@ TEST_CASE("ssh host keys: strict accepts the recorded key and refuses a changed 
     CHECK(e.code() == errc::host_key_rejected);
     CHECK(e.host() == "[127.0.0.1]:" + std::to_string(f.server.port()));
     CHECK(e.offered_fingerprint() == f.server.host_key_fingerprint());
-    CHECK(e.recorded_fingerprint() == fingerprint_of(other));
+    CHECK(e.recorded_fingerprint() == other.fingerprint());
     CHECK_THAT(message, Catch::Contains(f.server.host_key_fingerprint()));
-    CHECK_THAT(message, Catch::Contains(fingerprint_of(other)));
+    CHECK_THAT(message, Catch::Contains(other.fingerprint()));
     CHECK_THAT(message, Catch::Contains("line 2"));
     CHECK_FALSE(e.may_have_run());
   });
@@ -285,7 +278,7 @@ TEST_CASE("ssh authentication: with the account's keys known, only they are offe
   const auto work = test_support::make_key(f.server.directory(), "work_key");
   f.server.authorize(work);  // the server would take it: only the account's list keeps it out
   const test_support::Agent agent(f.server.directory(), {work, f.server.client_key()});
-  const auto registered = fingerprint_of(f.server.client_key());
+  const auto registered = f.server.client_key().fingerprint();
   testing::run([&](auto) -> asio::awaitable<void> {
     auto options = f.options();
     options.private_key_file.reset();
@@ -300,7 +293,7 @@ TEST_CASE("ssh authentication: with the account's keys known, only they are offe
     // Without the list the agent's first key gets in.
     auto unfiltered = Connection::open(f.endpoint(), options);
     connection = co_await std::move(unfiltered);
-    CHECK(connection->user_key_fingerprint() == fingerprint_of(work));
+    CHECK(connection->user_key_fingerprint() == work.fingerprint());
     co_await connection->close();
 
     // A default file that is not the account's is not offered either; an explicit key of
@@ -316,6 +309,6 @@ TEST_CASE("ssh authentication: with the account's keys known, only they are offe
     auto explicit_other = Connection::open(f.endpoint(), options, account);
     const auto e = co_await expect_throw<SshAuthenticationError>(std::move(explicit_other));
     CHECK_THAT(e.what(), Catch::Contains("not a key of the exe.dev account") && Catch::Contains("ssh-key add") &&
-                             Catch::Contains(fingerprint_of(work)));
+                             Catch::Contains(work.fingerprint()));
   });
 }

@@ -7,6 +7,8 @@
 
 using exedev::detail::base64_decode;
 using exedev::detail::base64_encode;
+using exedev::detail::base64url_decode;
+using exedev::detail::base64url_encode;
 
 TEST_CASE("base64 round-trips every byte value at every length remainder", "[unit][common]") {
   std::string all;
@@ -73,5 +75,24 @@ TEST_CASE("base64 decoding in pieces gives base64_decode's answer, however the t
       CHECK(ok == whole.has_value());
       if (ok && whole) CHECK(out == *whole);
     }
+  }
+}
+
+TEST_CASE("base64url: the URL alphabet without padding, as Go's RawURLEncoding", "[unit][common]") {
+  const std::pair<const char*, const char*> vectors[] = {{"", ""},       {"f", "Zg"},         {"fo", "Zm8"},
+                                                         {"foo", "Zm9v"}, {"foob", "Zm9vYg"}, {"fooba", "Zm9vYmE"}};
+  for (const auto& [plain, encoded] : vectors) {
+    CHECK(base64url_encode(plain) == encoded);
+    CHECK(base64url_decode(encoded) == std::string(plain));
+  }
+  CHECK(base64url_encode(std::string("\xFB\xFF", 2)) == "-_8");
+  CHECK(base64url_decode("-_8") == std::string("\xFB\xFF", 2));
+  std::string all;
+  for (int i = 0; i < 256; ++i) all += static_cast<char>(i);
+  for (std::size_t n = 0; n <= all.size(); ++n) CHECK(base64url_decode(base64url_encode(all.substr(0, n))) == all.substr(0, n));
+  CHECK(base64url_decode("Zm9v\nYmE") == std::string("fooba"));
+  for (const char* bad : {"Zg==", "Zg=", "+/8", "Z", "Zm9vY", "Zm 9v", "Zm9v#"}) {
+    INFO(bad);
+    CHECK_FALSE(base64url_decode(bad).has_value());
   }
 }

@@ -20,7 +20,10 @@ TEST_CASE("sandbox errors are workspace errors of the right kind") {
   CHECK(ExeDevAccessError(401, "ssh").status() == 401u);
   CHECK(ExeDevAccessError(403, "ssh").status() == 403u);
   CHECK_FALSE(ExeDevAccessError(std::nullopt, "ssh").status());
-  CHECK_THAT(ExeDevAccessError(std::nullopt, "ssh").what(), Catch::Contains("EXE_TOKEN"));
+  CHECK_THAT(ExeDevAccessError(std::nullopt, "ssh").what(), Catch::Contains("EXE_TOKEN") && Catch::Contains("SSH key"));
+  // What the client said of the refusal ends the message, inert (a minted token's key, say).
+  const ExeDevAccessError minted(401, "new", "", "invalid token; the token was minted with the SSH key SHA256:abc\x1b[2J");
+  CHECK_THAT(minted.what(), Catch::EndsWith("(401) for `new`: invalid token; the token was minted with the SSH key SHA256:abc\\x1b[2J"));
 
   const CommandOutcomeUnknownError unknown("build-42", PartialOutput{"partial"});
   STATIC_REQUIRE(std::is_base_of_v<workspace::WorkspaceError, CommandOutcomeUnknownError>);

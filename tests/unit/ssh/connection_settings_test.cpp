@@ -111,35 +111,35 @@ TEST_CASE("connection settings: which keys: explicit, ssh_config's IdentityFile,
   const fs::path ed25519 = "/home/ada/.ssh/id_ed25519", rsa = "/home/ada/.ssh/id_rsa";
   SECTION("nothing configured: the agent, then OpenSSH's default files") {
     const auto settings = settle_connection(Endpoint{"h", 22, "u"}, SshOptions{}, SshConfig{}, ada());
-    CHECK_FALSE(settings.explicit_key_file);
-    CHECK(settings.identity_files.empty());
-    CHECK(settings.use_agent);
-    CHECK(settings.default_key_files == std::vector<fs::path>{ed25519, rsa});
+    CHECK_FALSE(settings.keys.explicit_key_file);
+    CHECK(settings.keys.identity_files.empty());
+    CHECK(settings.keys.use_agent);
+    CHECK(settings.keys.default_key_files == std::vector<fs::path>{ed25519, rsa});
   }
   SECTION("an explicit key file, else EXE_SSH_KEY") {
     auto local = ada();
     local.exe_ssh_key = "/keys/from-env";
     SshOptions options;
-    CHECK(settle_connection(Endpoint{"h", 22, "u"}, options, SshConfig{}, local).explicit_key_file == fs::path("/keys/from-env"));
+    CHECK(settle_connection(Endpoint{"h", 22, "u"}, options, SshConfig{}, local).keys.explicit_key_file == fs::path("/keys/from-env"));
     options.private_key_file = "/keys/explicit";
-    CHECK(settle_connection(Endpoint{"h", 22, "u"}, options, SshConfig{}, local).explicit_key_file == fs::path("/keys/explicit"));
+    CHECK(settle_connection(Endpoint{"h", 22, "u"}, options, SshConfig{}, local).keys.explicit_key_file == fs::path("/keys/explicit"));
   }
   SECTION("IdentityFile with tokens; the default files give way to it, as in OpenSSH") {
     SshConfig config;
     config.identity_files = {"~/.ssh/exe_%r", "keys/%h"};
     const auto settings = settle_connection(Endpoint{"vm.exe.xyz", 22, "vm+box"}, SshOptions{}, config, ada());
-    CHECK(settings.identity_files == std::vector<fs::path>{"/home/ada/.ssh/exe_vm+box", "/home/ada/.ssh/keys/vm.exe.xyz"});
-    CHECK(settings.use_agent);
-    CHECK(settings.default_key_files.empty());
+    CHECK(settings.keys.identity_files == std::vector<fs::path>{"/home/ada/.ssh/exe_vm+box", "/home/ada/.ssh/keys/vm.exe.xyz"});
+    CHECK(settings.keys.use_agent);
+    CHECK(settings.keys.default_key_files.empty());
   }
   SECTION("IdentitiesOnly: no agent keys") {
     SshConfig config;
     config.identity_files = {"~/.ssh/exe"};
     config.identities_only = true;
     const auto settings = settle_connection(Endpoint{"h", 22, "u"}, SshOptions{}, config, ada());
-    CHECK_FALSE(settings.use_agent);
-    CHECK(settings.identity_files == std::vector<fs::path>{"/home/ada/.ssh/exe"});
-    CHECK(settings.default_key_files.empty());
+    CHECK_FALSE(settings.keys.use_agent);
+    CHECK(settings.keys.identity_files == std::vector<fs::path>{"/home/ada/.ssh/exe"});
+    CHECK(settings.keys.default_key_files.empty());
   }
   SECTION("the caller's use_agent = false and default_key_files win over the file") {
     SshOptions options;
@@ -149,7 +149,34 @@ TEST_CASE("connection settings: which keys: explicit, ssh_config's IdentityFile,
     config.identity_files = {"~/.ssh/exe"};
     config.identities_only = false;
     const auto settings = settle_connection(Endpoint{"h", 22, "u"}, options, config, ada());
-    CHECK_FALSE(settings.use_agent);
-    CHECK(settings.default_key_files == std::vector<fs::path>{"/keys/mine"});
+    CHECK_FALSE(settings.keys.use_agent);
+    CHECK(settings.keys.default_key_files == std::vector<fs::path>{"/keys/mine"});
   }
+}
+
+TEST_CASE("connection settings: a signature's keys are settled as a connection's (settle_keys, key_source_of)") {
+  SshConfig config;
+  config.identity_files = {"~/.ssh/exe_%r"};
+  config.identities_only = true;
+  const PathTokens tokens{"/home/ada", "ada", "laptop", "exe.dev", "ada"};
+  const auto keys = settle_keys(SshKeySource{}, config, ada(), tokens);
+  CHECK_FALSE(keys.explicit_key_file);
+  CHECK(keys.identity_files == std::vector<fs::path>{"/home/ada/.ssh/exe_ada"});
+  CHECK_FALSE(keys.use_agent);
+  CHECK(keys.default_key_files.empty());
+  // SshOptions' key fields reach the choice unchanged.
+  SshOptions options;
+  options.private_key_file = "/keys/explicit";
+  options.use_agent = false;
+  options.default_key_files = {"/keys/mine"};
+  options.use_config = false;
+  options.config_file = "/etc/other_config";
+  const auto source = key_source_of(options);
+  CHECK(source.private_key_file == options.private_key_file);
+  CHECK_FALSE(source.use_agent);
+  CHECK(source.default_key_files == options.default_key_files);
+  CHECK_FALSE(source.use_config);
+  CHECK(source.config_file == options.config_file);
+  CHECK(settle_connection(Endpoint{"exe.dev", 22, "ada"}, options, SshConfig{}, ada()).keys.explicit_key_file ==
+        fs::path("/keys/explicit"));
 }
