@@ -114,6 +114,7 @@ workspace::ShellFilesystemLimits exedev_shell_filesystem_limits(const workspace:
   // all (as gzip members when they compress, which the page's size bound makes safe to inflate).
   limits.confined_content_bytes = transfer.reference_mode ? 0 : limits.read_page_bytes;
   limits.splices = !transfer.reference_mode;
+  limits.confined_block_writes = !transfer.reference_mode;
   return limits;
 }
 

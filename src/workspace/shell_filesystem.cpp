@@ -187,6 +187,29 @@ Task<void> ShellFilesystem::write_block(std::string temp, std::string block, std
   co_await check(result, path, false);
 }
 
+Task<void> ShellFilesystem::write_blocks(std::string temp, std::string_view encoded, WriteBlocks blocks,
+                                         std::size_t first, std::size_t end, std::string path) {
+  const auto executor = co_await boost::asio::this_coro::executor;
+  for (std::size_t from = first; from < end; from += limits_.write_window) {
+    const std::size_t to = std::min(end, from + limits_.write_window);
+    using Op = decltype(boost::asio::co_spawn(executor, write_block({}, {}, 0, 0, {}), boost::asio::deferred));
+    std::vector<Op> ops;
+    for (std::size_t block = from; block < to; ++block) {
+      auto writing = write_block(temp, std::string(encoded.substr(blocks.starts[block], blocks.length(block))),
+                                 blocks.granule_bytes, blocks.dd_index(block), path);
+      ops.push_back(boost::asio::co_spawn(executor, std::move(writing), boost::asio::deferred));
+    }
+    auto group = boost::asio::experimental::make_parallel_group(std::move(ops));
+    auto outcome = co_await group.async_wait(boost::asio::experimental::wait_for_one_error(), boost::asio::use_awaitable);
+    exedev::detail::rethrow_first_failure(std::get<0>(outcome), std::get<1>(outcome));
+  }
+}
+
+Task<void> ShellFilesystem::check_commit(const CommandResult& committed, const std::string& path) {
+  if (committed.exit_code == kShortWrite) throw DamagedWriteError(path);
+  co_await check(committed, path, false);
+}
+
 Task<bool> ShellFilesystem::write_chunked(std::string path, std::string temp_name, std::string encoded,
                                           WriteCheck verify) {
   const auto begun = co_await sh(write_begin_script(path, temp_name, verify.gzip));
@@ -194,27 +217,12 @@ Task<bool> ShellFilesystem::write_chunked(std::string path, std::string temp_nam
   co_await check(begun, path, false);
   const auto destination = parse_write_begin_output(begun.stdout_text, path);
   const auto temp = posix_join(posix_dirname(destination), temp_name);
-  const std::size_t chunk = limits_.write_chunk_chars;
-  const std::size_t block_bytes = chunk / 4 * 3;
-  const std::size_t blocks = (encoded.size() + chunk - 1) / chunk;
-  const auto executor = co_await boost::asio::this_coro::executor;
-  for (std::size_t first = 0; first < blocks; first += limits_.write_window) {
-    const std::size_t last = std::min(blocks, first + limits_.write_window);
-    using Op = decltype(boost::asio::co_spawn(executor, write_block({}, {}, 0, 0, {}), boost::asio::deferred));
-    std::vector<Op> ops;
-    for (std::size_t index = first; index < last; ++index) {
-      // Errors name the caller's path: `destination` is the environment's answer.
-      auto writing = write_block(temp, encoded.substr(index * chunk, chunk), block_bytes, index, path);
-      ops.push_back(boost::asio::co_spawn(executor, std::move(writing), boost::asio::deferred));
-    }
-    auto group = boost::asio::experimental::make_parallel_group(std::move(ops));
-    auto outcome = co_await group.async_wait(boost::asio::experimental::wait_for_one_error(), boost::asio::use_awaitable);
-    exedev::detail::rethrow_first_failure(std::get<0>(outcome), std::get<1>(outcome));
-  }
+  const auto blocks = uniform_write_blocks(encoded.size(), limits_.write_chunk_chars);
+  // Errors name the caller's path: `destination` is the environment's answer.
+  co_await write_blocks(temp, encoded, blocks, 0, blocks.count(), path);
   const auto committed = co_await sh(commit_script(shell_quote(destination), shell_quote(temp),
                                                    shell_quote(temp + ".decoded"), verify));
-  if (committed.exit_code == kShortWrite) throw DamagedWriteError(path);
-  co_await check(committed, path, false);
+  co_await check_commit(committed, path);
   co_return true;
 }
 
@@ -295,8 +303,7 @@ Task<void> ShellFilesystem::write_transferred(std::string path, std::string temp
   }
   const auto committed = co_await sh(commit_script(shell_quote(destination), shell_quote(temp),
                                                    shell_quote(temp + ".decoded"), verify));
-  if (committed.exit_code == kShortWrite) throw DamagedWriteError(path);
-  co_await check(committed, path, false);
+  co_await check_commit(committed, path);
 }
 
 std::optional<std::string> ShellFilesystem::compressed_payload(const Bytes& data, std::size_t room) const {
@@ -318,8 +325,7 @@ Task<bool> ShellFilesystem::write_encoded(std::string path, std::string temp_nam
   if (!encoded.empty()) args.push_back(std::move(encoded));
   const auto result = co_await sh(write_whole_script(path, temp_name, verify), std::move(args), true);
   if (verify.gzip && result.exit_code == kMissingGzip) co_return false;
-  if (result.exit_code == kShortWrite) throw DamagedWriteError(path);
-  co_await check(result, path, false);
+  co_await check_commit(result, path);
   co_return true;
 }
 

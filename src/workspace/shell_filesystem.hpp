@@ -99,9 +99,42 @@ struct WriteCheck {
 /// prints its value) unless it is `path` itself, normalized. `gzip`: as write_whole_script.
 [[nodiscard]] std::string write_begin_script(const std::string& path, const std::string& temp_name, bool gzip,
                                              bool creates_temp = true);
+/// The temp file of a chunked write made with its first block in it ($1, base64): as
+/// write_begin_script without printing the destination (a confined write knows it).
+[[nodiscard]] std::string write_first_block_script(const std::string& path, const std::string& temp_name, bool gzip);
 /// Writes the block in $1 (base64) at offset index × block_bytes of `temp`: the same block sent
 /// twice writes the same bytes at the same place.
 [[nodiscard]] std::string write_block_script(const std::string& temp, std::size_t block_bytes, std::size_t index);
+
+/// Where the blocks of a chunked write go: block i is the base64 characters from starts[i] up
+/// to the next start (the last one, to `chars`), written by write_block_script at byte offset
+/// starts[i] / 4 × 3, a multiple of `granule_bytes` (dd's block size there).
+struct WriteBlocks {
+  std::size_t chars = 0;
+  std::size_t granule_bytes = 0;
+  std::vector<std::size_t> starts;
+  [[nodiscard]] std::size_t count() const noexcept { return starts.size(); }
+  [[nodiscard]] std::size_t length(std::size_t block) const noexcept {
+    return (block + 1 < starts.size() ? starts[block + 1] : chars) - starts[block];
+  }
+  [[nodiscard]] std::size_t dd_index(std::size_t block) const noexcept { return starts[block] / 4 * 3 / granule_bytes; }
+};
+/// `chars` (more than `chunk`) in blocks of `chunk` characters, a multiple of 4.
+[[nodiscard]] WriteBlocks uniform_write_blocks(std::size_t chars, std::size_t chunk);
+/// The characters every block of a confined write starts at a multiple of: 4 times a power of
+/// two, at most 1/256 of `chunk` (aligning wastes little of a request) and at most 1024.
+[[nodiscard]] std::size_t confined_block_quantum(std::size_t chunk);
+/// The blocks of a confined write of `chars` characters: the first `first_chars` (a positive
+/// multiple of `quantum`, fewer than `chars`) go with the checks; then as few blocks of at most
+/// `room` characters as leave the last at most `last_room` (its request carries the commit), all
+/// starting at multiples of `quantum`. A `last_room` below `quantum` leaves the last block empty:
+/// the commit travels alone.
+[[nodiscard]] WriteBlocks confined_write_blocks(std::size_t chars, std::size_t first_chars, std::size_t room,
+                                                std::size_t last_room, std::size_t quantum);
+/// The last request of a write in blocks: the last of `blocks` (its base64 in $1) into `temp`
+/// unless it is empty, then `commit` (a commit_script); a failed block skips the commit.
+[[nodiscard]] std::string write_last_block_script(const std::string& temp, const WriteBlocks& blocks,
+                                                  const std::string& commit);
 /// Unpacks the temp file (the data, or its gzip member) into `decoded` beside the destination,
 /// checks its size and digest (exit kShortWrite otherwise), then moves it over the destination
 /// (keeping the destination's mode bits; a new destination made from a transferred temp file gets
@@ -154,6 +187,10 @@ struct ConfinedContent {
 /// content, then writes as write_whole_script (the data is $1).
 [[nodiscard]] std::string confined_write_script(const ConfinedTarget& target, const std::string& temp_name,
                                                 const WriteCheck& check, const std::string& expected_sha256);
+/// The first request of a confined write in blocks: the same checks as confined_write_script,
+/// then write_first_block_script (the first block is $1); `done` once the temp file holds it.
+[[nodiscard]] std::string confined_write_begin_script(const ConfinedTarget& target, const std::string& temp_name,
+                                                      bool gzip, const std::string& expected_sha256);
 [[nodiscard]] std::string confined_make_dir_script(const ConfinedTarget& target);
 /// Applies `splice` to the regular file at the target (the inserted bytes are $1, base64 of them
 /// or, with `gzip`, of their gzip member) when its digest is the splice's base: `spliced`. A
@@ -298,6 +335,17 @@ class ShellFilesystem final : public SupportsFilesystem, public SupportsRealpath
                                                                         std::string_view data);
   Task<void> write_block(std::string temp, std::string block, std::size_t block_bytes, std::size_t index,
                          std::string path);
+  /// Blocks [first, end) of `blocks` (of the text `encoded`) into `temp`, write_window at a time.
+  Task<void> write_blocks(std::string temp, std::string_view encoded, WriteBlocks blocks, std::size_t first,
+                          std::size_t end, std::string path);
+  /// Throws what a commit_script's failure means (DamagedWriteError for kShortWrite).
+  Task<void> check_commit(const CommandResult& committed, const std::string& path);
+  /// A confined write of `encoded` (more than `first_chars`, the first block's share) in blocks:
+  /// the checks and the first block, the blocks between (write_window at a time), then the last
+  /// block with the commit. A declined first request has its temp file removed.
+  Task<ConfinedResult> confined_write_in_blocks(ConfinedTarget target, std::string temp_name, std::string encoded,
+                                                WriteCheck verify, std::string expected_sha256,
+                                                std::size_t first_chars);
   Task<void> cleanup(std::string script);
 
   std::shared_ptr<WorkspaceBackend> backend_;

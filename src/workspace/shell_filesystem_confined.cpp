@@ -151,8 +151,12 @@ std::string confined_read_script(const ConfinedTarget& target, ConfinedReadOptio
   return script;
 }
 
-std::string confined_write_script(const ConfinedTarget& target, const std::string& temp_name, const WriteCheck& check,
-                                  const std::string& expected_sha256) {
+namespace {
+
+// The checks of a confined write, then `write` in a subshell: its own exits end the subshell,
+// not the checks' verdict.
+std::string confined_write_around(const ConfinedTarget& target, const std::string& expected_sha256,
+                                  const std::string& write) {
   std::string script = confined_prelude(target);
   script += fmt::format("test -d \"$p\" && declined\nparent={}\ntest -d \"$parent\" || declined\n",
                         shell_quote(posix_dirname(target.path)));
@@ -162,8 +166,19 @@ std::string confined_write_script(const ConfinedTarget& target, const std::strin
         "  [ \"$(printf %.{}s \"$sum\")\" = {} ] || declined; fi\n",
         expected_sha256.size(), shell_quote(expected_sha256));
   }
-  // The whole write in a subshell: its own exits end the subshell, not the checks' verdict.
-  return script + "(\n" + write_whole_script(target.path, temp_name, check) + "\n) || declined\nprintf 'done\\n'\n";
+  return script + "(\n" + write + "\n) || declined\nprintf 'done\\n'\n";
+}
+
+}  // namespace
+
+std::string confined_write_script(const ConfinedTarget& target, const std::string& temp_name, const WriteCheck& check,
+                                  const std::string& expected_sha256) {
+  return confined_write_around(target, expected_sha256, write_whole_script(target.path, temp_name, check));
+}
+
+std::string confined_write_begin_script(const ConfinedTarget& target, const std::string& temp_name, bool gzip,
+                                        const std::string& expected_sha256) {
+  return confined_write_around(target, expected_sha256, write_first_block_script(target.path, temp_name, gzip));
 }
 
 std::string confined_splice_script(const ConfinedTarget& target, const std::string& temp_name,
@@ -395,29 +410,37 @@ Task<ConfinedResult> ShellFilesystem::confined_read(ConfinedTarget target, Confi
 }
 
 Task<ConfinedResult> ShellFilesystem::confined_write(ConfinedTarget target, Bytes data, std::string expected_sha256) {
-  const std::size_t room = limits_.write_chunk_chars - std::min(limits_.write_chunk_chars, confined_write_overhead(target, expected_sha256));
+  const std::size_t chunk = limits_.write_chunk_chars;
+  const std::size_t room = chunk - std::min(chunk, confined_write_overhead(target, expected_sha256));
+  const std::size_t quantum = confined_block_quantum(chunk);
   WriteCheck verify;
   verify.size = data.size();
-  // Data past one request (raw, else as a gzip member), or meant for the file transfer channel,
-  // takes the separate writes.
+  // Data meant for the file transfer channel takes the separate writes. Data past one request
+  // (raw, else as a gzip member) goes in blocks, the checks with the first, when they are on.
   const bool transferred = co_await transfers(data.size());
   auto encoded = transferred ? std::nullopt : compressed_payload(data, room);
   verify.gzip = encoded.has_value();
   if (!encoded && !transferred) encoded = exedev::detail::base64_encode(data);
-  if (transferred || encoded->size() > room) {
+  const bool in_blocks = !transferred && encoded->size() > room;
+  if (transferred || (in_blocks && (!limits_.confined_block_writes || room < quantum))) {
     ConfinedResult declined;
     co_return declined;
   }
   const auto temp_name = ".exedev-" + exedev::detail::random_hex(16) + ".tmp";
   verify.sha256 = sha256_hex(data);
-  auto script = confined_write_script(target, temp_name, verify, expected_sha256);
-  std::vector<std::string> args;
-  if (!encoded->empty()) args.push_back(std::move(*encoded));
   std::exception_ptr error;
   ConfinedResult result;
   try {
-    // Sent again, it writes the same file (its temp file is the run's own).
-    result = co_await confined(std::move(script), std::move(args), true, target);
+    if (in_blocks) {
+      result = co_await confined_write_in_blocks(target, temp_name, std::move(*encoded), verify, expected_sha256,
+                                                 room / quantum * quantum);
+    } else {
+      auto script = confined_write_script(target, temp_name, verify, expected_sha256);
+      std::vector<std::string> args;
+      if (!encoded->empty()) args.push_back(std::move(*encoded));
+      // Sent again, it writes the same file (its temp file is the run's own).
+      result = co_await confined(std::move(script), std::move(args), true, target);
+    }
   } catch (...) {
     error = std::current_exception();
   }
@@ -427,6 +450,39 @@ Task<ConfinedResult> ShellFilesystem::confined_write(ConfinedTarget target, Byte
     std::rethrow_exception(error);
   }
   co_return result;
+}
+
+Task<ConfinedResult> ShellFilesystem::confined_write_in_blocks(ConfinedTarget target, std::string temp_name,
+                                                               std::string encoded, WriteCheck verify,
+                                                               std::string expected_sha256, std::size_t first_chars) {
+  std::vector<std::string> args;
+  args.push_back(encoded.substr(0, first_chars));
+  auto script = confined_write_begin_script(target, temp_name, verify.gzip, expected_sha256);
+  // Sent again, it makes the same temp file with the same first block.
+  auto begun = co_await confined(std::move(script), std::move(args), true, target);
+  if (begun.status != ConfinedStatus::done) {
+    // `outside` and `recheck` come before anything is made; a decline may come after.
+    if (begun.status == ConfinedStatus::declined) co_await cleanup(write_cleanup_script(target.path, temp_name));
+    co_return begun;
+  }
+  // The temp file is beside the real path the checks passed, which the commit replaces.
+  const auto temp = posix_join(posix_dirname(begun.real), temp_name);
+  const auto commit = commit_script(shell_quote(begun.real), shell_quote(temp), shell_quote(temp + ".decoded"), verify);
+  // The last request carries the commit besides its block: the commit's room (doubled for the
+  // request's escaping, which also covers what joins it to the block) is not the block's.
+  const std::size_t chunk = limits_.write_chunk_chars;
+  const std::size_t last_room = chunk - std::min(chunk, 2 * commit.size());
+  const auto blocks = confined_write_blocks(encoded.size(), first_chars, chunk, last_room,
+                                            confined_block_quantum(chunk));
+  // Errors name the caller's path, as write_bytes' do.
+  co_await write_blocks(temp, encoded, blocks, 1, blocks.count() - 1, target.path);
+  const auto last = blocks.count() - 1;
+  std::vector<std::string> last_args;
+  if (blocks.length(last) > 0) last_args.push_back(encoded.substr(blocks.starts[last]));
+  // Sent once, as write_chunked's commit: a second run would race the first over the temp file.
+  const auto committed = co_await sh(write_last_block_script(temp, blocks, commit), std::move(last_args));
+  co_await check_commit(committed, target.path);
+  co_return begun;
 }
 
 Task<ConfinedResult> ShellFilesystem::confined_splice(ConfinedTarget target, ConfinedSplice splice) {

@@ -134,12 +134,58 @@ std::string write_begin_script(const std::string& path, const std::string& temp_
          "printf %s \"$dest\" | base64";
 }
 
+std::string write_first_block_script(const std::string& path, const std::string& temp_name, bool gzip) {
+  // `>`: sent again, it makes the same temp file, holding the first block alone.
+  return gzip_check_fragment(gzip) + write_prepare_fragment(path, temp_name) +
+         "printf '%s' \"$1\" | base64 -d > \"$temp\" || exit 1\n";
+}
+
 std::string write_block_script(const std::string& temp, std::size_t block_bytes, std::size_t index) {
   // No `iflag=fullblock`: short reads from the pipe are written as they come, one after the
   // other, from offset index × block_bytes.
   return fmt::format("test -f {0} || exit 102\nprintf '%s' \"$1\" | base64 -d | dd of={0} bs={1} seek={2} "
                      "conv=notrunc 2>/dev/null",
                      shell_quote(temp), block_bytes, index);
+}
+
+WriteBlocks uniform_write_blocks(std::size_t chars, std::size_t chunk) {
+  WriteBlocks blocks;
+  blocks.chars = chars;
+  blocks.granule_bytes = chunk / 4 * 3;
+  for (std::size_t start = 0; start < chars; start += chunk) blocks.starts.push_back(start);
+  return blocks;
+}
+
+std::size_t confined_block_quantum(std::size_t chunk) {
+  std::size_t quantum = 4;
+  while (quantum < 1024 && quantum * 2 * 256 <= chunk) quantum *= 2;
+  return quantum;
+}
+
+WriteBlocks confined_write_blocks(std::size_t chars, std::size_t first_chars, std::size_t room, std::size_t last_room,
+                                  std::size_t quantum) {
+  WriteBlocks blocks;
+  blocks.chars = chars;
+  blocks.granule_bytes = quantum / 4 * 3;
+  blocks.starts.push_back(0);
+  blocks.starts.push_back(first_chars);
+  const std::size_t rest = chars - first_chars;
+  const std::size_t last = last_room < quantum ? 0 : last_room;
+  if (rest <= last) return blocks;  // the first and the last
+  // The middle blocks carry what the last cannot, rounded up to the quantum so that the last
+  // starts on one (it then holds at least last - quantum + 1 characters); with no room in the
+  // last, exactly the rest.
+  const std::size_t middle = room / quantum * quantum;
+  const std::size_t carried = last == 0 ? rest : (rest - last + quantum - 1) / quantum * quantum;
+  for (std::size_t at = middle; at < carried; at += middle) blocks.starts.push_back(first_chars + at);
+  blocks.starts.push_back(first_chars + carried);
+  return blocks;
+}
+
+std::string write_last_block_script(const std::string& temp, const WriteBlocks& blocks, const std::string& commit) {
+  const std::size_t last = blocks.count() - 1;
+  if (blocks.length(last) == 0) return commit;
+  return write_block_script(temp, blocks.granule_bytes, blocks.dd_index(last)) + " || exit 1\n" + commit;
 }
 
 std::string commit_script(const std::string& destination_word, const std::string& temp_word,

@@ -80,6 +80,11 @@ struct ShellFilesystemLimits {
   /// Whether confined_splice applies edits; off, it declines, and an edit reads and writes the
   /// whole file (the seed's design).
   bool splices = true;
+  /// Whether a confined write of data past one command (raw, else as a gzip member) goes in
+  /// blocks: the checks with the first, the commit with the last, so as many commands as the
+  /// data fills and one more at most. Off, it declines, and the separate operations write it
+  /// (the seed's design).
+  bool confined_block_writes = true;
 };
 
 /// Optional command execution. Without it, Workspace::run throws WorkspaceUsageError.

@@ -7,8 +7,11 @@
 #include <exedev/exedev.hpp>
 #include <exedev/testing/run.hpp>
 
+#include "workspace/data_codec.hpp"
+
 #include <exception>
 #include <memory>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -121,6 +124,19 @@ std::string requests_since(std::size_t first) {
   return text;
 }
 
+// C++-like lines, at least `size` bytes of them (no quote or backslash), that compress as code
+// does: about seven to one with `seed` 0, less with the numbers drawn from another seed.
+std::string step_functions(std::size_t size, std::uint64_t seed = 0) {
+  std::mt19937_64 engine{seed};
+  std::string text;
+  for (int i = 0; text.size() < size; ++i) {
+    const auto n = seed == 0 ? static_cast<std::uint64_t>(i) : engine();
+    text += "static int step_" + std::to_string(i) + "(int x) { return x * " + std::to_string(n % 89) + " + " +
+            std::to_string(1000 + n % 7919) + "; }  // step " + std::to_string(n % 31) + "\n";
+  }
+  return text;
+}
+
 }  // namespace
 
 TEST_CASE("file tools on /exec: one request per call for source files up to a read page", "[tools][file_system][sandbox]") {
@@ -133,11 +149,7 @@ TEST_CASE("file tools on /exec: one request per call for source files up to a re
         const std::string d = fs_cases::unique_dir();
         // Files whose raw base64 is larger than a request body and whose content is larger than
         // the seed's 64 KiB rule: 250 KiB of text that compresses as code does (to about 35 KiB).
-        std::string big;
-        for (int i = 0; big.size() < 250 * 1024; ++i) {
-          big += "static int step_" + std::to_string(i) + "(int x) { return x * " + std::to_string(i % 89) + " + " +
-                 std::to_string(1000 + i % 7919) + "; }  // step " + std::to_string(i % 31) + "\n";
-        }
+        const std::string big = step_functions(250 * 1024);
         co_await workspace->write_bytes(d + "/a.cpp", big + "int value() { return 1; }  // TODO: cache\n");
         co_await workspace->write_bytes(d + "/b.cpp", big);
         co_await workspace->write_bytes(d + "/c.cpp", big.substr(0, 100 * 1024));
@@ -169,6 +181,59 @@ TEST_CASE("file tools on /exec: one request per call for source files up to a re
         INFO("requests: " << requests_since(before));
         CHECK(emulator().commands().size() - before == 2);
         CO_CHECK(co_await workspace->read_bytes(d + "/a.cpp") == "changed\n" + big + "int value() { return 4; }  // TODO: cache\n");
+        co_await sandbox()->close();
+      },
+      limits);
+}
+
+TEST_CASE("file tools on /exec: a write whose compressed data is past one request costs its blocks, one more at most",
+          "[tools][file_system][sandbox]") {
+  exedev::testing::RunLimits limits;
+  limits.deadline = 120s;
+  limits.settle = 5s;
+  exedev::testing::run(
+      [&](boost::asio::any_io_executor) -> boost::asio::awaitable<void> {
+        auto workspace = std::make_shared<exedev::workspace::Workspace>(sandbox());
+        const std::string d = fs_cases::unique_dir();
+        co_await workspace->make_dir(d);
+        exedev::tools::FileSystem files(workspace);
+        const std::size_t room = sandbox()->shell_filesystem_limits().write_chunk_chars;
+        // Requests of base64 text of the data's gzip member, one request body each: the floor.
+        const auto floor_of = [room](const std::string& data) {
+          const auto chars = (exedev::workspace::detail::gzip_compress(data).size() + 2) / 3 * 4;
+          return (chars + room - 1) / room;
+        };
+        // 1 MiB of source text whose gzip member is some 300 KiB: several request bodies.
+        const auto text = step_functions(1024 * 1024, 41);
+        const auto floor = floor_of(text);
+        INFO("floor: " << floor << " requests of " << room << " characters");
+        CHECK(floor > 2);
+        auto before = emulator().commands().size();
+        const auto written = co_await fs_cases::call(
+            files, "write_file", R"({"path": ")" + d + R"(/big.cpp", "content": )" + json_lines(text) + "}");
+        CHECK(written.outcome == fs_cases::ToolOutcome::success);
+        auto requests = emulator().commands().size() - before;
+        INFO("write_file: " << requests << " requests: " << requests_since(before));
+        CHECK(requests >= floor);
+        CHECK(requests <= floor + 1);
+        CO_CHECK(co_await workspace->read_bytes(d + "/big.cpp") == text);
+
+        // An edit of content the tool set has not seen: a confined read brings it, and the
+        // write of the result (checked against the content read) goes in blocks.
+        const auto unseen = step_functions(1024 * 1024, 42) + "int value() { return 1; }\n";
+        co_await workspace->write_bytes(d + "/unseen.cpp", unseen);
+        auto edited_text = unseen;
+        edited_text.replace(edited_text.rfind("return 1;"), 9, "return 2;");
+        const auto edit_floor = floor_of(edited_text);
+        before = emulator().commands().size();
+        const auto edited = co_await fs_cases::call(
+            files, "edit_file", R"({"path": ")" + d + R"(/unseen.cpp", "old_text": "return 1;", "new_text": "return 2;"})");
+        CHECK(edited.outcome == fs_cases::ToolOutcome::success);
+        requests = emulator().commands().size() - before;
+        INFO("edit_file: " << requests << " requests: " << requests_since(before));
+        CHECK(requests >= 1 + edit_floor);
+        CHECK(requests <= 1 + edit_floor + 1);
+        CO_CHECK(co_await workspace->read_bytes(d + "/unseen.cpp") == edited_text);
         co_await sandbox()->close();
       },
       limits);

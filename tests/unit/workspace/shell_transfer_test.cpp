@@ -5,6 +5,13 @@
 // tests/integration/sandbox/transfer_test.cpp.
 #include <catch2/catch.hpp>
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include <exedev/testing/co_check.hpp>
 #include <exedev/testing/run.hpp>
 #include <exedev/workspace/errors.hpp>
@@ -24,6 +31,8 @@
 #include <sstream>
 
 #include "unit/workspace/support.hpp"
+#include "workspace/data_codec.hpp"
+#include "workspace/shell_filesystem.hpp"
 
 namespace ws = exedev::workspace;
 
@@ -64,6 +73,9 @@ class Transport : public ws::WorkspaceBackend, public ws::SupportsCommands {
   [[nodiscard]] ws::ShellFilesystemLimits shell_filesystem_limits() const override { return limits_; }
   /// As a backend whose scripts' stdout is raw (SandboxBackend over SSH) says.
   void set_raw_read_bytes(std::size_t bytes) { limits_.raw_read_bytes = bytes; }
+  /// As SandboxBackend's reference mode says.
+  void set_confined_block_writes(bool on) { limits_.confined_block_writes = on; }
+  [[nodiscard]] std::size_t write_chunk_chars() const { return limits_.write_chunk_chars; }
   void note_gzip_missing() override {
     ++gzip_missing_notes;
     limits_.compress = false;
@@ -502,5 +514,242 @@ TEST_CASE("shell transfers: without gzip a compressed write is refused once, sen
     CHECK(transport->scripts_containing(kChecksForGzip) == 0);
     CHECK(transport->gzip_missing_notes == 1);
   });
+  CHECK_FALSE(temp_files_in(dir.path()));
+}
+
+namespace {
+
+ws::ConfinedTarget target_of(const std::string& path) {
+  ws::ConfinedTarget target;
+  target.path = path;
+  target.root = "/";
+  return target;
+}
+
+// The data word of a script line (after `set -- `; base64 needs no quotes), empty without one.
+std::string data_of(const std::string& line) {
+  if (!line.starts_with("set -- ")) return {};
+  return line.substr(7, line.find('\n') - 7);
+}
+
+// The scripts of a confined write in blocks: the first runs the confined checks, the last
+// commits (sha256sum), the others only write a block.
+bool is_first_block(const std::string& line) { return line.find("declined()") != std::string::npos; }
+bool is_last_block(const std::string& line) { return line.find("sha256sum") != std::string::npos && !is_first_block(line); }
+bool is_middle_block(const std::string& line) {
+  return line.find("dd of=") != std::string::npos && !is_first_block(line) && !is_last_block(line);
+}
+
+}  // namespace
+
+TEST_CASE("shell transfers: confined write blocks start on their quantum and fill their requests", "[unit][workspace]") {
+  namespace d = ws::detail;
+  struct Row {
+    const char* what;
+    std::size_t chars, first, room, last_room, quantum;
+    std::vector<std::size_t> starts;
+  };
+  const std::vector<Row> rows = {
+      {"the first and the last", 250, 96, 256, 200, 32, {0, 96}},
+      {"middle blocks carry what the last cannot, to the quantum", 1000, 96, 256, 200, 32, {0, 96, 352, 608, 800}},
+      {"no room in the last: the commit alone", 1000, 96, 256, 20, 32, {0, 96, 352, 608, 864, 1000}},
+  };
+  for (const auto& row : rows) {
+    INFO(row.what);
+    const auto blocks = d::confined_write_blocks(row.chars, row.first, row.room, row.last_room, row.quantum);
+    CHECK(blocks.starts == row.starts);
+    CHECK(blocks.granule_bytes == 24);
+  }
+  // At exe.dev's sizes (a 64 KiB body less the checks' room and the commit's): every block
+  // starts at a multiple of the quantum (a dd block), no block is past its room, the blocks
+  // hold the text, and the requests are the floor or one more.
+  const std::size_t chunk = 65'400;
+  const std::size_t quantum = d::confined_block_quantum(chunk);
+  CHECK(quantum == 128);
+  for (std::size_t chars = 62'000; chars < 4'000'000; chars = (chars * 3 / 2 + 4) / 4 * 4) {  // base64: by 4
+    for (const std::size_t last_room : {std::size_t{60'000}, std::size_t{64}, std::size_t{0}}) {
+      INFO(chars << " characters, " << last_room << " for the last");
+      const auto blocks = d::confined_write_blocks(chars, 61'952, chunk, last_room, quantum);
+      std::size_t held = 0;
+      for (std::size_t block = 0; block < blocks.count(); ++block) {
+        held += blocks.length(block);
+        if (blocks.length(block) == 0) {  // only the last, when the commit travels alone
+          CHECK((block + 1 == blocks.count() && last_room < quantum));
+          continue;
+        }
+        CHECK(blocks.starts[block] % quantum == 0);
+        CHECK(blocks.dd_index(block) * blocks.granule_bytes == blocks.starts[block] / 4 * 3);
+        CHECK(blocks.length(block) <= (block + 1 == blocks.count() ? last_room : chunk));
+      }
+      CHECK(held == chars);
+      const std::size_t floor = (chars + chunk - 1) / chunk;
+      CHECK(blocks.count() <= floor + (last_room >= quantum ? 1 : 2));
+    }
+  }
+  const auto uniform = d::uniform_write_blocks(10'000, 4'000);
+  CHECK(uniform.starts == std::vector<std::size_t>{0, 4'000, 8'000});
+  CHECK(uniform.length(2) == 2'000);
+  CHECK(uniform.dd_index(2) == 2);
+}
+
+TEST_CASE("shell transfers: a confined write past one command goes in blocks, the checks with the first, the commit with the last",
+          "[unit][workspace]") {
+  TempDir dir;
+  auto transport = std::make_shared<Transport>(dir.path(), ws::Env{});
+  ws::Workspace workspace(transport);
+  const std::size_t chunk = transport->write_chunk_chars();
+  const auto text = source_text(300 * 1024);  // travels as a gzip member
+  const auto noise = random_bytes(100 * 1024);  // raw
+  std::ofstream(dir / "kept.bin") << "old";
+  std::filesystem::permissions(dir / "kept.bin", static_cast<std::filesystem::perms>(0640));
+  // A destination whose commit script fills the last request's room (of these small 8 KiB
+  // ones): the commit travels alone, and the checks' room in the first is large too.
+  const auto deep = dir / (std::string(200, 'd') + "/" + std::string(200, 'e'));
+  std::filesystem::create_directories(deep);
+  struct Write {
+    std::string path;
+    std::string data;
+    std::size_t chars;
+    std::size_t most_over_floor;
+  };
+  std::vector<Write> writes;
+  writes.push_back({dir / "text.cpp", text, (ws::detail::gzip_compress(text).size() + 2) / 3 * 4, 1});
+  writes.push_back({dir / "kept.bin", noise, (noise.size() + 2) / 3 * 4, 1});
+  writes.push_back({deep + "/noise.bin", noise, (noise.size() + 2) / 3 * 4, 2});
+  run([&](boost::asio::any_io_executor) -> Task<void> {
+    for (const auto& write : writes) {
+      INFO(write.path.substr(dir.path().size()));
+      transport->calls.clear();
+      const auto target = target_of(write.path);
+      const auto result = co_await workspace.confined_write(target, write.data, "");
+      CHECK(result.status == ws::ConfinedStatus::done);
+      CHECK(result.real == write.path);
+      CHECK(file_bytes(write.path) == write.data);
+      REQUIRE(transport->calls.size() >= 2);
+      CHECK(is_first_block(transport->calls.front().script));
+      CHECK(is_last_block(transport->calls.back().script));
+      std::size_t sent = 0;
+      for (std::size_t i = 0; i < transport->calls.size(); ++i) {
+        const auto& line = transport->calls[i].script;
+        CHECK((i == 0 || i + 1 == transport->calls.size() || is_middle_block(line)));
+        CHECK(data_of(line).size() <= chunk);
+        sent += data_of(line).size();
+      }
+      CHECK(sent == write.chars);
+      const std::size_t floor = (write.chars + chunk - 1) / chunk;
+      CHECK(transport->calls.size() >= floor);
+      CHECK(transport->calls.size() <= floor + write.most_over_floor);
+    }
+    // The deep one's commit went alone: its room was taken by the script.
+    CHECK(data_of(transport->calls.back().script).empty());
+  });
+  CHECK((std::filesystem::status(dir / "kept.bin").permissions() & std::filesystem::perms::all) ==
+        static_cast<std::filesystem::perms>(0640));
+  CHECK_FALSE(temp_files_in(dir.path()));
+  CHECK_FALSE(temp_files_in(deep));
+}
+
+TEST_CASE("shell transfers: a confined write in blocks survives a resent block and refuses a damaged one",
+          "[unit][workspace]") {
+  TempDir dir;
+  auto transport = std::make_shared<Transport>(dir.path(), ws::Env{});
+  ws::Workspace workspace(transport);
+  const auto old_text = source_text(20 * 1024);
+  std::ofstream(dir / "kept.cpp") << old_text;
+  const auto target = target_of(dir / "kept.cpp");
+  auto kept = old_text;  // what the file holds at the end
+
+  SECTION("a middle block sent again after the later ones (its answer lost) writes the same bytes") {
+    const auto data = random_bytes(100 * 1024);
+    kept = data;
+    std::string first_middle;
+    transport->before_run = [&](std::string& line) {
+      if (is_middle_block(line) && first_middle.empty()) first_middle = line;
+      // Its own `set --` line sets $1 again: the block, then the last request as it was.
+      if (is_last_block(line)) line = first_middle + "\n" + line;
+    };
+    run([&](boost::asio::any_io_executor) -> Task<void> {
+      const auto result = co_await workspace.confined_write(target, data, ws::detail::sha256_hex(old_text));
+      CHECK(result.status == ws::ConfinedStatus::done);
+    });
+    CHECK_FALSE(first_middle.empty());
+  }
+
+  SECTION("a block damaged on its way is refused by the commit") {
+    for (const bool compressed : {true, false}) {
+      INFO((compressed ? "gzip" : "raw"));
+      bool damaged = false;
+      transport->before_run = [&](std::string& line) {
+        if (!is_middle_block(line) || damaged) return;
+        damaged = true;
+        char& middle = line[7 + data_of(line).size() / 2];
+        middle = middle == 'A' ? 'B' : 'A';
+      };
+      run([&](boost::asio::any_io_executor) -> Task<void> {
+        const auto data = compressed ? source_text(300 * 1024) : random_bytes(100 * 1024);
+        const auto error = co_await error_of<ws::WorkspaceError>(workspace.confined_write(target, data, ""));
+        REQUIRE(error);
+        CHECK(error->find("did not arrive intact") != std::string::npos);
+      });
+      CHECK(damaged);
+    }
+  }
+
+  SECTION("a first block that does not decode is declined") {
+    transport->before_run = [&](std::string& line) {
+      if (is_first_block(line)) line[7] = '*';
+    };
+    run([&](boost::asio::any_io_executor) -> Task<void> {
+      const auto result = co_await workspace.confined_write(target, random_bytes(100 * 1024), "");
+      CHECK(result.status == ws::ConfinedStatus::declined);
+    });
+  }
+
+  SECTION("a middle block that fails (its data written) ends the write, and its temp file goes") {
+    transport->before_run = [&](std::string& line) {
+      if (is_middle_block(line)) line += "\nexit 1";
+    };
+    run([&](boost::asio::any_io_executor) -> Task<void> {
+      const auto error = co_await error_of<ws::WorkspaceError>(workspace.confined_write(target, random_bytes(100 * 1024), ""));
+      CHECK(error);
+    });
+  }
+
+  SECTION("cancelled between its blocks, it leaves nothing") {
+    run([&](boost::asio::any_io_executor ex) -> Task<void> {
+      boost::asio::cancellation_signal cancel;
+      transport->before_run = [&](std::string& line) {
+        if (is_middle_block(line)) cancel.emit(boost::asio::cancellation_type::terminal);
+      };
+      // Woken by the write's end: the timer never expires on its own.
+      boost::asio::steady_timer ended(ex, boost::asio::steady_timer::time_point::max());
+      std::exception_ptr error;
+      boost::asio::co_spawn(ex, workspace.confined_write(target, random_bytes(100 * 1024), ""),
+                            boost::asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr e, ws::ConfinedResult) {
+                              error = e;
+                              ended.cancel();
+                            }));
+      boost::system::error_code waited;
+      co_await ended.async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, waited));
+      CHECK(error != nullptr);
+    });
+  }
+
+  SECTION("another content than the expected one is declined before anything is written") {
+    run([&](boost::asio::any_io_executor) -> Task<void> {
+      const auto result = co_await workspace.confined_write(target, random_bytes(100 * 1024), std::string(64, '0'));
+      CHECK(result.status == ws::ConfinedStatus::declined);
+    });
+  }
+
+  SECTION("off (the seed's design), it declines without a command") {
+    transport->set_confined_block_writes(false);
+    run([&](boost::asio::any_io_executor) -> Task<void> {
+      const auto result = co_await workspace.confined_write(target, random_bytes(100 * 1024), "");
+      CHECK(result.status == ws::ConfinedStatus::declined);
+    });
+    CHECK(transport->calls.empty());
+  }
+  CHECK(file_bytes(dir / "kept.cpp") == kept);
   CHECK_FALSE(temp_files_in(dir.path()));
 }
