@@ -8,6 +8,7 @@
 #include "client/run_outcome.hpp"
 #include "client/run_recovery.hpp"
 #include "common/coroutines.hpp"
+#include "common/exceptions.hpp"
 #include "common/random_ids.hpp"
 #include "common/time_limits.hpp"
 
@@ -309,12 +310,10 @@ asio::awaitable<void> detail::remove_finished_records(std::shared_ptr<detail::Cl
       failure = std::current_exception();
     }
     if (!failure) continue;
-    try {
-      std::rethrow_exception(failure);
-    } catch (const std::exception& e) {
-      impl->log(LogLevel::warning,
-                fmt::format("exe.dev: removing the records of finished runs on VM \"{}\" failed: {}", vm, e.what()));
-    }
+    const auto* e = detail::exception_as<std::exception>(failure);
+    if (e == nullptr) std::rethrow_exception(failure);
+    impl->log(LogLevel::warning,
+              fmt::format("exe.dev: removing the records of finished runs on VM \"{}\" failed: {}", vm, e->what()));
     if (!first_failure) first_failure = failure;
   }
   std::erase_if(impl->acks, [](const auto& entry) { return entry.second.empty(); });

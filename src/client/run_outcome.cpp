@@ -1,6 +1,7 @@
 #include "client/run_outcome.hpp"
 
 #include "client/api_response.hpp"
+#include "common/exceptions.hpp"
 
 #include <fmt/format.h>
 
@@ -21,24 +22,15 @@ std::exception_ptr error_ptr(E error) {
 template <typename E>
 std::exception_ptr nested_error(const std::exception_ptr& cause, E error) {
   try {
-    std::rethrow_exception(cause);
+    throw_nested(cause, std::move(error));
   } catch (...) {
-    try {
-      std::throw_with_nested(std::move(error));
-    } catch (...) {
-      return std::current_exception();
-    }
+    return std::current_exception();
   }
 }
 
 std::string what_of(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "an unknown exception";
-  }
+  const auto* e = exception_as<std::exception>(error);
+  return e != nullptr ? e->what() : "an unknown exception";
 }
 
 OutcomeUnknownError unknown(const RunEndContext& c, const std::string& why, bool vm_gone = false) {
@@ -103,17 +95,13 @@ std::exception_ptr conclusion_error(RunConclusion conclusion, const RunEndContex
 }  // namespace
 
 RequestFailure classify_request_failure(const std::exception_ptr& error, bool launch_unstarted) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const Error& e) {
-    // A 429 that reaches the run is one the client's rate-limit policy would not wait for
-    // (ADR 11): a launch was never sent again after it, so nothing was started.
-    if (e.code() == errc::rate_limited) return launch_unstarted ? RequestFailure::final : RequestFailure::deadline;
-    if (e.code() == errc::protocol_error) return RequestFailure::unreadable;
-    return RequestFailure::interrupted;
-  } catch (...) {
-    return RequestFailure::interrupted;
-  }
+  const auto* e = exception_as<Error>(error);
+  if (e == nullptr) return RequestFailure::interrupted;
+  // A 429 that reaches the run is one the client's rate-limit policy would not wait for
+  // (ADR 11): a launch was never sent again after it, so nothing was started.
+  if (e->code() == errc::rate_limited) return launch_unstarted ? RequestFailure::final : RequestFailure::deadline;
+  if (e->code() == errc::protocol_error) return RequestFailure::unreadable;
+  return RequestFailure::interrupted;
 }
 
 std::variant<RunResult, std::exception_ptr> run_outcome(const RunStep& step, RunEndContext context) {

@@ -13,6 +13,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
 
+#include "common/exceptions.hpp"
+
 #include <chrono>
 #include <exception>
 #include <utility>
@@ -31,13 +33,8 @@ void rethrow_first_failure(const Order& order, const Errors& errors) {
 
 /// Whether `error` is a cancellation (a system_error with operation_aborted).
 inline bool is_cancellation(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const boost::system::system_error& e) {
-    return e.code() == boost::asio::error::operation_aborted;
-  } catch (...) {
-    return false;
-  }
+  const auto* system_error = exception_as<boost::system::system_error>(error);
+  return system_error != nullptr && system_error->code() == boost::asio::error::operation_aborted;
 }
 
 /// Whether a coroutine's cancellation state records a cancellation. Await the state into a
@@ -45,15 +42,6 @@ inline bool is_cancellation(const std::exception_ptr& error) {
 /// if (was_cancelled(state)) ...`): GCC 12 miscompiles a co_await in an if condition (ADR 7).
 [[nodiscard]] inline bool was_cancelled(const boost::asio::cancellation_state& state) {
   return state.cancelled() != boost::asio::cancellation_type::none;
-}
-
-/// Throws `error` with `cause` nested.
-[[noreturn]] void throw_nested(std::exception_ptr cause, auto&& error) {
-  try {
-    std::rethrow_exception(std::move(cause));
-  } catch (...) {
-    std::throw_with_nested(std::forward<decltype(error)>(error));
-  }
 }
 
 /// Throws a cancellation (a system_error with operation_aborted), with `cause` nested when

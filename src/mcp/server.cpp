@@ -2,6 +2,7 @@
 
 #include "common/coroutines.hpp"
 #include "common/event.hpp"
+#include "common/exceptions.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -218,13 +219,8 @@ class Server {
 }  // namespace
 
 std::string describe(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "unknown exception";
-  }
+  const auto* e = exedev::detail::exception_as<std::exception>(error);
+  return e != nullptr ? e->what() : "unknown exception";
 }
 
 workspace::Task<int> serve(std::vector<std::shared_ptr<tools::Toolset>> toolsets, ServeOptions options) {

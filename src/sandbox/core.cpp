@@ -1,6 +1,7 @@
 #include "sandbox/core.hpp"
 
 #include "common/coroutines.hpp"
+#include "common/exceptions.hpp"
 #include "common/random_ids.hpp"
 
 #include <boost/asio/steady_timer.hpp>
@@ -97,29 +98,23 @@ bool is_scope_refusal(const APIError& error) {
 }
 
 void rethrow_access_mapped(std::exception_ptr error, const std::string& context) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const APIError& e) {
-    const auto code = e.code();
+  if (const auto* e = exception_as<APIError>(error)) {
+    const auto code = e->code();
     if (code == errc::authentication_failed) {
-      if (e.status() == 0) throw_nested(error, ExeDevAccessError(std::nullopt, e.command(), context));
-      throw_nested(error, ExeDevAccessError(401, e.command(), context, e.server_message()));
+      if (e->status() == 0) throw_nested(error, ExeDevAccessError(std::nullopt, e->command(), context));
+      throw_nested(error, ExeDevAccessError(401, e->command(), context, e->server_message()));
     }
-    if (code == errc::permission_denied || (code == errc::command_failed && is_scope_refusal(e))) {
-      throw_nested(error, ExeDevAccessError(403, e.command(), context, e.server_message()));
+    if (code == errc::permission_denied || (code == errc::command_failed && is_scope_refusal(*e))) {
+      throw_nested(error, ExeDevAccessError(403, e->command(), context, e->server_message()));
     }
-    throw;
   }
+  std::rethrow_exception(error);
 }
 
 bool is_unknown_create_outcome(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const Error& e) {
-    return e.may_have_run();
-  } catch (...) {
-    return false;  // a cancellation before anything was sent, or a failure of the caller's own
-  }
+  // Not an Error: a cancellation before anything was sent, or a failure of the caller's own.
+  const auto* failure = exception_as<Error>(error);
+  return failure != nullptr && failure->may_have_run();
 }
 
 Task<VMInfo> find_in_scope(Client client, std::string name, std::optional<std::string> scope_tag) {

@@ -25,7 +25,8 @@ namespace exedev::detail {
   return words;
 }
 
-// (was_cancelled, throw_nested and throw_cancelled: common/coroutines.hpp.)
+// (was_cancelled and throw_cancelled: common/coroutines.hpp; throw_nested:
+// common/exceptions.hpp.)
 
 /// Raises what an operation followed by a close ends with: the operation's error, else the
 /// close's. When the operation was cancelled and the close failed, the cancellation is raised

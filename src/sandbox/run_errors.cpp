@@ -6,6 +6,7 @@
 #include <boost/asio/error.hpp>
 #include <boost/system/system_error.hpp>
 
+#include "common/exceptions.hpp"
 #include "sandbox/core.hpp"
 #include "ssh/ssh_errors.hpp"
 
@@ -59,23 +60,20 @@ RouteFailure error_failure(const Error& error, RouteStep step) {
 
 FailureClass classify_failure(const std::exception_ptr& error, RouteStep step) {
   FailureClass result;
-  // The one place that looks inside a failure: C++ reads an exception_ptr only by rethrowing it.
-  try {
-    std::rethrow_exception(error);
-  } catch (const Error& e) {
-    result.kind = error_failure(e, step);
-    result.message = e.what();
-    result.may_have_run = e.may_have_run();
-    if (const auto* carrier = dynamic_cast<const WithPartialOutput*>(&e)) result.output = carrier->output();
-    if (const auto* limit = dynamic_cast<const OutputLimitError*>(&e)) result.limit = limit->limit();
-  } catch (const VMNotFoundError&) {
+  if (const auto* e = exception_as<Error>(error)) {
+    result.kind = error_failure(*e, step);
+    result.message = e->what();
+    result.may_have_run = e->may_have_run();
+    if (const auto* carrier = dynamic_cast<const WithPartialOutput*>(e)) result.output = carrier->output();
+    if (const auto* limit = dynamic_cast<const OutputLimitError*>(e)) result.limit = limit->limit();
+  } else if (exception_as<VMNotFoundError>(error)) {
     result.kind = RouteFailure::vm_not_found;
-  } catch (const boost::system::system_error& e) {
-    if (e.code() == boost::asio::error::operation_aborted) result.kind = RouteFailure::cancelled;
-  } catch (const std::exception& e) {
-    result.message = e.what();
-  } catch (...) {
-    // An output callback's exception, invalid input, a workspace error: not the route's to map.
+  } else if (const auto* system_error = exception_as<boost::system::system_error>(error)) {
+    if (system_error->code() == boost::asio::error::operation_aborted) result.kind = RouteFailure::cancelled;
+  } else if (const auto* other = exception_as<std::exception>(error)) {
+    // An output callback's exception, invalid input, a workspace error: not the route's to
+    // map, only its message is kept.
+    result.message = other->what();
   }
   return result;
 }

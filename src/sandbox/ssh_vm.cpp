@@ -12,6 +12,7 @@
 
 #include "common/coroutines.hpp"
 #include "common/event.hpp"
+#include "common/exceptions.hpp"
 #include "common/random_ids.hpp"
 #include "common/time_limits.hpp"
 #include "sandbox/ssh_commands.hpp"
@@ -236,13 +237,12 @@ Task<RunResult> ssh_run(std::shared_ptr<ssh::Connection> connection, std::string
   if (!run.ended()) run.flush(options.on_stdout, options.on_stderr);
   if (run.stop == StopReason::none) {
     if (exec_error) {
-      try {
-        std::rethrow_exception(exec_error);
-      } catch (const Error& e) {
-        // The channel was open: a connection that dropped after sending may have run it.
-        if (e.code() == errc::connection_failed && e.may_have_run()) throw OutcomeUnknownError("the SSH connection dropped while a command ran", snapshot(run));
-        throw;
+      // The channel was open: a connection that dropped after sending may have run it.
+      const auto* failure = exception_as<Error>(exec_error);
+      if (failure && failure->code() == errc::connection_failed && failure->may_have_run()) {
+        throw OutcomeUnknownError("the SSH connection dropped while a command ran", snapshot(run));
       }
+      std::rethrow_exception(exec_error);
     }
     // The exit status: the finished channel's, else (a background child holds it open) the
     // exit-status message the stopper waited for.
@@ -300,15 +300,9 @@ Task<void> script_deadline(std::shared_ptr<ssh::Connection> connection, ScriptRu
 
 // Whether a script's exec ended at its output limit (the stdout callback's or the channel's).
 bool past_output_limit(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const ScriptOutputPastLimit&) {
-    return true;
-  } catch (const Error& e) {
-    return e.code() == errc::output_limit;
-  } catch (...) {
-    return false;
-  }
+  if (exception_as<ScriptOutputPastLimit>(error)) return true;
+  const auto* failure = exception_as<Error>(error);
+  return failure != nullptr && failure->code() == errc::output_limit;
 }
 
 }  // namespace

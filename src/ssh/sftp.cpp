@@ -1,5 +1,6 @@
 // Sftp: files over the connection's one SFTP session.
 #include "common/coroutines.hpp"
+#include "common/exceptions.hpp"
 #include "common/inert_text.hpp"
 #include "common/shell_quote.hpp"
 #include "ssh/connection.hpp"
@@ -306,13 +307,8 @@ asio::awaitable<void> Sftp::write_whole(std::string path, std::string_view data,
 
 bool Sftp::lane_broke(const std::exception_ptr& error) const {
   if (!error || driver_->dropped() || exedev::detail::is_cancellation(error)) return false;
-  try {
-    std::rethrow_exception(error);
-  } catch (const Error& e) {
-    return e.code() == errc::connection_failed;
-  } catch (...) {
-    return false;
-  }
+  const auto* failure = exedev::detail::exception_as<Error>(error);
+  return failure != nullptr && failure->code() == errc::connection_failed;
 }
 
 asio::awaitable<void> Sftp::write_through(LIBSSH2_SFTP_HANDLE* handle, std::string path, std::string_view data,

@@ -1,5 +1,6 @@
 #include "tools/outcome.hpp"
 
+#include "common/exceptions.hpp"
 #include "tools/text.hpp"
 
 #include <exception>
@@ -29,13 +30,8 @@ void raise_tool_failure(const workspace::WorkspaceError& error) {
 }
 
 bool has_errc(const std::exception_ptr& error, std::errc code) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::filesystem::filesystem_error& e) {
-    return e.code() == code;
-  } catch (...) {
-    return false;
-  }
+  const auto* filesystem_error = exedev::detail::exception_as<std::filesystem::filesystem_error>(error);
+  return filesystem_error != nullptr && filesystem_error->code() == code;
 }
 
 std::string unknown_tool_message(const std::string& name, const std::vector<std::string>& offered) {

@@ -1,6 +1,7 @@
 #include <exedev/tools/shell.hpp>
 
 #include "common/coroutines.hpp"
+#include "common/exceptions.hpp"
 #include "common/inert_text.hpp"
 #include "common/random_ids.hpp"
 #include "tools/arguments.hpp"
@@ -160,11 +161,7 @@ Task<std::string> recoverable(Task<std::string> tool) {
     error = std::current_exception();
   }
   if (has_errc(error, std::errc::permission_denied)) {
-    try {
-      std::rethrow_exception(error);
-    } catch (const std::exception& e) {
-      throw ModelRetry(e.what());
-    }
+    throw ModelRetry(exedev::detail::exception_as<std::filesystem::filesystem_error>(error)->what());
   }
   if (has_errc(error, std::errc::no_such_file_or_directory)) throw ModelRetry("The working directory no longer exists.");
   if (has_errc(error, std::errc::not_a_directory)) throw ModelRetry("The working directory is no longer a directory.");

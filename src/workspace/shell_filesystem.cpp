@@ -13,6 +13,7 @@
 
 #include "common/base64.hpp"
 #include "common/coroutines.hpp"
+#include "common/exceptions.hpp"
 #include "common/inert_text.hpp"
 #include "common/random_ids.hpp"
 #include "workspace/data_codec.hpp"
@@ -248,10 +249,8 @@ struct StopUploadIfBeginFails {
 // Rethrows a failure unless it is the server refusing the path itself (a filesystem_error),
 // which a second try may not meet.
 void rethrow_unless_path_refused(const std::exception_ptr& failure) {
-  if (!failure) return;
-  try {
+  if (failure && !exedev::detail::exception_as<std::filesystem::filesystem_error>(failure)) {
     std::rethrow_exception(failure);
-  } catch (const std::filesystem::filesystem_error&) {
   }
 }
 

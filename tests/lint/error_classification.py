@@ -7,7 +7,9 @@ may_have_run(). Refused:
   - a `try` that rethrows (`std::rethrow_exception(...)` or `throw;`) and catches a subclass of
     exedev::Error other than Error / APIError: a switch on the error's type;
   - a `try` with more than one catch clause naming an exedev::Error type: the same switch
-    written without the rethrow.
+    written without the rethrow;
+  - `exception_as<T>` (common/exceptions.hpp: the look inside a captured error) with T a
+    subclass of exedev::Error other than Error / APIError: the same switch, one type at a time.
   error_classification.py INCLUDE_DIR PATH...   (files or folders of .cpp/.hpp; exit 1 on a finding)
 """
 import os
@@ -68,6 +70,11 @@ def findings(path, types):
             yield f'{where}: rethrows to classify by type ({", ".join(exedev_caught)}); catch exedev::Error and read code()'
         elif len(exedev_caught) > 1:
             yield f'{where}: switches on the error type ({", ".join(exedev_caught)}); catch exedev::Error and read code()'
+    for m in re.finditer(r'\bexception_as\s*<\s*([\w:]+)\s*>', code):
+        looked_for = m.group(1).split('::')[-1]
+        if looked_for in types and looked_for not in ALLOWED_IN_RETHROW:
+            yield (f'{path}:{line_of(code, m.start())}: looks for an error type ({looked_for}); '
+                   'look for exedev::Error and read code()')
 
 
 def main():
