@@ -17,7 +17,10 @@ namespace exedev::detail {
 namespace {
 
 // Started by the launch script under setsid: $1 = record directory, $2 = VM-side timeout
-// (seconds, may be empty), $3 = the login shell. The command gets its own session too, so its
+// (seconds, may be empty), $3 = the login shell, $4 = the PATH the session had before the
+// protocol put the standard directories first (the command gets it back: the library's own
+// tools are found as script_path.hpp says, the user's command as the user's PATH says). The
+// command gets its own session too, so its
 // process group can be stopped without stopping this runner, which records the exit status
 // afterwards. The watchdog is killed by process group and by pid: a command that ends at once
 // can finish before the watchdog's setsid has made its group, and a group kill alone would then
@@ -26,7 +29,7 @@ namespace {
 // gone, the command's process-group id may belong to another process.
 constexpr std::string_view runner_script = R"RUN(d=$1
 [ -f "$d/void" ] && exit 0
-setsid "$3" -l "$d/cmd" </dev/null >"$d/out" 2>"$d/err" &
+setsid env PATH="$4" "$3" -l "$d/cmd" </dev/null >"$d/out" 2>"$d/err" &
 p=$!
 printf '%s\n' "$p" >"$d/pgid.tmp" && mv -f -- "$d/pgid.tmp" "$d/pgid"
 [ -f "$d/cancel" ] && kill -s KILL -- "-$p" 2>/dev/null
@@ -154,7 +157,12 @@ std::string build_script(const ScriptRequest& r) {
   if (r.boundary.empty() || r.boundary.find_first_of("' \t\r\n") != std::string::npos) {
     throw std::invalid_argument("run: invalid frame boundary");
   }
-  std::string s(poll_functions);
+  // The protocol's own tools by the standard directories (common/script_path.hpp), so that a
+  // profile that shadows `wc` or `base64` does not break every run; the user's PATH is kept
+  // for the command.
+  std::string s = "U=$PATH\n";
+  s += script_path_line;
+  s += poll_functions;
   s += "main() {\n";
   s += "B=" + sh_single_quote(r.boundary) + "\n";
   s += "r=\"${XDG_STATE_HOME:-$HOME/.local/state}/exedev-cpp/runs\"\n";
@@ -178,7 +186,7 @@ std::string build_script(const ScriptRequest& r) {
            sh_single_quote(runner_script) + " >\"$d/run\"; then rm -rf -- \"$d\"; printf '%s n\\n' \"$B\"; exit 0; fi\n";
       // The command runs in the login shell the ssh session names.
       s += login_shell_selection();
-      s += "setsid /bin/sh \"$d/run\" \"$d\" " + sh_single_quote(timeout) + " \"$S\" </dev/null >/dev/null 2>&1 &\n";
+      s += "setsid /bin/sh \"$d/run\" \"$d\" " + sh_single_quote(timeout) + " \"$S\" \"$U\" </dev/null >/dev/null 2>&1 &\n";
       s += "printf '%s s\\n' \"$B\"\n";
       s += fmt::format("pollw {}\n", r.wait_seconds);
       break;

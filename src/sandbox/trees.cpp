@@ -9,7 +9,9 @@
 //   the number of scripts follows the compressed size); over /exec each fills a request body;
 // - the apply: checks the file's size and SHA-256, stages a hard-linked copy of the destination
 //   beside it, removes what went away, extracts, and moves the stage into place by renames;
-// - download: tar of the listed paths, gzip when it pays, read back in pages;
+// - download: tar of the listed paths, gzip when it pays, made by a command (run: it outlives
+//   one /exec request, which exe.dev ends at 30 s) stopped past archive_timeout, then read
+//   back in pages;
 // - the job directory beside the destination is removed at the end, also after a failure or a
 //   cancellation (bounded).
 #include <exedev/sandbox/sandbox_backend.hpp>
@@ -30,6 +32,8 @@
 #include <system_error>
 
 #include "common/base64.hpp"
+#include "common/exceptions.hpp"
+#include "common/script_path.hpp"
 #include "common/coroutines.hpp"
 #include "common/random_ids.hpp"
 #include "common/shell_quote.hpp"
@@ -179,6 +183,36 @@ class TreeJob {
   Task<workspace::CommandResult> script(std::string text, std::vector<std::string> args, bool idempotent,
                                         workspace::ScriptStdoutSink sink) {
     co_return co_await backend_.run_script(std::move(text), std::move(args), idempotent, std::move(sink));
+  }
+
+  /// Archives the listed paths of `dir` into `<job>/out` and returns the script's answer line.
+  /// A command, not a script: making the archive of a large tree takes longer than one /exec
+  /// request may last, and run() follows a command across requests; it is stopped past
+  /// `timeout`. Its stderr is dropped (the steps report by exit code), so it cannot fill the
+  /// command's output limit.
+  Task<std::string> archive(std::string dir, bool list_gzip, std::chrono::milliseconds timeout) {
+    std::string script(detail::script_path_line);
+    script += "exec 2>/dev/null\n" + archive_script(list_gzip);
+    std::vector<std::string> argv{"/bin/sh", "-c", std::move(script), "sh", arg(job_), arg(dir)};
+    const auto command = workspace::Command::argv(std::move(argv));
+    workspace::RunOptions options;
+    if (timeout.count() > 0) options.timeout = std::chrono::duration_cast<workspace::Seconds>(timeout);
+    std::exception_ptr timed_out;
+    workspace::CommandResult archived;
+    try {
+      archived = co_await backend_.run(command, options);
+    } catch (const workspace::WorkspaceTimeoutError&) {
+      timed_out = std::current_exception();
+    }
+    if (timed_out) {
+      detail::throw_nested(timed_out, workspace::WorkspaceTimeoutError(
+                                           fmt::format("archiving the tree \"{}\" on the VM took longer than {} s "
+                                                       "(TreeTransferOptions::archive_timeout) and was stopped",
+                                                       dir, std::chrono::duration_cast<std::chrono::seconds>(timeout).count()),
+                                           PartialOutput{}));
+    }
+    if (archived.exit_code != 0) throw_step("archiving the tree", dir, archived.exit_code);
+    co_return std::move(archived.stdout_text);
   }
 
   /// The listing of `dir` (nullopt when it does not exist).
@@ -420,15 +454,12 @@ Task<TreeTransferResult> SandboxBackend::download_tree(std::string remote_dir, s
     std::exception_ptr failure;
     try {
       co_await job.send("list", std::move(list), {});
-      Collected out;
-      std::vector<std::string> args{arg(job.path()), arg(source_dir)};
-      const auto archived = co_await job.script(archive_script(list_gzip), std::move(args), false, out.sink());
-      if (archived.exit_code != 0) throw_step("archiving the tree", source_dir, archived.exit_code);
+      const std::string answer = co_await job.archive(source_dir, list_gzip, options.archive_timeout);
       std::uint64_t tar_size = 0;
       std::uint64_t size = 0;
       char kind[4] = {};
       char digest[65] = {};
-      if (std::sscanf(out.bytes.c_str(), "%lu %lu %3s %64s", &tar_size, &size, kind, digest) != 4) {
+      if (std::sscanf(answer.c_str(), "%lu %lu %3s %64s", &tar_size, &size, kind, digest) != 4) {
         throw workspace::WorkspaceError("the VM's answer about the tree archive is malformed");
       }
       // Sizes the VM reports: checked before anything is fetched or unpacked, never allocated.

@@ -20,6 +20,7 @@
 // - Every operation runs on the caller's executor and honours Asio per-operation cancellation
 //   (terminal at least); each backend documents what a cancelled operation leaves behind.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -275,6 +276,11 @@ struct TreeTransferOptions {
   /// arrives). Sizes the environment reports above it are refused (WorkspaceLimitError naming
   /// max_download_bytes) before any of it is fetched.
   std::uint64_t max_download_bytes = 512 * 1024 * 1024;
+  /// download_tree (SandboxBackend): how long the VM may take to make the archive (tar, and
+  /// gzip when it pays). The archive is made by a command, which outlives one /exec request
+  /// (exe.dev ends those at 30 s) on either transport; past this it is stopped and the download
+  /// throws WorkspaceTimeoutError naming this option. 0: no limit. LocalBackend makes no archive.
+  std::chrono::milliseconds archive_timeout{std::chrono::minutes(5)};
   EXEDEV_COAWAIT_GUARD;
 };
 

@@ -46,9 +46,11 @@ struct Result {
 };
 
 // Runs the request as an ssh session whose login shell is `shell` would.
-Result execute(const Home& home, const ScriptRequest& request, const std::string& shell = "/bin/sh") {
+// `path`, when given, is the session's PATH.
+Result execute(const Home& home, const ScriptRequest& request, const std::string& shell = "/bin/sh", const std::string& path = "") {
   const auto command = "cd " + sh_single_quote(home.dir.string()) + " && env -u XDG_STATE_HOME HOME=" + sh_single_quote(home.dir.string()) +
-                       " SHELL=" + sh_single_quote(shell) + " /bin/sh -c " + sh_single_quote(remote_command(build_script(request)));
+                       " SHELL=" + sh_single_quote(shell) + (path.empty() ? "" : " PATH=" + sh_single_quote(path)) +
+                       " /bin/sh -c " + sh_single_quote(remote_command(build_script(request)));
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
   std::string bytes;
@@ -460,6 +462,28 @@ TEST_CASE("the command runs in the session's login shell, sh syntax when that is
   CHECK(execute(home, request, "/usr/bin/fish").out == "fallback\n");
   request = launch("echo fallback");
   CHECK(execute(home, request, "/nonexistent/shell").out == "fallback\n");
+}
+
+TEST_CASE("a PATH whose first tools are broken leaves the protocol working, and the command gets that PATH") {
+  Home home;
+  // A session PATH as a broken profile leaves it: every tool the protocol uses fails first.
+  const fs::path broken = home.dir / "broken-bin";
+  fs::create_directories(broken);
+  for (const char* tool : {"wc", "base64", "tail", "head", "cat", "date", "mkdir", "mv", "rm", "tr", "setsid", "env", "sleep"}) {
+    std::ofstream(broken / tool) << "#!/bin/sh\necho broken " << tool << "\nexit 1\n";
+    fs::permissions(broken / tool, fs::perms::owner_all);
+  }
+  // A login shell that keeps the PATH it is given (no /etc/profile), so the command's PATH shows.
+  const fs::path shell = home.dir / "keeping-shell";
+  std::ofstream(shell) << "#!/bin/sh\n[ \"$1\" = -l ] && shift\nexec /bin/sh \"$@\"\n";
+  fs::permissions(shell, fs::perms::owner_all);
+  const std::string path = broken.string() + ":/usr/local/bin:/usr/bin:/bin";
+  const auto request = launch("printf '%s\\n' \"$PATH\"; wc -c </dev/null; printf 'out %s' \"$(printf 'x' | /usr/bin/wc -c)\"");
+  const auto r = execute(home, request, shell.string(), path);
+  REQUIRE(r.last());
+  CHECK(r.last()->kind == Kind::exit);
+  CHECK(r.last()->exit_code == 0);
+  CHECK(r.out == path + "\nbroken wc\nout 1");
 }
 
 TEST_CASE("bad input is refused when building") {
