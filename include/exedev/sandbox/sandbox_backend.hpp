@@ -207,8 +207,10 @@ class SandboxBackend final : public workspace::WorkspaceBackend,
   workspace::Task<std::string> served_url(std::uint16_t port);
 
   /// Tree transfers (docs/sandbox.md, "Trees"): the VM's end runs GNU tar, find and coreutils
-  /// through run_script, on either transport; the archive travels in chunks at offsets (over
-  /// /exec each fills a request body), so the number of requests follows its compressed size.
+  /// through run_script, on either transport (a download's archive is made by a command, run(),
+  /// which may outlive one /exec request; TreeTransferOptions::archive_timeout); the archive
+  /// travels in chunks at offsets (over /exec each fills a request body), so the number of
+  /// requests follows its compressed size.
   /// A relative remote_dir starts in working_dir. Cancellation: the job directory beside the
   /// destination is removed (shielded, bounded by 10 s); the destination is as it was, unless
   /// the final script (which moves the staged tree into place by two renames) had started, in
