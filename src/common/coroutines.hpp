@@ -52,6 +52,17 @@ inline bool is_cancellation(const std::exception_ptr& error) {
   throw cancelled;
 }
 
+/// Throws a cancellation (throw_cancelled) when the calling coroutine's cancellation state
+/// records one: the check after a wait that a cancellation does not end by itself (an Event's),
+/// and in a coroutine that turned throw_if_cancelled off. With throw_if_cancelled on, Asio
+/// raises the same operation_aborted at this co_await already. A cleanup before the throw, or
+/// a cause to nest, needs the state read by hand (was_cancelled).
+inline boost::asio::awaitable<void> throw_if_cancelled() {
+  // The state named first: GCC 12 mishandles a throw's temporaries in a statement that awaits.
+  const auto state = co_await boost::asio::this_coro::cancellation_state;
+  if (was_cancelled(state)) throw_cancelled();
+}
+
 /// Waits `delay` on the current executor; cancellable like any timer wait.
 inline boost::asio::awaitable<void> sleep_for(std::chrono::steady_clock::duration delay) {
   boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, delay);

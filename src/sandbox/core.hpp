@@ -25,7 +25,7 @@ namespace exedev::detail {
   return words;
 }
 
-// (was_cancelled and throw_cancelled: common/coroutines.hpp; throw_nested:
+// (was_cancelled, throw_if_cancelled and throw_cancelled: common/coroutines.hpp; throw_nested:
 // common/exceptions.hpp.)
 
 /// Raises what an operation followed by a close ends with: the operation's error, else the

@@ -176,9 +176,7 @@ Task<void> walk_phases(Client client, ProvisionSubject& subject) {
     if (action.kind == K::fail) raise_failure(action, subject, error);
     if (action.kind == K::wait) {
       co_await subject.phase_changed.wait();
-      // The state is named first: GCC 12 miscompiles a co_await in a short-circuit operand.
-      const auto waited = co_await asio::this_coro::cancellation_state;
-      if (was_cancelled(waited)) throw_cancelled(nullptr);
+      co_await throw_if_cancelled();
       action = subject.phases.begin();
       continue;
     }

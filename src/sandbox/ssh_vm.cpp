@@ -146,9 +146,7 @@ Task<bool> wait_for(CommandRun* run, Done done, Event::Clock::time_point deadlin
   while (!done()) {
     if (Event::Clock::now() >= deadline) co_return false;
     co_await run->changed.wait_until(deadline);
-    // The state named first: GCC 12 mishandles a throw's temporaries in a statement that awaits.
-    const auto cancellation = co_await asio::this_coro::cancellation_state;
-    if (was_cancelled(cancellation)) throw_cancelled();
+    co_await throw_if_cancelled();
   }
   co_return true;
 }

@@ -67,9 +67,7 @@ Task<std::shared_ptr<ssh::Connection>> VmRoute::connection(Client client, Provis
     }
     co_await opened_.wait();
     waited = true;
-    // The state named first: GCC 12 mishandles a throw's temporaries in a statement that awaits.
-    const auto cancellation = co_await asio::this_coro::cancellation_state;
-    if (was_cancelled(cancellation)) throw_cancelled();
+    co_await throw_if_cancelled();
   }
   opening_ = true;
   opening_failure_ = nullptr;

@@ -30,12 +30,6 @@ namespace {
 constexpr std::size_t read_chunk = 256 * 1024;
 constexpr std::size_t write_chunk = 1024 * 1024;
 
-asio::awaitable<void> throw_if_cancelled() {
-  // The state named first: GCC 12 mishandles a throw's temporaries in a statement that awaits.
-  const auto cancellation = co_await asio::this_coro::cancellation_state;
-  if (exedev::detail::was_cancelled(cancellation)) exedev::detail::throw_cancelled();
-}
-
 }  // namespace
 
 Connection::Connection(std::shared_ptr<SessionDriver> driver, Endpoint endpoint, SshOptions options, std::string fingerprint,
@@ -67,7 +61,7 @@ asio::awaitable<void> Connection::wait_for_change_until(bool sent, SessionDriver
   co_await (state_.wait_until(deadline) || driver_->state_changed().wait_until(deadline));
   const Call call{"waiting for a session channel", true, sent};
   driver_->throw_if_dropped(call);
-  co_await throw_if_cancelled();
+  co_await exedev::detail::throw_if_cancelled();
 }
 
 asio::awaitable<void> Connection::acquire_session_slot() {

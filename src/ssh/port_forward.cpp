@@ -2,6 +2,7 @@
 // and the listener that makes a relay of each connection it accepts (PortForwarder).
 #include "ssh/port_forward.hpp"
 
+#include "common/coroutines.hpp"
 #include "ssh/session_driver.hpp"
 #include "ssh/ssh_errors.hpp"
 
@@ -37,13 +38,6 @@ void throw_if_aborted(const boost::system::error_code& ec) {
   if (ec == asio::error::operation_aborted) throw boost::system::system_error(ec);
 }
 
-asio::awaitable<void> throw_if_cancelled() {
-  const auto state = co_await asio::this_coro::cancellation_state;
-  if (state.cancelled() != asio::cancellation_type::none) {
-    throw boost::system::system_error(asio::error::operation_aborted);
-  }
-}
-
 }  // namespace
 
 asio::awaitable<LIBSSH2_CHANNEL*> Connection::open_direct_tcpip(const std::string& host, std::uint16_t port,
@@ -61,7 +55,7 @@ asio::awaitable<LIBSSH2_CHANNEL*> Connection::open_direct_tcpip(const std::strin
                                       driver_->where(), host, port, driver_->last_error_message()),
                           false, libssh2_error(static_cast<int>(rc)));
   }
-  co_await throw_if_cancelled();
+  co_await exedev::detail::throw_if_cancelled();
   co_return channel;
 }
 

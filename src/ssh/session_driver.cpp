@@ -37,7 +37,6 @@ void init_libssh2_once() {
 
 SessionDriver& driver_of(void** abstract) { return *static_cast<SessionDriver*>(*abstract); }
 
-using exedev::detail::was_cancelled;
 
 }  // namespace
 
@@ -164,11 +163,7 @@ asio::awaitable<void> SessionDriver::wait(std::uint64_t ticket, const Call& call
   --waiters_;
   throw_if_dropped(call);
   const bool owner = outbound_owner_ == ticket && ticket != 0;
-  // The state named first: GCC 12 mishandles a throw's temporaries in a statement that awaits.
-  const auto cancellation = co_await asio::this_coro::cancellation_state;
-  if (call.interruptible && !owner && was_cancelled(cancellation)) {
-    exedev::detail::throw_cancelled();
-  }
+  if (call.interruptible && !owner) co_await exedev::detail::throw_if_cancelled();
   if (Clock::now() >= call.deadline) {
     // A half-sent packet can never be finished now: the session is unusable.
     if (owner) mark_dropped(std::make_error_code(std::errc::timed_out), "timed out");

@@ -81,9 +81,7 @@ asio::awaitable<long> Sftp::call(const char* what, bool mutating, std::function<
   call.deadline = deadline;
   while (busy_) {
     co_await idle_.wait_until(deadline);
-    // The state named first: GCC 12 mishandles a throw's temporaries in a statement that awaits.
-    const auto cancellation = co_await asio::this_coro::cancellation_state;
-    if (exedev::detail::was_cancelled(cancellation)) exedev::detail::throw_cancelled();
+    co_await exedev::detail::throw_if_cancelled();
     if (busy_ && Clock::now() >= deadline) throw_past_deadline(what);
   }
   driver_->throw_if_dropped(call);

@@ -236,10 +236,7 @@ Task<CommandResult> LocalBackend::run(Command command, RunOptions options) {
   CommandResult result;
   EXEDEV_AWAIT_DESPITE_CANCELLATION(
       error, [](LocalBackend& backend, Command command, RunOptions options, CommandResult& result) -> Task<void> {
-        const auto cancellation = co_await asio::this_coro::cancellation_state;
-        if (exedev::detail::was_cancelled(cancellation)) {
-          throw boost::system::system_error(asio::error::operation_aborted, "command cancelled before it started");
-        }
+        co_await exedev::detail::throw_if_cancelled();  // cancelled before the command started
         result = co_await backend.run_command(std::move(command), std::move(options));
       }(*this, std::move(command), std::move(options), result));
   if (error) std::rethrow_exception(error);

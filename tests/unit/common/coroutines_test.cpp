@@ -64,3 +64,40 @@ TEST_CASE("what the cleanup threw is handed back, not thrown", "[unit][common]")
   CHECK(outcome.failure_seen);
   CHECK(outcome.raised_after);
 }
+
+namespace {
+
+// Awaits throw_if_cancelled() with Asio's own throw_if_cancelled set to `asio_throws`, after
+// cancelling itself when `cancelled`; what came of it: nullptr when it returned.
+asio::awaitable<void> check_cancellation(asio::cancellation_signal& cancel, bool cancelled, bool asio_throws,
+                                         std::exception_ptr& thrown) {
+  co_await asio::this_coro::throw_if_cancelled(asio_throws);
+  if (cancelled) cancel.emit(asio::cancellation_type::terminal);  // this very coroutine
+  try {
+    co_await exedev::detail::throw_if_cancelled();
+  } catch (...) {
+    thrown = std::current_exception();
+  }
+}
+
+std::exception_ptr cancellation_check(bool cancelled, bool asio_throws) {
+  asio::io_context ioc;
+  asio::cancellation_signal cancel;
+  std::exception_ptr thrown;
+  asio::co_spawn(ioc, check_cancellation(cancel, cancelled, asio_throws, thrown),
+                 asio::bind_cancellation_slot(cancel.slot(), [](std::exception_ptr) {}));
+  ioc.run();
+  return thrown;
+}
+
+}  // namespace
+
+TEST_CASE("throw_if_cancelled raises operation_aborted exactly when the coroutine was cancelled", "[unit][common]") {
+  for (const bool asio_throws : {true, false}) {
+    CAPTURE(asio_throws);
+    CHECK(cancellation_check(false, asio_throws) == nullptr);
+    const auto thrown = cancellation_check(true, asio_throws);
+    REQUIRE(thrown != nullptr);
+    CHECK(exedev::detail::is_cancellation(thrown));
+  }
+}
