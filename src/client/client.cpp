@@ -63,7 +63,7 @@ asio::awaitable<detail::HttpResponse> detail::ClientState::send(const std::strin
   const auto& limits = options.rate_limit;
   if (!limits.wait) {
     const std::string token = request_token();
-    auto response = co_await transport->post(line, token, post);
+    auto response = co_await https_pool->post(line, token, post);
     check_minted_answer(response, command);
     co_return response;
   }
@@ -96,7 +96,7 @@ asio::awaitable<detail::HttpResponse> detail::ClientState::send(const std::strin
     const auto sent_at = Clock::now();
     detail::HttpResponse response;
     try {
-      response = co_await transport->post(line, token, post);
+      response = co_await https_pool->post(line, token, post);
     } catch (...) {
       rate_limit->on_lost();
       throw;
@@ -163,7 +163,7 @@ asio::awaitable<std::string> detail::ClientState::call(const detail::LobbyLine& 
 Client::Client(asio::any_io_executor executor, ClientOptions options) : impl_(std::make_shared<detail::ClientState>()) {
   impl_->executor = executor;
   impl_->settings = detail::resolve_settings(options, detail::process_env);
-  detail::TransportConfig config;
+  detail::HttpsPoolConfig config;
   config.endpoint = impl_->settings.endpoint;
   config.ca_file = impl_->settings.ca_file;
   config.connect_timeout = options.connect_timeout;
@@ -172,7 +172,7 @@ Client::Client(asio::any_io_executor executor, ClientOptions options) : impl_(st
   config.user_agent = options.user_agent;
   config.logger = options.logger;
   config.max_body_bytes = options.max_response_bytes;
-  impl_->transport = std::make_unique<detail::Transport>(std::move(executor), std::move(config));
+  impl_->https_pool = std::make_unique<detail::HttpsPool>(std::move(executor), std::move(config));
   if (options.minting) impl_->minter = std::make_shared<detail::TokenMinter>(*options.minting, options.logger);
   impl_->options = std::move(options);
 }
@@ -461,7 +461,7 @@ std::size_t script_request_bytes(const std::string& vm, const std::string& scrip
 Task<void> Client::close() {
   // Removing finished runs' records is cleanup: it finishes before a cancellation is delivered.
   EXEDEV_AWAIT_DESPITE_CANCELLATION(failure, detail::shielded(detail::remove_finished_records(impl_)));
-  impl_->transport->close_idle();
+  impl_->https_pool->close_idle();
   if (failure) std::rethrow_exception(failure);
 }
 

@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <variant>
 
 namespace exedev {
@@ -263,6 +264,24 @@ asio::awaitable<StopResult> stop_remote(detail::ClientState& impl, RunState& st)
   co_return StopResult::unconfirmed;
 }
 
+// The recovery's next step after a request that failed with `error` (rethrown when it ends the
+// run as it is); `abort` takes an error that must stop the remote command first.
+detail::RunStep step_after_failure(detail::RunRecovery& recovery, const std::exception_ptr& error,
+                                   bool launch_unstarted, std::exception_ptr& abort) {
+  using F = detail::RequestFailure;
+  switch (detail::classify_request_failure(error, launch_unstarted)) {
+    case F::final: std::rethrow_exception(error);
+    case F::deadline: return recovery.on_deadline();
+    case F::unreadable:
+      abort = error;
+      return recovery.on_error(detail::StopReason::unreadable);
+    case F::interrupted:
+      abort = error;
+      return recovery.on_error(detail::StopReason::interrupted);
+  }
+  throw std::logic_error("Client::run: unknown RequestFailure");
+}
+
 }  // namespace
 
 // A request removes at most max_acks_per_request records per VM.
@@ -388,19 +407,7 @@ Task<RunResult> Client::run(std::string vm, std::string shell_line, ClientRunOpt
       error = std::current_exception();
     }
     if (error) {
-      using F = detail::RequestFailure;
-      switch (detail::classify_request_failure(error, mode == detail::ScriptMode::launch && !st.started)) {
-        case F::final: std::rethrow_exception(error);
-        case F::deadline: step = recovery.on_deadline(); break;
-        case F::unreadable:
-          abort = error;
-          step = recovery.on_error(detail::StopReason::unreadable);
-          break;
-        case F::interrupted:
-          abort = error;
-          step = recovery.on_error(detail::StopReason::interrupted);
-          break;
-      }
+      step = step_after_failure(recovery, error, mode == detail::ScriptMode::launch && !st.started, abort);
     } else if (!result) {
       step = recovery.on_deadline();
     } else {

@@ -10,7 +10,7 @@
 #include "client/rate_limit.hpp"
 #include "client/retry.hpp"
 #include "client/settings.hpp"
-#include "client/transport.hpp"
+#include "client/https_pool.hpp"
 
 #include <boost/asio/awaitable.hpp>
 
@@ -28,7 +28,7 @@ struct ClientState {
   boost::asio::any_io_executor executor;
   ClientOptions options;
   Settings settings;
-  std::unique_ptr<Transport> transport;
+  std::unique_ptr<HttpsPool> https_pool;
   std::map<std::string, std::vector<std::string>> acks;  ///< VM → finished run records to remove
   /// The token's rate-limit model, shared in the process; made on first use (the token may be
   /// missing until then).

@@ -110,6 +110,31 @@ struct Config {
   std::exit(2);
 }
 
+// The field of the VM spec that flag `name` (--name, --image, --base, --comment, --memory or
+// --disk) sets.
+std::optional<std::string>& spec_field(VMSpecFields& spec, const std::string& name) {
+  if (name == "--name") return spec.name;
+  if (name == "--image") return spec.image;
+  if (name == "--base") return spec.base;
+  if (name == "--comment") return spec.comment;
+  if (name == "--memory") return spec.memory;
+  return spec.disk;
+}
+
+// The flags given together make sense: one workspace, and the VM flags only for a VM (the spec's
+// only for one made here: `spec_given`).
+void check_combination(const Config& config, bool spec_given) {
+  if (config.kind == WorkspaceKind::none) bad_usage("choose a workspace: --local, --emulator, --exedev, --vm or --ref");
+  if (config.kind == WorkspaceKind::local && (config.ssh_key || config.known_hosts || config.transport != Transport::automatic)) {
+    bad_usage("--transport, --ssh-key and --known-hosts are for exe.dev VMs, not --local");
+  }
+  const bool vm = config.kind != WorkspaceKind::local;
+  if (!vm && (spec_given || config.spec.working_dir || config.scope_tag))
+    bad_usage("the VM flags need --emulator, --exedev, --vm or --ref");
+  if (config.kind == WorkspaceKind::attach && spec_given)
+    bad_usage("an attached VM keeps what it has: only --working-dir and --scope-tag apply");
+}
+
 Config parse(int argc, char** argv) {
   Config config;
   const auto choose = [&](WorkspaceKind kind) {
@@ -129,15 +154,6 @@ Config parse(int argc, char** argv) {
       const auto parsed = exedev::detail::parse_number(need_value());
       if (!parsed || !(*parsed > 0)) bad_usage("invalid number for " + name);
       return *parsed;
-    };
-    const auto spec_field = [&]() -> std::optional<std::string>& {
-      spec_given = true;
-      if (name == "--name") return config.spec.name;
-      if (name == "--image") return config.spec.image;
-      if (name == "--base") return config.spec.base;
-      if (name == "--comment") return config.spec.comment;
-      if (name == "--memory") return config.spec.memory;
-      return config.spec.disk;
     };
     if (name == "--help" || name == "-h") {
       std::cout << usage;
@@ -163,7 +179,8 @@ Config parse(int argc, char** argv) {
       }
     } else if (name == "--name" || name == "--image" || name == "--base" || name == "--comment" ||
                name == "--memory" || name == "--disk") {
-      spec_field() = need_value();
+      spec_given = true;
+      spec_field(config.spec, name) = need_value();
     } else if (name == "--working-dir") {
       config.spec.working_dir = need_value();
     } else if (name == "--tag") {
@@ -209,15 +226,7 @@ Config parse(int argc, char** argv) {
       bad_usage("unknown option " + name);
     }
   }
-  if (config.kind == WorkspaceKind::none) bad_usage("choose a workspace: --local, --emulator, --exedev, --vm or --ref");
-  if (config.kind == WorkspaceKind::local && (config.ssh_key || config.known_hosts || config.transport != Transport::automatic)) {
-    bad_usage("--transport, --ssh-key and --known-hosts are for exe.dev VMs, not --local");
-  }
-  const bool vm = config.kind != WorkspaceKind::local;
-  if (!vm && (spec_given || config.spec.working_dir || config.scope_tag))
-    bad_usage("the VM flags need --emulator, --exedev, --vm or --ref");
-  if (config.kind == WorkspaceKind::attach && spec_given)
-    bad_usage("an attached VM keeps what it has: only --working-dir and --scope-tag apply");
+  check_combination(config, spec_given);
   return config;
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 // One SSH connection to a VM (libssh2, driven from Asio on the caller's executor, no threads):
-// commands on session channels, files over one shared SFTP session. Internal to the library;
-// SandboxBackend uses it. Run everything of one Connection on one executor that runs one thread
-// at a time (an io_context run by one thread, or a strand).
+// commands on session channels, files over SFTP (a session opened on first use and shared by
+// concurrent callers, and a second one, the upload lane, for the far half of a large upload).
+// Internal to the library; SandboxBackend uses it. Run everything of one Connection on one
+// executor that runs one thread at a time (an io_context run by one thread, or a strand).
 
 #include "common/event.hpp"
 

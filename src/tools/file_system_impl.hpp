@@ -1,6 +1,8 @@
 #pragma once
 // FileSystem's internals shared by its source files: the scope (root, working directory),
-// path resolution and policy checks, and the tools that walk directories.
+// path resolution and policy checks, the tools that walk directories (file_search.cpp), and
+// FileSystem::State, the tool set's state: its options, offering and dispatch (file_system.cpp),
+// the tools that read (file_system_reads.cpp) and those that change files (file_system_edits.cpp).
 
 #include "tools/path_lock.hpp"
 
@@ -139,4 +141,43 @@ struct ToolSpec;
 /// A walker's result, ending with notices for hidden entries omitted and caps hit.
 [[nodiscard]] std::string with_walk_notice(std::vector<std::string> lines, bool walk_cut, std::size_t hidden_count);
 
+/// The reference's _model_safe_filename: a path relative to the root, or a placeholder.
+[[nodiscard]] std::string model_safe_filename(const std::string& filename, const std::string& root);
+
 }  // namespace exedev::tools::detail
+
+namespace exedev::tools {
+
+struct FileSystem::State : detail::FileSystemCore {
+  Task<std::string> run_tool(std::string name, std::string arguments);
+  Task<std::string> recoverable(Task<std::string> body);
+  /// The resolved path and what is there; no entry when nothing is (a path error included).
+  Task<std::pair<std::string, std::optional<workspace::FileEntry>>> locate(std::string path);
+  /// locate, in one confined read where the workspace offers it, with the file's content (when
+  /// it fits) and the link target.
+  struct Located {
+    std::string resolved;
+    std::optional<workspace::FileEntry> entry;
+    std::optional<workspace::Bytes> content;
+    bool link_known = false;  ///< Whether link_target says what readlink would.
+    std::optional<std::string> link_target;
+  };
+  Task<Located> locate_with_content(std::string path);
+  /// A regular file's bytes: `known` when the confined read brought them, else read; nullopt
+  /// when the file is gone.
+  Task<std::optional<workspace::Bytes>> content_of(std::string resolved, std::optional<workspace::Bytes> known);
+  Task<std::string> read_file(std::string path, std::int64_t offset, std::optional<std::int64_t> limit);
+  Task<std::string> write_file(std::string path, std::string content, std::optional<std::string> expected_hash);
+  Task<std::string> edit_file(std::string path, std::vector<std::pair<std::string, std::string>> replacements,
+                              std::optional<std::string> expected_hash);
+  Task<std::string> list_directory(std::string path);
+  Task<std::string> create_directory(std::string path);
+  Task<std::string> file_info(std::string path);
+  [[nodiscard]] std::vector<std::string> offered() const;
+  [[nodiscard]] std::string read_header(const std::string& path, std::size_t total, const std::string& hash) const;
+  [[nodiscard]] std::string hash_suffix(const std::string& hash) const {
+    return options.content_hashes ? " [hash:" + hash + "]" : "";
+  }
+};
+
+}  // namespace exedev::tools

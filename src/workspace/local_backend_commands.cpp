@@ -55,6 +55,18 @@ constexpr const char* kInheritedEnv[] = {"PATH", "HOME", "LANG", "LC_ALL", "LC_C
 
 std::string decode(std::string_view bytes) { return utf8_replace_invalid(bytes); }
 
+// A command's environment: the few variables it inherits from this process, then the
+// backend's, then the command's own (each overriding the one before).
+Env command_env(const Env& backend_env, const Env& own_env) {
+  Env env;
+  for (const char* key : kInheritedEnv) {
+    if (const char* value = std::getenv(key)) env[key] = value;
+  }
+  for (const auto& [key, value] : backend_env) env[key] = value;
+  for (const auto& [key, value] : own_env) env[key] = value;
+  return env;
+}
+
 }  // namespace
 
 namespace {
@@ -228,6 +240,24 @@ class ChildGuard {
   pid_t pid_;
 };
 
+// Waits until a started command's outcome is known: exit with both pipes at EOF, exit plus the
+// drain grace, overflow, a helper failure, the deadline, or the caller's cancellation (true).
+// Awaited with throw_if_cancelled off (run()), so that the cancellation is seen here.
+Task<bool> wait_for_outcome(std::shared_ptr<Capture> capture, std::optional<Clock::time_point> deadline) {
+  while (!capture->failure && !capture->overflow && !(capture->exited && capture->pipes_done())) {
+    // Also a cancellation that came before the first wait.
+    const auto before_wait = co_await asio::this_coro::cancellation_state;
+    if (exedev::detail::was_cancelled(before_wait)) co_return true;
+    auto until = deadline.value_or(Clock::time_point::max());
+    if (capture->exited) until = std::min(until, capture->exit_time + kOutputDrainGrace);
+    if (Clock::now() >= until) break;
+    co_await capture->changed.wait_until(until);
+    const auto after_wait = co_await asio::this_coro::cancellation_state;
+    if (exedev::detail::was_cancelled(after_wait)) co_return true;
+  }
+  co_return false;
+}
+
 }  // namespace
 
 Task<CommandResult> LocalBackend::run(Command command, RunOptions options) {
@@ -252,12 +282,7 @@ Task<CommandResult> LocalBackend::run_command(Command command, RunOptions option
   // The timeout clock starts once the working directory is resolved; startup counts.
   const auto deadline = exedev::detail::deadline_after(options.timeout);
 
-  Env env;
-  for (const char* key : kInheritedEnv) {
-    if (const char* value = std::getenv(key)) env[key] = value;
-  }
-  for (const auto& [key, value] : state_->env) env[key] = value;
-  for (const auto& [key, value] : options.env) env[key] = value;
+  const Env env = command_env(state_->env, options.env);
 
   const auto lookup = find_program(argv[0], env, root);
   if (lookup.missing_code) co_return not_runnable(argv[0], lookup.missing_code);
@@ -300,25 +325,8 @@ Task<CommandResult> LocalBackend::run_command(Command command, RunOptions option
   start_helper(1, read_stream(err, Capture::kErr, capture, options.on_stderr));
   start_helper(2, wait_exit(exit_fd, child.pid, capture));
 
-  // Wait until the outcome is known: exit with both pipes at EOF, exit plus the drain grace,
-  // overflow, a helper failure, the deadline, or the caller's cancellation.
-  bool cancelled = false;
-  while (!capture->failure && !capture->overflow && !(capture->exited && capture->pipes_done())) {
-    const auto before_wait = co_await asio::this_coro::cancellation_state;
-    if (exedev::detail::was_cancelled(before_wait)) {  // also a cancellation that came before the wait
-      cancelled = true;
-      break;
-    }
-    auto until = deadline.value_or(Clock::time_point::max());
-    if (capture->exited) until = std::min(until, capture->exit_time + kOutputDrainGrace);
-    if (Clock::now() >= until) break;
-    co_await capture->changed.wait_until(until);
-    const auto after_wait = co_await asio::this_coro::cancellation_state;
-    if (exedev::detail::was_cancelled(after_wait)) {
-      cancelled = true;
-      break;
-    }
-  }
+  auto waiting = wait_for_outcome(capture, deadline);
+  const bool cancelled = co_await std::move(waiting);
   // Stop the helpers and wait for them: they use this frame's descriptors. A further
   // cancellation from the caller only ends one wait early: the loop waits again.
   for (auto& signal : capture->stop) signal.emit(asio::cancellation_type::terminal);

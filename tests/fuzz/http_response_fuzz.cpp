@@ -3,7 +3,7 @@
 // never exceeds the client's limit.
 #include "fuzz.hpp"
 
-#include "client/transport.hpp"
+#include "client/https_pool.hpp"
 
 #include <exedev/errors.hpp>
 
@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // The first byte chooses whether a sink streams the body, and when it stops reading.
   const unsigned mode = data[0];
   const auto raw = exedev::fuzz::bytes(data + 1, size - 1);
-  const exedev::detail::TransportConfig limits;
+  const exedev::detail::HttpsPoolConfig limits;
   try {
     if (mode % 2 == 0) {
       const auto r = exedev::detail::parse_http_response(raw);

@@ -12,7 +12,8 @@
 // close() closes it.
 //
 // Retries: none of its own, except readiness probes (`echo <token>`), which are re-sent every
-// ready_poll_interval until ready_timeout on connection-level and not-ready errors.
+// readiness.poll_interval until readiness.timeout (VMsOptions::readiness, ReadinessOptions) on
+// connection-level and not-ready errors.
 //
 // Threading: a VMs is used from one executor (an io_context run by one thread, or a strand).
 

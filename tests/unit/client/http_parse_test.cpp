@@ -1,6 +1,6 @@
 // Beast's parser, configured as the transport configures it: trailers after the last chunk are
 // merged into the message's fields (the X-Exe-Exit exit status), bodies stream in pieces.
-#include "client/transport.hpp"
+#include "client/https_pool.hpp"
 
 #include <exedev/errors.hpp>
 

@@ -1,6 +1,6 @@
 #pragma once
 // HTTP/1.1 over TLS (or plain TCP for http:// endpoints) to POST /exec, with a keep-alive
-// connection pool. The only part of the client that knows Beast and OpenSSL (transport.cpp).
+// connection pool. The only part of the client that knows Beast and OpenSSL (https_pool.cpp).
 
 #include "client/settings.hpp"
 
@@ -18,7 +18,7 @@
 
 namespace exedev::detail {
 
-struct TransportConfig {
+struct HttpsPoolConfig {
   Endpoint endpoint;
   std::optional<std::string> ca_file;
   std::chrono::milliseconds connect_timeout{10'000};
@@ -54,12 +54,12 @@ struct PostOptions {
 /// Throws ConnectionError (sent() tells whether the request may have reached the server) and
 /// ProtocolError (unreadable HTTP). A cancelled post throws boost::system::system_error with
 /// operation_aborted; its connection is closed.
-class Transport {
+class HttpsPool {
  public:
-  Transport(boost::asio::any_io_executor executor, TransportConfig config);
-  ~Transport();
-  Transport(const Transport&) = delete;
-  Transport& operator=(const Transport&) = delete;
+  HttpsPool(boost::asio::any_io_executor executor, HttpsPoolConfig config);
+  ~HttpsPool();
+  HttpsPool(const HttpsPool&) = delete;
+  HttpsPool& operator=(const HttpsPool&) = delete;
 
   /// The arguments must outlive the returned awaitable (await it at once).
   boost::asio::awaitable<HttpResponse> post(const std::string& body, const std::string& token, const PostOptions& options);
@@ -68,14 +68,14 @@ class Transport {
   /// Connections opened so far (diagnostics and tests).
   [[nodiscard]] std::size_t connections_opened() const noexcept;
 
-  struct Impl;  ///< Opaque (transport.cpp).
+  struct Impl;  ///< Opaque (https_pool.cpp).
 
  private:
   std::shared_ptr<Impl> impl_;
 };
 
 /// Parses a complete HTTP/1.1 response held in memory with the same Beast parser settings as
-/// the transport (header and body limits, trailers). For tests of the parsing rules.
+/// the pool (header and body limits, trailers). For tests of the parsing rules.
 [[nodiscard]] HttpResponse parse_http_response(std::string_view raw, const BodySink& sink = {});
 
 }  // namespace exedev::detail

@@ -1,5 +1,5 @@
 // The client's only Beast/OpenSSL translation unit: connections, TLS, HTTP framing, the pool.
-#include "client/transport.hpp"
+#include "client/https_pool.hpp"
 
 #include "client/resend.hpp"
 #include "client/retry.hpp"
@@ -192,9 +192,9 @@ std::error_code cause_of(const error_code& ec) {
 
 }  // namespace
 
-struct Transport::Impl {
+struct HttpsPool::Impl {
   asio::any_io_executor executor;
-  TransportConfig config;
+  HttpsPoolConfig config;
   std::optional<ssl::context> tls_context;
   std::deque<std::unique_ptr<Connection>> idle;
   std::size_t open = 0;  ///< Slots in use: idle + busy + connecting.
@@ -224,7 +224,7 @@ namespace {
 // A pool slot, with or without a connection. Gives the slot back however the request ends.
 class Lease {
  public:
-  explicit Lease(std::shared_ptr<Transport::Impl> impl, std::unique_ptr<Connection> c = nullptr)
+  explicit Lease(std::shared_ptr<HttpsPool::Impl> impl, std::unique_ptr<Connection> c = nullptr)
       : connection(std::move(c)), impl_(std::move(impl)) {}
   Lease(Lease&& other) noexcept = default;
   Lease& operator=(Lease&&) = delete;
@@ -236,10 +236,10 @@ class Lease {
   bool reusable = false;
 
  private:
-  std::shared_ptr<Transport::Impl> impl_;
+  std::shared_ptr<HttpsPool::Impl> impl_;
 };
 
-asio::awaitable<Lease> acquire(std::shared_ptr<Transport::Impl> impl) {
+asio::awaitable<Lease> acquire(std::shared_ptr<HttpsPool::Impl> impl) {
   for (;;) {
     while (!impl->idle.empty()) {
       auto c = std::move(impl->idle.back());
@@ -265,7 +265,7 @@ asio::awaitable<Lease> acquire(std::shared_ptr<Transport::Impl> impl) {
   }
 }
 
-asio::awaitable<void> connect(Transport::Impl& impl, Connection& c) {
+asio::awaitable<void> connect(HttpsPool::Impl& impl, Connection& c) {
   const auto& ep = impl.config.endpoint;
   tcp::resolver resolver(impl.executor);
   // The resolver has no timeout of its own.
@@ -329,7 +329,7 @@ asio::awaitable<void> connect(Transport::Impl& impl, Connection& c) {
 }
 
 template <typename Stream>
-asio::awaitable<HttpResponse> exchange(Transport::Impl& impl, Stream& stream, Connection& c,
+asio::awaitable<HttpResponse> exchange(HttpsPool::Impl& impl, Stream& stream, Connection& c,
                                        const std::string& request, const PostOptions& options, bool reused,
                                        Exchange& result) {
   const Deadline deadline(c, options.timeout);
@@ -337,7 +337,7 @@ asio::awaitable<HttpResponse> exchange(Transport::Impl& impl, Stream& stream, Co
     return fmt::format("exe.dev: {} {} failed: {}", what, impl.where(),
                        ec == beast::error::timeout ? std::string("timed out") : ec.message());
   };
-  // A failure the resend rule decides on (Transport::post): resend, or which error.
+  // A failure the resend rule decides on (HttpsPool::post): resend, or which error.
   const auto decide = [&](FailedExchange failure, std::string text, const error_code& ec) {
     failure.reused = reused;
     failure.idempotent = options.idempotent;
@@ -414,7 +414,7 @@ asio::awaitable<HttpResponse> exchange(Transport::Impl& impl, Stream& stream, Co
 
 // The fields every request shares, built once; a request adds the token, Content-Length and
 // the body. HTTP/1.1 keeps the connection alive without a Connection field.
-std::string request_head(const TransportConfig& config) {
+std::string request_head(const HttpsPoolConfig& config) {
   const auto& ep = config.endpoint;
   if (std::any_of(config.user_agent.begin(), config.user_agent.end(), [](char ch) {
         return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f;
@@ -431,7 +431,7 @@ std::string request_head(const TransportConfig& config) {
 
 }  // namespace
 
-Transport::Transport(asio::any_io_executor executor, TransportConfig config) : impl_(std::make_shared<Impl>()) {
+HttpsPool::HttpsPool(asio::any_io_executor executor, HttpsPoolConfig config) : impl_(std::make_shared<Impl>()) {
   impl_->executor = std::move(executor);
   impl_->config = std::move(config);
   impl_->request_head = request_head(impl_->config);
@@ -448,9 +448,9 @@ Transport::Transport(asio::any_io_executor executor, TransportConfig config) : i
   }
 }
 
-Transport::~Transport() { close_idle(); }
+HttpsPool::~HttpsPool() { close_idle(); }
 
-void Transport::close_idle() {
+void HttpsPool::close_idle() {
   while (!impl_->idle.empty()) {
     impl_->idle.back()->close();
     impl_->idle.pop_back();
@@ -458,10 +458,10 @@ void Transport::close_idle() {
   }
 }
 
-std::size_t Transport::connections_opened() const noexcept { return impl_->opened; }
+std::size_t HttpsPool::connections_opened() const noexcept { return impl_->opened; }
 
-asio::awaitable<HttpResponse> Transport::post(const std::string& body, const std::string& token, const PostOptions& options) {
-  auto impl = impl_;  // the pool outlives this request even if the Transport is destroyed
+asio::awaitable<HttpResponse> HttpsPool::post(const std::string& body, const std::string& token, const PostOptions& options) {
+  auto impl = impl_;  // the pool outlives this request even if the HttpsPool is destroyed
   // The whole request in one buffer: one TLS record and one write for a small request.
   std::string request;
   request.reserve(impl->request_head.size() + token.size() + body.size() + 32);
@@ -501,7 +501,7 @@ asio::awaitable<HttpResponse> Transport::post(const std::string& body, const std
 }
 
 HttpResponse parse_http_response(std::string_view raw, const BodySink& sink) {
-  const TransportConfig limits;  // the client's defaults
+  const HttpsPoolConfig limits;  // the client's defaults
   Parser parser;
   configure(parser, limits.max_header_bytes);
   Collector collector(sink, limits.max_body_bytes);
