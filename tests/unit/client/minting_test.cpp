@@ -67,6 +67,10 @@ TEST_CASE("exe0 minter: the same token until renewal, then a new one expiring la
   const auto second = minter.exec_token(start + 240s);
   CHECK(second != first);
   CHECK(base64url_decode(second.substr(5, second.find('.', 5) - 5))->rfind(R"({"exp":1900000540,)", 0) == 0);
+  // Long past its expiry (a client idle for an hour): a new token, never the expired one.
+  const auto third = minter.exec_token(start + 3600s);
+  CHECK(third != second);
+  CHECK(base64url_decode(third.substr(5, third.find('.', 5) - 5))->rfind(R"({"exp":1900003900,)", 0) == 0);
   CHECK(minter.key_description().rfind("SHA256:", 0) == 0);
   // A VM's token: its own namespace, no cmds.
   const auto vm = minter.vm_token("my-vm", 60s, start);
