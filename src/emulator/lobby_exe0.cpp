@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace exedev::emulator {
 
 namespace {
@@ -21,6 +23,18 @@ constexpr std::string_view exec_namespace = "v0@exe.dev";
 std::string vm_namespace(const std::string& vm) { return "v0@" + host_of(vm); }
 
 std::int64_t unix_seconds(WallTime t) { return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count(); }
+
+// A token's Unix time on the wall clock, whose nanoseconds span 1677 to 2262: a time past either
+// end (a token's exp is the caller's choice; exe.dev's handles without exp last until 3333) is
+// that end, never an overflow.
+WallTime wall_time_of(std::int64_t unix) {
+  const std::int64_t least = unix_seconds(WallTime::min());
+  const std::int64_t most = unix_seconds(WallTime::max());
+  return WallTime(std::chrono::seconds(std::clamp(unix, least, most)));
+}
+
+// exe.dev's expiry of an exe1 handle made from a token without exp: 3333-03-03.
+constexpr std::int64_t kHandleWithoutExp = 43017436800;
 
 }  // namespace
 
@@ -68,7 +82,7 @@ std::variant<Reply, const Lobby::Key*> Lobby::authorize_signed(const std::string
   key.token = presented;
   key.account = ssh_key->account;
   key.spec.cmds = exe0.cmds;
-  if (exe0.exp) key.spec.expires_at = WallTime(std::chrono::seconds(*exe0.exp));
+  if (exe0.exp) key.spec.expires_at = wall_time_of(*exe0.exp);
   key.spec.label = ssh_key->name;
   key.fingerprint = ssh_key->fingerprint;
   key.public_key = ssh_key->public_key;
@@ -100,8 +114,7 @@ std::variant<Reply, SshPlan> Lobby::cmd_exe0_to_exe1(const Key& key, const Prepa
   for (const auto& [handle, target] : exe1_handles_) {
     if (target.first == token && unix_seconds(target.second) >= unix_seconds(now_.wall)) return ok({{"token", handle}});
   }
-  // Without exp, the handle lasts as exe.dev's (3333-03-03).
-  const WallTime expires = exe0.exp ? WallTime(std::chrono::seconds(*exe0.exp)) : WallTime(std::chrono::seconds(43017436800));
+  const WallTime expires = wall_time_of(exe0.exp.value_or(kHandleWithoutExp));
   const std::string handle = new_token();
   exe1_handles_[handle] = {token, expires};
   return ok({{"token", handle}});
