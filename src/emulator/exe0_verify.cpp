@@ -1,6 +1,7 @@
 #include "emulator/exe0_verify.hpp"
 
 #include "common/base64.hpp"
+#include "common/openssl_handles.hpp"
 #include "common/ssh_wire.hpp"
 
 #include <nlohmann/json.hpp>
@@ -134,20 +135,12 @@ class PayloadReader : public nlohmann::json_sax<nlohmann::json> {
 
 // ---- SSHSIG ----
 
-template <auto free_function>
-struct Free {
-  template <typename T>
-  void operator()(T* pointer) const {
-    free_function(pointer);
-  }
-};
-using PublicKey = std::unique_ptr<EVP_PKEY, Free<EVP_PKEY_free>>;
-using Bignum = std::unique_ptr<BIGNUM, Free<BN_free>>;
-
-const unsigned char* bytes_of(std::string_view text) { return reinterpret_cast<const unsigned char*>(text.data()); }
+using PublicKey = detail::OpenSslHandle<EVP_PKEY, EVP_PKEY_free>;
+using Bignum = detail::OpenSslHandle<BIGNUM, BN_free>;
+using detail::openssl_bytes;
 
 Bignum bignum(std::string_view mpint) {
-  return Bignum(BN_bin2bn(bytes_of(mpint), static_cast<int>(mpint.size()), nullptr));
+  return Bignum(BN_bin2bn(openssl_bytes(mpint), static_cast<int>(mpint.size()), nullptr));
 }
 
 struct Curve {
@@ -160,8 +153,8 @@ constexpr std::array<Curve, 3> curves = {{{"ecdsa-sha2-nistp256", "nistp256", "p
                                           {"ecdsa-sha2-nistp521", "nistp521", "secp521r1"}}};
 
 PublicKey from_params(const char* algorithm, OSSL_PARAM_BLD* builder) {
-  std::unique_ptr<OSSL_PARAM, Free<OSSL_PARAM_free>> params(OSSL_PARAM_BLD_to_param(builder));
-  std::unique_ptr<EVP_PKEY_CTX, Free<EVP_PKEY_CTX_free>> context(EVP_PKEY_CTX_new_from_name(nullptr, algorithm, nullptr));
+  std::unique_ptr<OSSL_PARAM, detail::OpenSslFree<OSSL_PARAM_free>> params(OSSL_PARAM_BLD_to_param(builder));
+  std::unique_ptr<EVP_PKEY_CTX, detail::OpenSslFree<EVP_PKEY_CTX_free>> context(EVP_PKEY_CTX_new_from_name(nullptr, algorithm, nullptr));
   EVP_PKEY* key = nullptr;
   if (!params || !context || EVP_PKEY_fromdata_init(context.get()) != 1 ||
       EVP_PKEY_fromdata(context.get(), &key, EVP_PKEY_PUBLIC_KEY, params.get()) != 1) {
@@ -176,12 +169,12 @@ PublicKey public_key(std::string_view blob, std::string& type) {
   const auto name = reader.string();
   if (!name) return nullptr;
   type = std::string(*name);
-  std::unique_ptr<OSSL_PARAM_BLD, Free<OSSL_PARAM_BLD_free>> builder(OSSL_PARAM_BLD_new());
+  std::unique_ptr<OSSL_PARAM_BLD, detail::OpenSslFree<OSSL_PARAM_BLD_free>> builder(OSSL_PARAM_BLD_new());
   if (!builder) return nullptr;
   if (type == "ssh-ed25519") {
     const auto raw = reader.string();
     if (!raw || raw->size() != 32 || !reader.empty()) return nullptr;
-    return PublicKey(EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nullptr, bytes_of(*raw), raw->size()));
+    return PublicKey(EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nullptr, openssl_bytes(*raw), raw->size()));
   }
   if (type == "ssh-rsa") {
     const auto e = reader.string();
@@ -229,7 +222,7 @@ bool openssl_signature(const std::string& key_type, std::string_view algorithm, 
   const auto r = pair.string();
   const auto s = pair.string();
   if (!r || !s || !pair.empty()) return false;
-  std::unique_ptr<ECDSA_SIG, Free<ECDSA_SIG_free>> signature(ECDSA_SIG_new());
+  std::unique_ptr<ECDSA_SIG, detail::OpenSslFree<ECDSA_SIG_free>> signature(ECDSA_SIG_new());
   Bignum bn_r = bignum(*r), bn_s = bignum(*s);
   if (!signature || !bn_r || !bn_s || ECDSA_SIG_set0(signature.get(), bn_r.get(), bn_s.get()) != 1) return false;
   (void)bn_r.release();  // owned by the signature now
@@ -335,9 +328,9 @@ bool exe0_signature_valid(const Exe0Token& token, std::string_view stored_key_bl
   detail::WireWriter signed_data;
   signed_data.raw("SSHSIG").string(name_space).string("").string(token.hash_algorithm);
   signed_data.string(digest_of(message_digest, token.payload));
-  std::unique_ptr<EVP_MD_CTX, Free<EVP_MD_CTX_free>> context(EVP_MD_CTX_new());
+  std::unique_ptr<EVP_MD_CTX, detail::OpenSslFree<EVP_MD_CTX_free>> context(EVP_MD_CTX_new());
   const bool valid = context && EVP_DigestVerifyInit(context.get(), nullptr, digest, nullptr, key.get()) == 1 &&
-                     EVP_DigestVerify(context.get(), bytes_of(signature), signature.size(), bytes_of(signed_data.bytes()),
+                     EVP_DigestVerify(context.get(), openssl_bytes(signature), signature.size(), openssl_bytes(signed_data.bytes()),
                                       signed_data.bytes().size()) == 1;
   ERR_clear_error();
   return valid;

@@ -1,5 +1,7 @@
 #include "emulator/tls.hpp"
 
+#include "common/openssl_handles.hpp"
+
 #include <openssl/bio.h>
 #include <openssl/bn.h>
 #include <openssl/err.h>
@@ -15,14 +17,10 @@
 namespace exedev::emulator {
 namespace {
 
-template <typename T, void (*Free)(T*)>
-struct Deleter {
-  void operator()(T* p) const { Free(p); }
-};
-using Key = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY, EVP_PKEY_free>>;
-using Cert = std::unique_ptr<X509, Deleter<X509, X509_free>>;
-using Bio = std::unique_ptr<BIO, Deleter<BIO, BIO_free_all>>;
-using Ext = std::unique_ptr<X509_EXTENSION, Deleter<X509_EXTENSION, X509_EXTENSION_free>>;
+using Key = detail::OpenSslHandle<EVP_PKEY, EVP_PKEY_free>;
+using Cert = detail::OpenSslHandle<X509, X509_free>;
+using Bio = detail::OpenSslHandle<BIO, BIO_free_all>;
+using Ext = detail::OpenSslHandle<X509_EXTENSION, X509_EXTENSION_free>;
 
 [[noreturn]] void fail(const char* what) {
   char reason[256] = "unknown error";

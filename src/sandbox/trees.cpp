@@ -197,19 +197,16 @@ class TreeJob {
     const auto command = workspace::Command::argv(std::move(argv));
     workspace::RunOptions options;
     if (timeout.count() > 0) options.timeout = std::chrono::duration_cast<workspace::Seconds>(timeout);
-    std::exception_ptr timed_out;
     workspace::CommandResult archived;
     try {
       archived = co_await backend_.run(command, options);
     } catch (const workspace::WorkspaceTimeoutError&) {
-      timed_out = std::current_exception();
-    }
-    if (timed_out) {
-      detail::throw_nested(timed_out, workspace::WorkspaceTimeoutError(
-                                           fmt::format("archiving the tree \"{}\" on the VM took longer than {} s "
-                                                       "(TreeTransferOptions::archive_timeout) and was stopped",
-                                                       dir, std::chrono::duration_cast<std::chrono::seconds>(timeout).count()),
-                                           PartialOutput{}));
+      detail::throw_nested(std::current_exception(),
+                           workspace::WorkspaceTimeoutError(
+                               fmt::format("archiving the tree \"{}\" on the VM took longer than {} s "
+                                           "(TreeTransferOptions::archive_timeout) and was stopped",
+                                           dir, std::chrono::duration_cast<std::chrono::seconds>(timeout).count()),
+                               PartialOutput{}));
     }
     if (archived.exit_code != 0) throw_step("archiving the tree", dir, archived.exit_code);
     co_return std::move(archived.stdout_text);

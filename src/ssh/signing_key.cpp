@@ -3,6 +3,7 @@
 #include <exedev/ssh/errors.hpp>
 
 #include "common/base64.hpp"
+#include "common/openssl_handles.hpp"
 #include "ssh/bcrypt_pbkdf.hpp"
 #include "ssh/private_key.hpp"
 #include "common/ssh_wire.hpp"
@@ -30,15 +31,9 @@ using detail::WireWriter;
 
 namespace {
 
-template <auto free_function>
-struct Free {
-  template <typename T>
-  void operator()(T* pointer) const {
-    free_function(pointer);
-  }
-};
-using Bignum = std::unique_ptr<BIGNUM, Free<BN_clear_free>>;
-using PrivateKey = std::unique_ptr<EVP_PKEY, Free<EVP_PKEY_free>>;
+using Bignum = detail::OpenSslHandle<BIGNUM, BN_clear_free>;
+using PrivateKey = detail::OpenSslHandle<EVP_PKEY, EVP_PKEY_free>;
+using detail::openssl_bytes;
 
 // The key's bytes are wiped when they are no longer needed.
 struct Secret {
@@ -56,10 +51,8 @@ struct Secret {
   throw SshKeyUnusableError(fmt::format("SSH: the private key {} cannot be used: {}", source, problem), source);
 }
 
-const unsigned char* bytes_of(std::string_view text) { return reinterpret_cast<const unsigned char*>(text.data()); }
-
 Bignum bignum(std::string_view magnitude) {
-  return Bignum(BN_bin2bn(bytes_of(magnitude), static_cast<int>(magnitude.size()), nullptr));
+  return Bignum(BN_bin2bn(openssl_bytes(magnitude), static_cast<int>(magnitude.size()), nullptr));
 }
 
 std::string bignum_bytes(const BIGNUM* number) {
@@ -79,8 +72,8 @@ constexpr std::array<Curve, 3> curves = {
 // ---- building OpenSSL keys from the OpenSSH private section ----
 
 PrivateKey from_params(const char* algorithm, OSSL_PARAM_BLD* builder) {
-  std::unique_ptr<OSSL_PARAM, Free<OSSL_PARAM_free>> params(OSSL_PARAM_BLD_to_param(builder));
-  std::unique_ptr<EVP_PKEY_CTX, Free<EVP_PKEY_CTX_free>> context(EVP_PKEY_CTX_new_from_name(nullptr, algorithm, nullptr));
+  std::unique_ptr<OSSL_PARAM, detail::OpenSslFree<OSSL_PARAM_free>> params(OSSL_PARAM_BLD_to_param(builder));
+  std::unique_ptr<EVP_PKEY_CTX, detail::OpenSslFree<EVP_PKEY_CTX_free>> context(EVP_PKEY_CTX_new_from_name(nullptr, algorithm, nullptr));
   EVP_PKEY* key = nullptr;
   if (!params || !context || EVP_PKEY_fromdata_init(context.get()) != 1 ||
       EVP_PKEY_fromdata(context.get(), &key, EVP_PKEY_KEYPAIR, params.get()) != 1) {
@@ -90,7 +83,7 @@ PrivateKey from_params(const char* algorithm, OSSL_PARAM_BLD* builder) {
 }
 
 PrivateKey ecdsa_key(const Curve& curve, std::string_view point, std::string_view scalar) {
-  std::unique_ptr<OSSL_PARAM_BLD, Free<OSSL_PARAM_BLD_free>> builder(OSSL_PARAM_BLD_new());
+  std::unique_ptr<OSSL_PARAM_BLD, detail::OpenSslFree<OSSL_PARAM_BLD_free>> builder(OSSL_PARAM_BLD_new());
   const Bignum d = bignum(scalar);
   if (!builder || !d || OSSL_PARAM_BLD_push_utf8_string(builder.get(), OSSL_PKEY_PARAM_GROUP_NAME, curve.group, 0) != 1 ||
       OSSL_PARAM_BLD_push_octet_string(builder.get(), OSSL_PKEY_PARAM_PUB_KEY, point.data(), point.size()) != 1 ||
@@ -104,7 +97,7 @@ PrivateKey rsa_key(std::string_view n, std::string_view e, std::string_view d, s
                    std::string_view q) {
   const Bignum bn_n = bignum(n), bn_e = bignum(e), bn_d = bignum(d), bn_iqmp = bignum(iqmp), bn_p = bignum(p),
                bn_q = bignum(q), dmp1(BN_new()), dmq1(BN_new()), p1(BN_dup(bn_p.get())), q1(BN_dup(bn_q.get()));
-  std::unique_ptr<BN_CTX, Free<BN_CTX_free>> context(BN_CTX_new());
+  std::unique_ptr<BN_CTX, detail::OpenSslFree<BN_CTX_free>> context(BN_CTX_new());
   // OpenSSH stores no CRT exponents; OpenSSL signs faster with them: d mod (p-1), d mod (q-1).
   if (!bn_n || !bn_e || !bn_d || !bn_iqmp || !bn_p || !bn_q || !dmp1 || !dmq1 || !p1 || !q1 || !context ||
       BN_sub_word(p1.get(), 1) != 1 || BN_sub_word(q1.get(), 1) != 1 ||
@@ -112,7 +105,7 @@ PrivateKey rsa_key(std::string_view n, std::string_view e, std::string_view d, s
       BN_mod(dmq1.get(), bn_d.get(), q1.get(), context.get()) != 1) {
     return nullptr;
   }
-  std::unique_ptr<OSSL_PARAM_BLD, Free<OSSL_PARAM_BLD_free>> builder(OSSL_PARAM_BLD_new());
+  std::unique_ptr<OSSL_PARAM_BLD, detail::OpenSslFree<OSSL_PARAM_BLD_free>> builder(OSSL_PARAM_BLD_new());
   const std::pair<const char*, const BIGNUM*> values[] = {
       {OSSL_PKEY_PARAM_RSA_N, bn_n.get()},           {OSSL_PKEY_PARAM_RSA_E, bn_e.get()},
       {OSSL_PKEY_PARAM_RSA_D, bn_d.get()},           {OSSL_PKEY_PARAM_RSA_FACTOR1, bn_p.get()},
@@ -161,15 +154,15 @@ Secret decrypt_section(std::string_view cipher_name, std::string_view kdf, std::
   if (!derived) unusable(source, "its key derivation options, or the empty passphrase, are refused");
   const Secret key_and_iv(std::move(*derived));
   if (section.size() % block != 0) unusable(source, "its encrypted part is not whole cipher blocks");
-  std::unique_ptr<EVP_CIPHER_CTX, Free<EVP_CIPHER_CTX_free>> context(EVP_CIPHER_CTX_new());
+  std::unique_ptr<EVP_CIPHER_CTX, detail::OpenSslFree<EVP_CIPHER_CTX_free>> context(EVP_CIPHER_CTX_new());
   Secret clear(std::string(section.size() + block, '\0'));
   int written = 0;
   int final_written = 0;
   auto* out = reinterpret_cast<unsigned char*>(clear.bytes.data());
   if (!context ||
-      EVP_DecryptInit_ex(context.get(), cipher, nullptr, bytes_of(key_and_iv.bytes), bytes_of(key_and_iv.bytes) + key_length) != 1 ||
+      EVP_DecryptInit_ex(context.get(), cipher, nullptr, openssl_bytes(key_and_iv.bytes), openssl_bytes(key_and_iv.bytes) + key_length) != 1 ||
       EVP_CIPHER_CTX_set_padding(context.get(), 0) != 1 ||
-      EVP_DecryptUpdate(context.get(), out, &written, bytes_of(section), static_cast<int>(section.size())) != 1 ||
+      EVP_DecryptUpdate(context.get(), out, &written, openssl_bytes(section), static_cast<int>(section.size())) != 1 ||
       EVP_DecryptFinal_ex(context.get(), out + written, &final_written) != 1) {
     unusable(source, "OpenSSL could not decrypt it");
   }
@@ -212,7 +205,7 @@ PrivateKey openssh_private_key(std::string_view text, const std::optional<std::s
     const auto public_bytes = fields.string();
     const auto private_bytes = fields.string();
     if (!public_bytes || !private_bytes || private_bytes->size() != 64) unusable(source, "its ed25519 key is malformed");
-    key.reset(EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nullptr, bytes_of(*private_bytes), 32));
+    key.reset(EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nullptr, openssl_bytes(*private_bytes), 32));
   } else if (type->starts_with("ecdsa-sha2-")) {
     const auto curve_name = fields.string();
     const auto point = fields.string();
@@ -248,7 +241,7 @@ PrivateKey pem_private_key(std::string_view text, const std::optional<std::strin
   const auto info = inspect_private_key(text);
   if (!info.problem.empty()) unusable(source, info.problem);
   if (info.encrypted && !passphrase) unusable(source, "it is encrypted and no passphrase was given");
-  std::unique_ptr<BIO, Free<BIO_free>> bio(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())));
+  std::unique_ptr<BIO, detail::OpenSslFree<BIO_free>> bio(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())));
   const std::string* secret = passphrase ? &*passphrase : nullptr;
   PrivateKey key(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, passphrase_callback, const_cast<std::string*>(secret))
                      : nullptr);
@@ -344,22 +337,22 @@ SigningKey SigningKey::load(std::string_view text, const std::optional<std::stri
 }
 
 std::string SigningKey::sign(std::string_view data) const {
-  std::unique_ptr<EVP_MD_CTX, Free<EVP_MD_CTX_free>> context(EVP_MD_CTX_new());
+  detail::OpenSslHandle<EVP_MD_CTX, EVP_MD_CTX_free> context(EVP_MD_CTX_new());
   std::size_t length = 0;
   if (!context || EVP_DigestSignInit(context.get(), nullptr, impl_->kind.digest, nullptr, impl_->key.get()) != 1 ||
-      EVP_DigestSign(context.get(), nullptr, &length, bytes_of(data), data.size()) != 1) {
+      EVP_DigestSign(context.get(), nullptr, &length, openssl_bytes(data), data.size()) != 1) {
     unusable(impl_->source, "OpenSSL could not sign with it");
   }
   std::string signature(length, '\0');
-  if (EVP_DigestSign(context.get(), reinterpret_cast<unsigned char*>(signature.data()), &length, bytes_of(data),
+  if (EVP_DigestSign(context.get(), reinterpret_cast<unsigned char*>(signature.data()), &length, openssl_bytes(data),
                      data.size()) != 1) {
     unusable(impl_->source, "OpenSSL could not sign with it");
   }
   signature.resize(length);
   if (!impl_->kind.curve.empty()) {
     // ECDSA: OpenSSL's DER (r, s) becomes SSH's string(mpint r ‖ mpint s).
-    const unsigned char* der = bytes_of(signature);
-    std::unique_ptr<ECDSA_SIG, Free<ECDSA_SIG_free>> parsed(d2i_ECDSA_SIG(nullptr, &der, static_cast<long>(signature.size())));
+    const unsigned char* der = openssl_bytes(signature);
+    std::unique_ptr<ECDSA_SIG, detail::OpenSslFree<ECDSA_SIG_free>> parsed(d2i_ECDSA_SIG(nullptr, &der, static_cast<long>(signature.size())));
     if (!parsed) unusable(impl_->source, "OpenSSL made an unreadable ECDSA signature");
     const BIGNUM* r = nullptr;
     const BIGNUM* s = nullptr;
