@@ -2,6 +2,8 @@
 // Reading /exec answers: the JSON shapes of each command and the mapping of error statuses to
 // exceptions, sans-IO.
 
+#include "errors/status_codes.hpp"
+
 #include <exedev/client.hpp>
 
 #include <chrono>
@@ -15,11 +17,6 @@ namespace exedev::detail {
 /// The server's own message from a `{"error": …}` body; for anything else only its size (a
 /// response body is never repeated), or nothing for an empty one. `secrets` are masked.
 [[nodiscard]] std::string server_message(std::string_view body, const std::vector<std::string>& secrets);
-
-/// The code of an error answer with this HTTP status (0: no token; 200: an error object in a
-/// success answer, which exe.dev sends for some failed commands). The one mapping of statuses:
-/// APIError takes its code from it, throw_api_error its type. (Defined in errors.cpp.)
-[[nodiscard]] errc errc_for_status(unsigned status);
 
 /// Throws the APIError subclass that `status` maps to (400/405/413 BadRequestError, 401
 /// AuthenticationError, 403 PermissionError, 404 NotFoundError, 422 CommandFailedError, 429

@@ -1,4 +1,4 @@
-#include "client/api_response.hpp"
+#include "errors/status_codes.hpp"
 #include "common/inert_text.hpp"
 
 #include <exedev/error_code.hpp>
