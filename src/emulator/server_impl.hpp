@@ -99,6 +99,8 @@ struct Emulator::Impl {
   asio::awaitable<void> session(Stream& stream);
   template <typename Stream>
   asio::awaitable<bool> handle_exec(Stream& stream, beast::flat_buffer& buffer, http::request_parser<http::string_body>& parser);
+  // The command's process, kept where stop() finds it; nullptr, and why, when it cannot start.
+  std::shared_ptr<SshProcess> start_ssh_process(const SshPlan& plan, std::string& spawn_error);
   template <typename Stream>
   asio::awaitable<bool> run_ssh(Stream& stream, const http::request<http::string_body>& request, const SshPlan& plan,
                                 const std::optional<Fault>& fault, CommandRecord& record);

@@ -15,6 +15,145 @@
 #include <utility>
 
 namespace exedev::emulator {
+namespace {
+
+enum class StreamEnd { complete, no_trailer, client_gone };
+
+// The /exec request being answered: its record is written once, with the status the client
+// sees, before the client can see the answer's end.
+template <typename Stream>
+struct Answer {
+  Stream& stream;
+  const http::request<http::string_body>& request;
+  CommandRecord& record;
+  Lobby& lobby;
+
+  void finish(unsigned status) {
+    record.http_status = status;
+    lobby.record(record);
+  }
+  asio::awaitable<bool> reply(const Reply& reply) {
+    finish(reply.status);
+    co_return co_await write_reply(stream, reply, request.version(), request.keep_alive());
+  }
+  // The connection reset without an answer (the client sees the request fail).
+  bool reset_connection() {
+    finish(0);
+    reset(stream);
+    return false;
+  }
+};
+
+// The head of a streamed answer: chunked, with the X-Exe-Exit trailer announced when the modes
+// send it.
+http::response<http::empty_body> stream_head(const http::request<http::string_body>& request, const Modes& modes) {
+  http::response<http::empty_body> response{http::status::ok, request.version()};
+  response.set(http::field::content_type, "application/octet-stream");
+  response.set("X-Content-Type-Options", "nosniff");
+  if (modes.trailers == Trailers::send) response.set(http::field::trailer, "X-Exe-Exit");
+  response.chunked(true);
+  // In kill mode the server watches the socket for the client leaving, so it cannot read a
+  // next request from it: the connection closes after the response.
+  response.keep_alive(request.keep_alive() && modes.on_client_disconnect != OnClientDisconnect::kill);
+  return response;
+}
+
+// Faults that answer something other than a stream: the command runs to its end first.
+bool answers_after_run(const std::optional<Fault>& fault) {
+  return fault && (fault->kind == FaultKind::reset_after_run || fault->kind == FaultKind::http_status ||
+                   fault->kind == FaultKind::bad_json);
+}
+
+// What a fault that answers something other than a stream answers, once the command has run.
+Reply fault_reply(const Fault& fault) {
+  if (fault.kind == FaultKind::bad_json) {
+    return Reply{200, {{"Content-Type", "application/json; charset=utf-8"}}, "{\"error\": <html>not JSON\n"};
+  }
+  return error_reply(fault.status, fault.status == 504 ? "command timed out" : "internal error");
+}
+
+// kill mode: a read on the socket completes when the client goes away, and the command's process
+// group is killed then. The watcher only borrows from the frame that owns this object, which
+// outlives it (stop() waits for it), and its coroutine captures nothing with a destructor: GCC 12
+// destroys the captures of a lambda made in the same expression as a co_await twice (GCC PR
+// 100611; a shared_ptr capture here was released twice in the ASan build).
+template <typename Stream>
+class DisconnectWatcher {
+ public:
+  explicit DisconnectWatcher(Stream& stream) : stream_(stream) {}
+
+  void start(const asio::any_io_executor& executor, SshProcess& process) {
+    running_ = true;
+    asio::co_spawn(
+        executor,
+        [this, watched = &process]() -> asio::awaitable<void> {
+          char byte;
+          co_await stream_.async_read_some(asio::buffer(&byte, 1), use_tuple);
+          client_gone_ = true;
+          running_ = false;
+          watched->kill_group();
+          done_.notify();
+        },
+        asio::detached);
+  }
+
+  [[nodiscard]] const bool& client_gone() const { return client_gone_; }
+
+  asio::awaitable<void> stop() {
+    if (!running_) co_return;
+    boost::system::error_code ignored;
+    socket_of(stream_).cancel(ignored);
+    while (running_) co_await done_.wait();
+  }
+
+ private:
+  Stream& stream_;
+  bool client_gone_ = false;
+  bool running_ = false;
+  detail::Event done_;
+};
+
+// Sends the command's output as chunks (`held` first) until it ends, `limit` bytes are sent (a
+// truncate fault), the time limit passes or the client goes.
+template <typename Stream>
+asio::awaitable<StreamEnd> stream_chunks(Stream& stream, SshProcess& process, std::string held, std::size_t limit,
+                                         Clock::time_point deadline, const bool& client_gone) {
+  std::size_t sent = 0;
+  while (true) {
+    if (!held.empty() || process.has_output()) {
+      std::string data = std::exchange(held, std::string()) + process.take_output();
+      if (sent + data.size() > limit) data.resize(limit - sent);
+      if (!data.empty()) {
+        const auto chunk = http::make_chunk(asio::buffer(data));
+        const auto [ec, n] = co_await asio::async_write(stream, chunk, use_tuple);
+        if (ec) co_return StreamEnd::client_gone;
+        sent += data.size();
+      }
+      if (sent >= limit) co_return StreamEnd::no_trailer;
+      continue;
+    }
+    if (client_gone) co_return StreamEnd::client_gone;
+    if (process.finished()) co_return StreamEnd::complete;
+    if (Clock::now() >= deadline) co_return StreamEnd::no_trailer;
+    co_await process.wait(deadline);
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<SshProcess> Emulator::Impl::start_ssh_process(const SshPlan& plan, std::string& spawn_error) {
+  std::shared_ptr<SshProcess> process;
+  try {
+    process = SshProcess::spawn(*ioc, plan, login_shell);
+  } catch (const std::exception& e) {
+    spawn_error = e.what();
+  }
+  if (!process) return nullptr;
+  std::lock_guard lock(processes_mutex);
+  std::erase_if(processes, [](const auto& weak) { return weak.expired(); });
+  processes.push_back(process);
+  return process;
+}
 
 template <typename Stream>
 asio::awaitable<bool> Emulator::Impl::run_ssh(Stream& stream, const http::request<http::string_body>& request,
@@ -23,50 +162,27 @@ asio::awaitable<bool> Emulator::Impl::run_ssh(Stream& stream, const http::reques
   const Modes modes = lobby->modes();
   const auto started = Clock::now();
   const auto deadline = modes.ssh_time_limit ? started + *modes.ssh_time_limit : Clock::time_point::max();
-  const auto finish = [&](unsigned status) {
-    record.http_status = status;
-    lobby->record(record);
-  };
+  Answer<Stream> answer{stream, request, record, *lobby};
 
   std::shared_ptr<SshProcess> process;
   if (!plan.answer_without_running) {
     std::string spawn_error;
-    try {
-      process = SshProcess::spawn(*ioc, plan, login_shell);
-    } catch (const std::exception& e) {
-      spawn_error = e.what();
-    }
+    process = start_ssh_process(plan, spawn_error);
     if (!process) {
-      finish(422);
       const Reply refused = error_reply(422, "failed to start command: " + spawn_error);
-      co_return co_await write_reply(stream, refused, request.version(), request.keep_alive());
+      co_return co_await answer.reply(refused);
     }
-    std::lock_guard lock(processes_mutex);
-    std::erase_if(processes, [](const auto& weak) { return weak.expired(); });
-    processes.push_back(process);
   }
-  const auto wait_for_end = [&]() -> asio::awaitable<void> {
+
+  if (answers_after_run(fault)) {
     while (process && !process->finished()) {
       process->take_output();
       co_await process->wait(Clock::time_point::max());
     }
-  };
-
-  // Faults that answer something other than a stream: the command runs to its end first.
-  if (fault && (fault->kind == FaultKind::reset_after_run || fault->kind == FaultKind::http_status ||
-                fault->kind == FaultKind::bad_json)) {
-    co_await wait_for_end();
     if (process) record.exit_code = process->exit_code();
-    if (fault->kind == FaultKind::reset_after_run) {
-      finish(0);
-      reset(stream);
-      co_return false;
-    }
-    const Reply reply = fault->kind == FaultKind::bad_json
-                            ? Reply{200, {{"Content-Type", "application/json; charset=utf-8"}}, "{\"error\": <html>not JSON\n"}
-                            : error_reply(fault->status, fault->status == 504 ? "command timed out" : "internal error");
-    finish(reply.status);
-    co_return co_await write_reply(stream, reply, request.version(), request.keep_alive());
+    if (fault->kind == FaultKind::reset_after_run) co_return answer.reset_connection();
+    const Reply reply = fault_reply(*fault);
+    co_return co_await answer.reply(reply);
   }
 
   // ssh_nonzero_exit=unprocessable: the status depends on the exit code, so the output is held
@@ -80,121 +196,54 @@ asio::awaitable<bool> Emulator::Impl::run_ssh(Stream& stream, const http::reques
     held += process->take_output();
     if (!process->finished()) {
       process->detach();
-      finish(0);
-      reset(stream);
-      co_return false;
+      co_return answer.reset_connection();
     }
     if (const int code = process->exit_code().value_or(255); code != 0) {
       record.exit_code = code;
       const Reply failed = error_reply(422, fmt::format("command exited with status {}", code));
-      finish(422);
-      co_return co_await write_reply(stream, failed, request.version(), request.keep_alive());
+      co_return co_await answer.reply(failed);
     }
   }
 
   const bool kill_on_disconnect = modes.on_client_disconnect == OnClientDisconnect::kill;
   const bool send_trailer = modes.trailers == Trailers::send;
-  http::response<http::empty_body> response{http::status::ok, request.version()};
-  response.set(http::field::content_type, "application/octet-stream");
-  response.set("X-Content-Type-Options", "nosniff");
-  if (send_trailer) response.set(http::field::trailer, "X-Exe-Exit");
-  response.chunked(true);
-  // In kill mode the server watches the socket for the client leaving, so it cannot read a
-  // next request from it: the connection closes after the response.
-  response.keep_alive(request.keep_alive() && !kill_on_disconnect);
+  http::response<http::empty_body> response = stream_head(request, modes);
   http::response_serializer<http::empty_body> serializer{response};
   record.http_status = 200;
   if (const auto [ec, n] = co_await http::async_write_header(stream, serializer, use_tuple); ec) {
     if (process && kill_on_disconnect) process->kill_group();
     if (process) process->detach();
-    finish(200);
+    answer.finish(200);
     co_return false;
   }
 
-  // kill mode: a read on the socket completes when the client goes away.
-  // The watcher only borrows from this frame, which outlives it (stop_watcher below waits for
-  // it), and captures nothing with a destructor: GCC 12 destroys the captures of a lambda made
-  // in the same expression as a co_await twice (GCC PR 100611; a shared_ptr capture here was
-  // released twice in the ASan build).
-  bool client_gone = false;
-  bool watcher_running = false;
+  DisconnectWatcher<Stream> watcher(stream);
   const auto executor = co_await asio::this_coro::executor;
-  detail::Event watcher_done;
-  if (kill_on_disconnect && process) {
-    watcher_running = true;
-    asio::co_spawn(
-        executor,
-        [&stream, &client_gone, &watcher_running, &watcher_done, watched = process.get()]() -> asio::awaitable<void> {
-          char byte;
-          co_await stream.async_read_some(asio::buffer(&byte, 1), use_tuple);
-          client_gone = true;
-          watcher_running = false;
-          watched->kill_group();
-          watcher_done.notify();
-        },
-        asio::detached);
-  }
-  const auto stop_watcher = [&]() -> asio::awaitable<void> {
-    if (!watcher_running) co_return;
-    boost::system::error_code ignored;
-    socket_of(stream).cancel(ignored);
-    while (watcher_running) co_await watcher_done.wait();
-  };
-
-  std::size_t sent = 0;
+  if (kill_on_disconnect && process) watcher.start(executor, *process);
   const std::size_t limit = fault && fault->kind == FaultKind::truncate_stream ? fault->after_bytes : SIZE_MAX;
-  enum class End { complete, no_trailer, client_gone } end = End::complete;
-  while (process) {
-    if (!held.empty() || process->has_output()) {
-      std::string data = std::exchange(held, std::string()) + process->take_output();
-      if (sent + data.size() > limit) data.resize(limit - sent);
-      if (!data.empty()) {
-        const auto chunk = http::make_chunk(asio::buffer(data));
-        const auto [ec, n] = co_await asio::async_write(stream, chunk, use_tuple);
-        if (ec) {
-          end = End::client_gone;
-          break;
-        }
-        sent += data.size();
-      }
-      if (sent >= limit) {
-        end = End::no_trailer;
-        break;
-      }
-      continue;
-    }
-    if (client_gone) {
-      end = End::client_gone;
-      break;
-    }
-    if (process->finished()) break;
-    if (Clock::now() >= deadline) {
-      end = End::no_trailer;
-      break;
-    }
-    co_await process->wait(deadline);
-  }
+  StreamEnd end = StreamEnd::complete;
+  if (process) end = co_await stream_chunks(stream, *process, std::move(held), limit, deadline, watcher.client_gone());
   const bool truncated = limit != SIZE_MAX;
-  if (end == End::complete && limit == 0) end = End::no_trailer;  // truncate after 0 bytes
-  if (end == End::complete && process && !lobby->vm_current(plan.vm_id, plan.generation)) {
-    end = End::no_trailer;  // the VM was removed or restarted under the command
+  if (end == StreamEnd::complete && limit == 0) end = StreamEnd::no_trailer;  // truncate after 0 bytes
+  if (end == StreamEnd::complete && process && !lobby->vm_current(plan.vm_id, plan.generation)) {
+    end = StreamEnd::no_trailer;  // the VM was removed or restarted under the command
   }
   // cut_exit_code: a stream cut by the time limit or the VM's removal ends properly instead.
   std::optional<int> exit_code_sent;
-  if (end == End::no_trailer && !truncated && modes.cut_exit_code) {
-    end = End::complete;
+  if (end == StreamEnd::no_trailer && !truncated && modes.cut_exit_code) {
+    end = StreamEnd::complete;
     exit_code_sent = *modes.cut_exit_code;
   }
-  co_await stop_watcher();
+  co_await watcher.stop();
   if (process) {
     record.exit_code = process->exit_code();
-    if (end == End::client_gone && kill_on_disconnect) process->kill_group();
+    if (end == StreamEnd::client_gone && kill_on_disconnect) process->kill_group();
     if (!process->finished()) process->detach();
   } else {
     record.exit_code = 0;
   }
-  if (end != End::complete) {
-    finish(200);
+  if (end != StreamEnd::complete) {
+    answer.finish(200);
     reset(stream);
     co_return false;
   }
@@ -203,7 +252,7 @@ asio::awaitable<bool> Emulator::Impl::run_ssh(Stream& stream, const http::reques
   const auto last_chunk = http::make_chunk_last(trailer);
   // Recorded before the client can see the end of the response, so a test that counts
   // commands right after a run returns never misses this one.
-  finish(200);
+  answer.finish(200);
   const auto [ec, n] = co_await asio::async_write(stream, last_chunk, use_tuple);
   co_return !ec && response.keep_alive();
 }
