@@ -153,14 +153,7 @@ constexpr std::array<Curve, 3> curves = {{{"ecdsa-sha2-nistp256", "nistp256", "p
                                           {"ecdsa-sha2-nistp521", "nistp521", "secp521r1"}}};
 
 PublicKey from_params(const char* algorithm, OSSL_PARAM_BLD* builder) {
-  std::unique_ptr<OSSL_PARAM, detail::OpenSslFree<OSSL_PARAM_free>> params(OSSL_PARAM_BLD_to_param(builder));
-  std::unique_ptr<EVP_PKEY_CTX, detail::OpenSslFree<EVP_PKEY_CTX_free>> context(EVP_PKEY_CTX_new_from_name(nullptr, algorithm, nullptr));
-  EVP_PKEY* key = nullptr;
-  if (!params || !context || EVP_PKEY_fromdata_init(context.get()) != 1 ||
-      EVP_PKEY_fromdata(context.get(), &key, EVP_PKEY_PUBLIC_KEY, params.get()) != 1) {
-    return nullptr;
-  }
-  return PublicKey(key);
+  return detail::key_from_params(algorithm, builder, EVP_PKEY_PUBLIC_KEY);
 }
 
 // An SSH public key blob as OpenSSL's key; nullptr for a type this check does not know.

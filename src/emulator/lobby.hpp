@@ -250,6 +250,9 @@ class Lobby {
   std::variant<Reply, SshPlan> share_access(const Key&, const Prepared&, bool allow);
   // lobby_ssh_keys.cpp
   std::variant<Reply, SshPlan> cmd_ssh_key_list(const Key&, const Prepared&);
+  // The account's keys as whoami and `ssh-key list` show them (registered SSH keys, then API keys).
+  enum class KeyListing { whoami, ssh_key_list };
+  [[nodiscard]] nlohmann::ordered_json account_keys(const Key& key, KeyListing listing) const;
   std::variant<Reply, SshPlan> cmd_ssh_key_add(const Key&, const Prepared&);
   std::variant<Reply, SshPlan> cmd_ssh_key_remove(const Key&, const Prepared&);
   /// The `ssh-key` commands, appended to the table.

@@ -35,24 +35,8 @@ std::variant<Reply, SshPlan> Lobby::cmd_whoami(const Key& key, const Prepared& r
   std::optional<Reply> error;
   const auto flags = parse_command_flags(request, error);
   if (!flags) return *error;
-  // The account's keys (execore/ssh_command_handlers.go handleWhoamiCommand): the registered SSH
-  // keys, which carry no tag (so a tag-scoped key sees only its peers), then the API keys.
-  Json keys = Json::array();
-  if (!key.spec.tag) {
-    for (const SshKey& registered : ssh_keys_) {
-      if (registered.account != key.account) continue;
-      keys.push_back(Json{{"public_key", registered.public_key}, {"fingerprint", registered.fingerprint},
-                          {"name", registered.name}, {"current", false}});
-    }
-  }
-  for (const auto& [token, other] : keys_) {
-    if (other.account != key.account) continue;
-    if (key.spec.tag && other.spec.tag != key.spec.tag) continue;
-    Json item{{"public_key", other.public_key}, {"fingerprint", other.fingerprint}};
-    if (!other.spec.label.empty()) item["name"] = other.spec.label;
-    item["current"] = false;  // over /exec there is no session key
-    keys.push_back(std::move(item));
-  }
+  // The account's keys (execore/ssh_command_handlers.go handleWhoamiCommand).
+  const Json keys = account_keys(key, KeyListing::whoami);
   const std::string& email = key.account == second_account ? config_.second_email : config_.email;
   return ok({{"email", email}, {"region", region}, {"region_display", region_display}, {"ssh_keys", keys}});
 }

@@ -112,29 +112,38 @@ Reply Lobby::add_ssh_key(std::string_view line, const std::string& account) {
   return ok_sorted({{"name", added.name}, {"public_key", added.public_key}, {"status", "added"}});
 }
 
+Json Lobby::account_keys(const Key& key, KeyListing listing) const {
+  Json keys = Json::array();
+  // Registered SSH keys carry no tag, so a tag-scoped key sees only its peers, the API keys of
+  // its tag.
+  if (!key.spec.tag) {
+    for (const SshKey& registered : ssh_keys_) {
+      if (registered.account != key.account) continue;
+      Json item{{"public_key", registered.public_key}, {"fingerprint", registered.fingerprint},
+                {"name", registered.name}};
+      if (listing == KeyListing::ssh_key_list) item["added_at"] = rfc3339(registered.added_at);
+      item["current"] = false;
+      keys.push_back(std::move(item));
+    }
+  }
+  for (const auto& [token, other] : keys_) {
+    if (other.account != key.account) continue;
+    if (key.spec.tag && other.spec.tag != key.spec.tag) continue;
+    // The emulator keeps no added_at / last_used_at for API keys (exe.dev omits them when unset);
+    // `ssh-key list` always names a key, whoami only a labelled one.
+    Json item{{"public_key", other.public_key}, {"fingerprint", other.fingerprint}};
+    if (listing == KeyListing::ssh_key_list || !other.spec.label.empty()) item["name"] = other.spec.label;
+    item["current"] = false;  // over /exec there is no session key
+    keys.push_back(std::move(item));
+  }
+  return keys;
+}
+
 std::variant<Reply, SshPlan> Lobby::cmd_ssh_key_list(const Key& key, const Prepared& request) {
   std::optional<Reply> error;
   const auto flags = parse_command_flags(request, error);
   if (!flags) return *error;
-  Json keys = Json::array();
-  // Registered keys carry no tag scope: a tag-scoped caller sees only the API keys of its tag.
-  if (!key.spec.tag) {
-    for (const SshKey& registered : ssh_keys_) {
-      if (registered.account != key.account) continue;
-      keys.push_back(Json{{"public_key", registered.public_key}, {"fingerprint", registered.fingerprint},
-                          {"name", registered.name}, {"added_at", rfc3339(registered.added_at)}, {"current", false}});
-    }
-  }
-  for (const auto& entry : keys_) {
-    const Key& other = entry.second;
-    if (other.account != key.account) continue;
-    if (key.spec.tag && other.spec.tag != key.spec.tag) continue;  // a tag-scoped key sees its peers only
-    // `name` is always present; the emulator keeps no added_at / last_used_at for API keys
-    // (exe.dev omits them when unset).
-    keys.push_back(Json{{"public_key", other.public_key}, {"fingerprint", other.fingerprint},
-                        {"name", other.spec.label}, {"current", false}});
-  }
-  return ok(Json{{"ssh_keys", keys}});
+  return ok(Json{{"ssh_keys", account_keys(key, KeyListing::ssh_key_list)}});
 }
 
 std::variant<Reply, SshPlan> Lobby::cmd_ssh_key_add(const Key& key, const Prepared& request) {

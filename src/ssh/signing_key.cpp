@@ -72,14 +72,7 @@ constexpr std::array<Curve, 3> curves = {
 // ---- building OpenSSL keys from the OpenSSH private section ----
 
 PrivateKey from_params(const char* algorithm, OSSL_PARAM_BLD* builder) {
-  std::unique_ptr<OSSL_PARAM, detail::OpenSslFree<OSSL_PARAM_free>> params(OSSL_PARAM_BLD_to_param(builder));
-  std::unique_ptr<EVP_PKEY_CTX, detail::OpenSslFree<EVP_PKEY_CTX_free>> context(EVP_PKEY_CTX_new_from_name(nullptr, algorithm, nullptr));
-  EVP_PKEY* key = nullptr;
-  if (!params || !context || EVP_PKEY_fromdata_init(context.get()) != 1 ||
-      EVP_PKEY_fromdata(context.get(), &key, EVP_PKEY_KEYPAIR, params.get()) != 1) {
-    return nullptr;
-  }
-  return PrivateKey(key);
+  return detail::key_from_params(algorithm, builder, EVP_PKEY_KEYPAIR);
 }
 
 PrivateKey ecdsa_key(const Curve& curve, std::string_view point, std::string_view scalar) {

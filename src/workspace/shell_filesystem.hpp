@@ -347,6 +347,10 @@ class ShellFilesystem final : public SupportsFilesystem, public SupportsRealpath
                                                 WriteCheck verify, std::string expected_sha256,
                                                 std::size_t first_chars);
   Task<void> cleanup(std::string script);
+  /// Awaits `operation`; when it fails or is cancelled, removes the temp file `temp_name` beside
+  /// `path` (best effort, even after cancellation) and rethrows.
+  Task<ConfinedResult> removing_temp_on_failure(Task<ConfinedResult> operation, std::string path,
+                                                std::string temp_name);
 
   std::shared_ptr<WorkspaceBackend> backend_;
   SupportsCommands& commands_;

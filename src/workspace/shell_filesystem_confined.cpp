@@ -428,25 +428,32 @@ Task<ConfinedResult> ShellFilesystem::confined_write(ConfinedTarget target, Byte
   }
   const auto temp_name = ".exedev-" + exedev::detail::random_hex(16) + ".tmp";
   verify.sha256 = sha256_hex(data);
+  Task<ConfinedResult> write;
+  if (in_blocks) {
+    write = confined_write_in_blocks(target, temp_name, std::move(*encoded), verify, expected_sha256,
+                                     room / quantum * quantum);
+  } else {
+    auto script = confined_write_script(target, temp_name, verify, expected_sha256);
+    std::vector<std::string> args;
+    if (!encoded->empty()) args.push_back(std::move(*encoded));
+    // Sent again, it writes the same file (its temp file is the run's own).
+    write = confined(std::move(script), std::move(args), true, target);
+  }
+  co_return co_await removing_temp_on_failure(std::move(write), target.path, temp_name);
+}
+
+Task<ConfinedResult> ShellFilesystem::removing_temp_on_failure(Task<ConfinedResult> operation, std::string path,
+                                                               std::string temp_name) {
   std::exception_ptr error;
   ConfinedResult result;
   try {
-    if (in_blocks) {
-      result = co_await confined_write_in_blocks(target, temp_name, std::move(*encoded), verify, expected_sha256,
-                                                 room / quantum * quantum);
-    } else {
-      auto script = confined_write_script(target, temp_name, verify, expected_sha256);
-      std::vector<std::string> args;
-      if (!encoded->empty()) args.push_back(std::move(*encoded));
-      // Sent again, it writes the same file (its temp file is the run's own).
-      result = co_await confined(std::move(script), std::move(args), true, target);
-    }
+    result = co_await std::move(operation);
   } catch (...) {
     error = std::current_exception();
   }
   if (error) {
     // As write_bytes: the temp file is removed even after cancellation, best effort.
-    EXEDEV_AWAIT_DESPITE_CANCELLATION(cleanup_error, cleanup(write_cleanup_script(target.path, temp_name)));
+    EXEDEV_AWAIT_DESPITE_CANCELLATION(cleanup_error, cleanup(write_cleanup_script(path, temp_name)));
     std::rethrow_exception(error);
   }
   co_return result;
@@ -505,19 +512,9 @@ Task<ConfinedResult> ShellFilesystem::confined_splice(ConfinedTarget target, Con
   auto script = confined_splice_script(target, temp_name, splice, gzip, confined_content(limits_));
   std::vector<std::string> args;
   if (!encoded->empty()) args.push_back(std::move(*encoded));
-  std::exception_ptr error;
-  ConfinedResult result;
-  try {
-    // Sent again after it was applied, it finds the result's digest and says so.
-    result = co_await confined(std::move(script), std::move(args), true, target);
-  } catch (...) {
-    error = std::current_exception();
-  }
-  if (error) {
-    EXEDEV_AWAIT_DESPITE_CANCELLATION(cleanup_error, cleanup(write_cleanup_script(target.path, temp_name)));
-    std::rethrow_exception(error);
-  }
-  co_return result;
+  // Sent again after it was applied, it finds the result's digest and says so.
+  Task<ConfinedResult> splice_run = confined(std::move(script), std::move(args), true, target);
+  co_return co_await removing_temp_on_failure(std::move(splice_run), target.path, temp_name);
 }
 
 Task<ConfinedResult> ShellFilesystem::confined_make_dir(ConfinedTarget target) {
