@@ -1,5 +1,7 @@
 #include "common/sha256.hpp"
 
+#include "common/base64.hpp"
+
 #include <openssl/evp.h>
 
 #include <array>
@@ -50,6 +52,17 @@ std::string sha256_hex(std::string_view data) {
   Sha256 hash;
   hash.update(data);
   return hash.finish_hex();
+}
+
+std::string ssh_key_fingerprint(std::string_view key_blob) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int length = 0;
+  if (EVP_Digest(key_blob.data(), key_blob.size(), digest.data(), &length, EVP_sha256(), nullptr) != 1) {
+    throw std::runtime_error("SHA-256 failed in OpenSSL");
+  }
+  std::string text = base64_encode(std::string_view(reinterpret_cast<const char*>(digest.data()), length));
+  while (!text.empty() && text.back() == '=') text.pop_back();
+  return "SHA256:" + text;
 }
 
 }  // namespace exedev::detail

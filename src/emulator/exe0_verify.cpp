@@ -1,6 +1,7 @@
 #include "emulator/exe0_verify.hpp"
 
 #include "common/base64.hpp"
+#include "common/sha256.hpp"
 #include "common/openssl_handles.hpp"
 #include "common/ssh_wire.hpp"
 
@@ -235,12 +236,6 @@ std::string digest_of(const EVP_MD* md, std::string_view message) {
   return {reinterpret_cast<const char*>(digest.data()), length};
 }
 
-std::string fingerprint_of(std::string_view blob) {
-  auto text = detail::base64_encode(digest_of(EVP_sha256(), blob));
-  while (!text.empty() && text.back() == '=') text.pop_back();
-  return "SHA256:" + text;
-}
-
 }  // namespace
 
 std::variant<Exe0Token, std::string> parse_exe0_token(std::string_view text) {
@@ -294,7 +289,7 @@ std::variant<Exe0Token, std::string> parse_exe0_token(std::string_view text) {
   token.nbf = reader.nbf;
   token.cmds = std::move(reader.cmds);
   token.public_key_blob = std::string(*key);
-  token.fingerprint = fingerprint_of(*key);
+  token.fingerprint = detail::ssh_key_fingerprint(*key);
   token.name_space = std::string(*name_space);
   token.hash_algorithm = std::string(*hash);
   token.signature_blob = std::string(*signature);

@@ -1,8 +1,8 @@
 #include "emulator/ssh_keys.hpp"
 
 #include "common/base64.hpp"
+#include "common/sha256.hpp"
 
-#include <openssl/evp.h>
 
 #include <array>
 #include <cstdint>
@@ -74,14 +74,7 @@ std::optional<PublicKey> key_at(const std::vector<std::string_view>& words, std:
 
 std::string PublicKey::canonical() const { return type + " " + detail::base64_encode(blob); }
 
-std::string PublicKey::fingerprint() const {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-  unsigned int length = 0;
-  EVP_Digest(blob.data(), blob.size(), digest.data(), &length, EVP_sha256(), nullptr);
-  std::string encoded = detail::base64_encode(std::string_view(reinterpret_cast<const char*>(digest.data()), length));
-  while (!encoded.empty() && encoded.back() == '=') encoded.pop_back();
-  return "SHA256:" + encoded;
-}
+std::string PublicKey::fingerprint() const { return detail::ssh_key_fingerprint(blob); }
 
 std::optional<PublicKey> parse_public_key(std::string_view line) {
   const auto newline = line.find('\n');

@@ -12,7 +12,6 @@
 
 namespace exedev::ssh {
 
-inline constexpr std::uint8_t agent_failure = 5;
 inline constexpr std::uint8_t agentc_request_identities = 11;
 inline constexpr std::uint8_t agent_identities_answer = 12;
 inline constexpr std::uint8_t agentc_sign_request = 13;

@@ -1,6 +1,7 @@
 #include "ssh/known_hosts.hpp"
 
 #include "common/base64.hpp"
+#include "common/sha256.hpp"
 #include "ssh/patterns.hpp"
 
 #include <fmt/format.h>
@@ -16,11 +17,6 @@
 namespace exedev::ssh {
 
 namespace {
-
-std::string without_padding(std::string text) {
-  while (!text.empty() && text.back() == '=') text.pop_back();
-  return text;
-}
 
 std::string lowercase(std::string_view text) {
   std::string out(text);
@@ -74,13 +70,7 @@ std::string hmac_sha1(std::string_view key, std::string_view data) {
 
 }  // namespace
 
-std::string sha256_fingerprint(std::string_view key_blob) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-  unsigned int length = 0;
-  ::EVP_Digest(key_blob.data(), key_blob.size(), digest.data(), &length, EVP_sha256(), nullptr);
-  const std::string_view bytes(reinterpret_cast<const char*>(digest.data()), length);
-  return "SHA256:" + without_padding(detail::base64_encode(bytes));
-}
+std::string sha256_fingerprint(std::string_view key_blob) { return detail::ssh_key_fingerprint(key_blob); }
 
 std::optional<std::string> key_type_of_blob(std::string_view key_blob) {
   if (key_blob.size() < 4) return std::nullopt;
