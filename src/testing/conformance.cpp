@@ -132,6 +132,8 @@ const conformance::RuleTable& rules() {
     auto all = conformance::command_rules();
     const auto& files = conformance::file_rules();
     all.insert(all.end(), files.begin(), files.end());
+    const auto& sessions = conformance::session_rules();
+    all.insert(all.end(), sessions.begin(), sessions.end());
     return all;
   }();
   return table;

@@ -139,5 +139,7 @@ using RuleTable = std::vector<std::pair<std::string, RuleBody>>;
 const RuleTable& command_rules();
 /// The file rules, then attaching and destroying, in the reference suite's order.
 const RuleTable& file_rules();
+/// The process-session rules (conformance_sessions.cpp).
+const RuleTable& session_rules();
 
 }  // namespace exedev::testing::conformance
