@@ -88,18 +88,7 @@ Task<void> with_session(Rule& r, ProcessSessionSpec spec, std::function<Task<voi
   auto& s = sessions(r.backend);
   const auto name = "conformance-" + exedev::detail::random_hex(12);
   co_await s.start_session(name, std::move(spec));
-  std::exception_ptr error;
-  try {
-    co_await body(name);
-  } catch (...) {
-    error = std::current_exception();
-  }
-  try {
-    co_await s.remove_session(name);
-  } catch (...) {
-    if (!error) error = std::current_exception();
-  }
-  if (error) std::rethrow_exception(error);
+  co_await with_cleanup(body(name), s.remove_session(name));
 }
 
 Task<void> test_session_pty_echoes_input(Rule& r) {

@@ -20,13 +20,9 @@ using exedev::detail::base64_encode;
 
 namespace {
 
-constexpr std::size_t kMaxSessionNameLength = 64;
 constexpr std::uint16_t kMaxTerminalSide = 9999;
 
-bool is_name_char(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-         c == '-';
-}
+using detail::is_name_char;
 
 void validate_env_key(const std::string& key) {
   const bool valid = !key.empty() && !(key[0] >= '0' && key[0] <= '9') &&
@@ -62,9 +58,7 @@ int polls_within(std::chrono::milliseconds wait) {
 }  // namespace
 
 void validate_session_name(const std::string& name) {
-  const bool valid = !name.empty() && name.size() <= kMaxSessionNameLength && name[0] != '.' && name[0] != '-' &&
-                     std::all_of(name.begin(), name.end(), is_name_char);
-  if (!valid) {
+  if (!detail::is_session_name(name)) {
     throw std::invalid_argument(
         "a process session name is 1 to 64 of [A-Za-z0-9_.-], not starting with '.' or '-'");
   }
@@ -186,6 +180,16 @@ Task<void> ShellProcessSessions::remove_session(std::string name) {
 }
 
 namespace detail {
+
+bool is_name_char(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+         c == '-';
+}
+
+bool is_session_name(std::string_view name) {
+  return !name.empty() && name.size() <= kMaxSessionNameLength && name[0] != '.' && name[0] != '-' &&
+         std::all_of(name.begin(), name.end(), is_name_char);
+}
 
 void raise_for_session_status(const CommandResult& result, const std::string& name, const char* operation) {
   const auto what = [&](const char* text) { return fmt::format("process session '{}': {}", name, text); };

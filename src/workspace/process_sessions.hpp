@@ -39,6 +39,13 @@ enum SessionScriptStatus : int {
   kSessionTimeout = 124,      ///< `timeout` stopped the write (GNU and busybox status)
 };
 
+/// The longest session name.
+inline constexpr std::size_t kMaxSessionNameLength = 64;
+/// A character of a session name: [A-Za-z0-9_.-].
+[[nodiscard]] bool is_name_char(char c);
+/// What validate_session_name accepts.
+[[nodiscard]] bool is_session_name(std::string_view name);
+
 /// Seconds a write may take to be accepted by the program's stdin.
 inline constexpr int kSessionWriteTimeoutSeconds = 10;
 /// Seconds start() waits for the holder to record the program.

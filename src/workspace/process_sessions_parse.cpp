@@ -144,13 +144,9 @@ std::vector<SessionInfo> parse_session_list(const std::string& stdout_text) {
   while (const auto line = next_line(text, pos)) {
     const auto parts = fields(*line);
     if (parts.size() != 6 || parts[0] != "session") throw SessionOutputError("(list)");
+    if (!is_session_name(parts[1])) continue;  // not a directory start_session() made
     SessionInfo info;
     info.name = std::string(parts[1]);
-    try {
-      validate_session_name(info.name);
-    } catch (const std::invalid_argument&) {
-      continue;  // not a directory start() made
-    }
     info.exit = parse_exit_field(parts[2], info.name);
     info.state = info.exit ? SessionState::exited : SessionState::running;
     if (parts[3] != "0" && parts[3] != "1") throw SessionOutputError(info.name);
