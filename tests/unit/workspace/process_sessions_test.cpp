@@ -9,11 +9,15 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <exedev/testing/commands_only.hpp>
 #include <exedev/testing/run.hpp>
 #include <exedev/workspace/errors.hpp>
 #include <exedev/workspace/local_backend.hpp>
 #include <exedev/workspace/sessions.hpp>
+#include <exedev/workspace/unavailable.hpp>
+#include <exedev/workspace/workspace.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <stdexcept>
 
@@ -325,5 +329,37 @@ TEST_CASE("process sessions: the program gets its argv, env and cwd literally", 
     co_await backend.remove_session(name);
     const auto listed = co_await backend.list_sessions();
     for (const auto& info : listed) CHECK(info.name != name);
+  });
+}
+
+TEST_CASE("process sessions through the Workspace facade", "[unit][workspace]") {
+  TempDir dir;
+  auto backend = std::make_shared<ws::LocalBackend>(dir.path());
+  auto workspace = std::make_shared<ws::Workspace>(backend);
+  auto read_only = std::make_shared<ws::ReadOnlyWorkspace>(workspace);
+  ws::Workspace commands_only(std::make_shared<exedev::testing::CommandsOnly>(backend));
+  const auto name = "unit-" + exedev::detail::random_hex(12);
+  exedev::testing::run([&](boost::asio::any_io_executor) -> ws::Task<void> {
+    ws::ProcessSessionSpec spec;
+    spec.command = ws::Command::shell("echo through the facade");
+    spec.pty = false;
+    co_await workspace->start_session(name, spec);
+    CO_CHECK((co_await workspace->wait_session(name, std::chrono::milliseconds(20'000))).code == 0);
+    // A read-only workspace reads, waits and lists, and refuses what would change a session.
+    const auto out = co_await read_only->read_output(name, 0, 100, std::chrono::milliseconds(0));
+    CHECK(out.data == "through the facade\n");
+    const auto listed = co_await read_only->list_sessions();
+    CHECK(std::any_of(listed.begin(), listed.end(), [&](const auto& info) { return info.name == name; }));
+    CO_CHECK((co_await error_of<ws::WorkspaceReadOnlyError>(read_only->start_session(name + "x", spec))).has_value());
+    CO_CHECK((co_await error_of<ws::WorkspaceReadOnlyError>(read_only->signal_session(name, "TERM"))).has_value());
+    CO_CHECK((co_await error_of<ws::WorkspaceReadOnlyError>(read_only->remove_session(name))).has_value());
+    co_await workspace->remove_session(name);
+    CO_CHECK((co_await error_of<ws::WorkspaceUsageError>(workspace->read_output(name, 0, 1, std::chrono::milliseconds(0))))
+                 .has_value());
+    // Without the capability: a usage error; with no environment: the unavailable reason.
+    CO_CHECK((co_await error_of<ws::WorkspaceUsageError>(commands_only.list_sessions())).has_value());
+    const auto unattached = co_await error_of<ws::WorkspaceUnavailableError>(ws::no_workspace()->list_sessions());
+    REQUIRE(unattached.has_value());
+    CHECK(*unattached == ws::UnattachedBackend::message);
   });
 }
