@@ -86,21 +86,25 @@ Task<bool> poll_until(std::function<Task<bool>()> predicate, std::chrono::steady
 
 std::string describe(const std::exception& e) { return e.what(); }
 
-Task<void> with_scratch(Rule& r, std::function<Task<void>(std::string)> body) {
-  const auto dir = co_await r.ws->resolve(".exedev-conformance-" + exedev::detail::random_hex(16));
-  co_await r.ws->make_dir(dir);
+Task<void> with_cleanup(Task<void> body, Task<void> cleanup) {
   std::exception_ptr error;
   try {
-    co_await body(dir);
+    co_await std::move(body);
   } catch (...) {
     error = std::current_exception();
   }
   try {
-    co_await r.ws->remove(dir);
+    co_await std::move(cleanup);
   } catch (...) {
     if (!error) error = std::current_exception();
   }
   if (error) std::rethrow_exception(error);
+}
+
+Task<void> with_scratch(Rule& r, std::function<Task<void>(std::string)> body) {
+  const auto dir = co_await r.ws->resolve(".exedev-conformance-" + exedev::detail::random_hex(16));
+  co_await r.ws->make_dir(dir);
+  co_await with_cleanup(body(dir), r.ws->remove(dir));
 }
 
 }  // namespace conformance
@@ -132,6 +136,8 @@ const conformance::RuleTable& rules() {
     auto all = conformance::command_rules();
     const auto& files = conformance::file_rules();
     all.insert(all.end(), files.begin(), files.end());
+    const auto& sessions = conformance::session_rules();
+    all.insert(all.end(), sessions.begin(), sessions.end());
     return all;
   }();
   return table;

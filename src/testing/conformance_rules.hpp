@@ -102,6 +102,9 @@ Task<void> expect_errc(Task<T> op, std::errc code, std::string what) {
       std::move(op), what + " (expected " + std::make_error_code(code).message() + ")", has_code);
 }
 
+/// Runs `body`, then `cleanup` whatever body did; rethrows body's error first, else cleanup's.
+Task<void> with_cleanup(Task<void> body, Task<void> cleanup);
+
 /// The reference suite's scratch directory: <working_dir>/.exedev-conformance-<hex>, removed after.
 Task<void> with_scratch(Rule& r, std::function<Task<void>(std::string)> body);
 
@@ -139,5 +142,7 @@ using RuleTable = std::vector<std::pair<std::string, RuleBody>>;
 const RuleTable& command_rules();
 /// The file rules, then attaching and destroying, in the reference suite's order.
 const RuleTable& file_rules();
+/// The process-session rules (conformance_sessions.cpp).
+const RuleTable& session_rules();
 
 }  // namespace exedev::testing::conformance

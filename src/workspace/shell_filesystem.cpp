@@ -17,6 +17,7 @@
 #include "common/inert_text.hpp"
 #include "common/random_ids.hpp"
 #include "workspace/data_codec.hpp"
+#include "workspace/shell_scripts.hpp"
 #include "workspace/shield.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -40,19 +41,8 @@ ShellFilesystem::ShellFilesystem(std::shared_ptr<WorkspaceBackend> backend, Supp
 }
 
 Task<CommandResult> ShellFilesystem::sh(std::string script, std::vector<std::string> args, bool idempotent) {
-  if (scripts_) co_return co_await scripts_->run_script(std::move(script), std::move(args), idempotent, {});
-  // No timeout: a file operation's duration is the transport's business. No fixed PATH either
-  // (common/script_path.hpp): run() is the backend's own command line (LocalBackend's `sh -c`
-  // reads no profile); SupportsShellScripts' channels put it first where a login shell runs.
-  std::string line;
-  if (!args.empty()) {
-    line = "set --";
-    for (const auto& arg : args) line += " " + shell_quote(arg);
-    line += "\n";
-  }
-  line += script;
-  const RunOptions no_options;  // named: GCC 12 miscompiles an options temporary in co_await
-  co_return co_await commands_.run(Command::shell(std::move(line)), no_options);
+  // No timeout: a file operation's duration is the transport's business.
+  co_return co_await run_shell_script(commands_, scripts_, std::move(script), std::move(args), idempotent);
 }
 
 Task<CommandResult> ShellFilesystem::sh_streaming(std::string script, ScriptStdoutSink on_stdout) {

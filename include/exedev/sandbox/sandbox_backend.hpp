@@ -26,6 +26,9 @@
 //   (8 MiB of stdout+stderr), CommandOutcomeUnknownError (result unknown, the VM exists),
 //   ProvisionOutcomeUnknownError, VMInitializationError; other client errors propagate
 //   unchanged.
+// - Process sessions (ShellProcessSessions): each operation is one shell script through
+//   run_script, so one /exec request, or over SSH one channel (of the connection's session
+//   slots) while it runs; a read's long poll holds it up to its wait (at most 20 s).
 // - Threading: one executor (an io_context run by one thread, or a strand).
 
 #include <cstddef>
@@ -43,6 +46,7 @@
 #include <exedev/ssh/errors.hpp>
 #include <exedev/ssh/options.hpp>
 #include <exedev/workspace/backend.hpp>
+#include <exedev/workspace/sessions.hpp>
 #include <exedev/workspace/types.hpp>
 
 namespace exedev {
@@ -146,7 +150,8 @@ class SandboxBackend final : public workspace::WorkspaceBackend,
                              public workspace::SupportsCommands,
                              public workspace::SupportsShellScripts,
                              public workspace::SupportsFileTransfer,
-                             public workspace::SupportsTreeTransfer {
+                             public workspace::SupportsTreeTransfer,
+                             public workspace::ShellProcessSessions {
  public:
   /// No I/O. Throws std::invalid_argument for a ref of another provider or an invalid VM name,
   /// a spec with copy_base_tags=false under a scope tag, an invalid scope tag, or an env too

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <exedev/workspace/backend.hpp>
+#include <exedev/workspace/sessions.hpp>
 
 namespace exedev::workspace {
 
@@ -34,6 +35,9 @@ namespace exedev::workspace {
 /// with boost::asio::error::operation_aborted. Background jobs that left the process group
 /// survive, as they would a timeout.
 ///
+/// Process sessions (ShellProcessSessions): each operation is one `sh -c` command; the holders
+/// run on this machine under /tmp/exedev-sessions-<uid> and outlive this process.
+///
 /// File operations are native, synchronous system calls made inline on the calling thread
 /// (they are fast local calls); they complete before returning control, so cancellation has no
 /// effect on them. Reads and writes of one file through this backend (keyed by its real path)
@@ -43,7 +47,8 @@ class LocalBackend final : public WorkspaceBackend,
                            public SupportsCommands,
                            public SupportsFilesystem,
                            public SupportsRealpath,
-                           public SupportsTreeTransfer {
+                           public SupportsTreeTransfer,
+                           public ShellProcessSessions {
  public:
   /// Combined stdout+stderr bytes a command may produce.
   static constexpr std::size_t max_capture_bytes = 10 * 1024 * 1024;

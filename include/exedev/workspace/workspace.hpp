@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <exedev/workspace/backend.hpp>
+#include <exedev/workspace/sessions.hpp>
 
 namespace exedev::workspace {
 
@@ -33,7 +34,8 @@ class Workspace : public WorkspaceBackend,
                   public SupportsFilesystem,
                   public SupportsRealpath,
                   public SupportsConfinedFiles,
-                  public SupportsTreeTransfer {
+                  public SupportsTreeTransfer,
+                  public SupportsProcessSessions {
  public:
   /// Precondition: backend is not null (std::invalid_argument otherwise).
   explicit Workspace(std::shared_ptr<WorkspaceBackend> backend);
@@ -82,6 +84,20 @@ class Workspace : public WorkspaceBackend,
   Task<TreeTransferResult> upload_tree(std::string local_dir, std::string remote_dir, TreeTransferOptions options) override;
   Task<TreeTransferResult> download_tree(std::string remote_dir, std::string local_dir, TreeTransferOptions options) override;
 
+  /// Process sessions (docs/workspace.md, "Process sessions"): delegated to the backend as they
+  /// are; a backend without them throws WorkspaceUsageError, an unavailable one (UnavailableBackend)
+  /// WorkspaceUnavailableError with its reason.
+  Task<void> start_session(std::string name, ProcessSessionSpec spec) override;
+  Task<void> write_stdin(std::string name, Bytes data) override;
+  Task<void> close_stdin(std::string name) override;
+  Task<SessionOutput> read_output(std::string name, std::uint64_t from_offset, std::size_t max_bytes,
+                                  std::chrono::milliseconds wait) override;
+  Task<void> resize_terminal(std::string name, TerminalSize size) override;
+  Task<void> signal_session(std::string name, std::string signal) override;
+  Task<SessionExit> wait_session(std::string name, std::chrono::milliseconds timeout) override;
+  Task<std::vector<SessionInfo>> list_sessions() override;
+  Task<void> remove_session(std::string name) override;
+
   /// Strict UTF-8: invalid bytes throw std::range_error naming the path.
   Task<std::string> read_text(std::string path);
   Task<void> write_text(std::string path, std::string content);
@@ -118,7 +134,9 @@ class WrapperWorkspace : public Workspace {
   std::shared_ptr<Workspace> wrapped_;
 };
 
-/// Allows reads; refuses commands and file changes with WorkspaceReadOnlyError.
+/// Allows reads; refuses commands and file changes with WorkspaceReadOnlyError. Process
+/// sessions: reading their output, waiting for them and listing them are allowed; starting,
+/// writing, closing stdin, resizing, signalling and removing are refused.
 /// This restricts the workspace API; it is not isolation.
 class ReadOnlyWorkspace : public WrapperWorkspace {
  public:
@@ -136,6 +154,13 @@ class ReadOnlyWorkspace : public WrapperWorkspace {
   Task<ConfinedResult> confined_read(ConfinedTarget target, ConfinedReadOptions what) override;
 
   Task<TreeTransferResult> upload_tree(std::string local_dir, std::string remote_dir, TreeTransferOptions options) override;
+
+  Task<void> start_session(std::string name, ProcessSessionSpec spec) override;
+  Task<void> write_stdin(std::string name, Bytes data) override;
+  Task<void> close_stdin(std::string name) override;
+  Task<void> resize_terminal(std::string name, TerminalSize size) override;
+  Task<void> signal_session(std::string name, std::string signal) override;
+  Task<void> remove_session(std::string name) override;
 };
 
 }  // namespace exedev::workspace
