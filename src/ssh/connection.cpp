@@ -35,7 +35,7 @@ constexpr std::size_t write_chunk = 1024 * 1024;
 Connection::Connection(std::shared_ptr<SessionDriver> driver, Endpoint endpoint, SshOptions options, std::string fingerprint,
                        std::string user_key_fingerprint)
     : driver_(std::move(driver)), endpoint_(std::move(endpoint)), options_(std::move(options)), fingerprint_(std::move(fingerprint)),
-      user_key_fingerprint_(std::move(user_key_fingerprint)) {}
+      user_key_fingerprint_(std::move(user_key_fingerprint)), slots_(options_.max_sessions) {}
 
 Connection::~Connection() { driver_->stop("was closed"); }
 
@@ -65,63 +65,45 @@ asio::awaitable<void> Connection::wait_for_change_until(bool sent, SessionDriver
 }
 
 asio::awaitable<void> Connection::acquire_session_slot() {
-  const Call call{"waiting for a session channel", true, false};
-  driver_->throw_if_dropped(call);
-  ++slot_waiters_;
-  std::exception_ptr failure;
-  try {
-    while (open_sessions_ >= options_.max_sessions) {
-      give_up_idle_sessions();
-      co_await wait_for_change(false);
-    }
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  --slot_waiters_;
-  if (failure) std::rethrow_exception(failure);
-  ++open_sessions_;
+  LIBSSH2_CHANNEL* none = co_await ready_channel_or_slot(false);  // nothing is kept ready for SFTP
+  (void)none;
 }
 
 void Connection::keep_ready(std::string command) {
   ready_command_ = std::move(command);
+  slots_.set_ready_wanted(!ready_command_.empty());
   prepare_ready_channel();
 }
 
-asio::awaitable<LIBSSH2_CHANNEL*> Connection::ready_channel_or_slot(const std::string& command) {
+asio::awaitable<LIBSSH2_CHANNEL*> Connection::ready_channel_or_slot(bool wants_ready) {
   const Call call{"waiting for a session channel", true, false};
-  const bool matches = !ready_command_.empty() && command == ready_command_;
-  bool claimed = false;
+  auto waiter = slots_.start_waiting(wants_ready);
   LIBSSH2_CHANNEL* channel = nullptr;
-  ++slot_waiters_;
   std::exception_ptr failure;
   try {
     for (;;) {
       driver_->throw_if_dropped(call);
-      if (matches) channel = take_ready_channel();
-      if (channel != nullptr) break;
-      if (matches && preparing_ready_ && (claimed || !ready_claimed_)) {
-        // The channel being made ready comes sooner than one of our own would.
-        ready_claimed_ = claimed = true;
-      } else if (open_sessions_ < options_.max_sessions) {
-        ++open_sessions_;
-        break;
-      } else {
-        give_up_idle_sessions();
+      const auto next = slots_.next(waiter);
+      if (next == ChannelSlots::Next::open_new) break;
+      if (next == ChannelSlots::Next::take_ready) {
+        channel = take_ready_channel();
+        if (channel != nullptr) break;
+        continue;  // its process had ended: the slot it held comes back once it is closed
       }
+      if (next == ChannelSlots::Next::give_up_and_await) give_up_idle_sessions();
       co_await wait_for_change(false);
     }
   } catch (...) {
     failure = std::current_exception();
   }
-  --slot_waiters_;
-  if (claimed) ready_claimed_ = false;
+  slots_.stop_waiting(waiter);
   if (failure) std::rethrow_exception(failure);
   co_return channel;
 }
 
 LIBSSH2_CHANNEL* Connection::take_ready_channel() {
+  slots_.ready_taken();
   LIBSSH2_CHANNEL* channel = std::exchange(ready_channel_, nullptr);
-  if (channel == nullptr) return nullptr;
   // What arrived while it waited is read into libssh2 (nothing consumed), so that a process
   // killed meanwhile shows as the channel's end.
   char unused = 0;
@@ -142,18 +124,12 @@ LIBSSH2_CHANNEL* Connection::take_ready_channel() {
 }
 
 void Connection::discard_ready_channel() {
-  LIBSSH2_CHANNEL* channel = std::exchange(ready_channel_, nullptr);
   // Its process reads EOF and ends; on a dropped session only the slot is given back.
-  if (channel != nullptr) close_channel_in_background(channel, true);
+  if (slots_.discard_ready()) close_channel_in_background(std::exchange(ready_channel_, nullptr), true);
 }
 
 void Connection::prepare_ready_channel() {
-  if (ready_command_.empty() || ready_channel_ != nullptr || preparing_ready_ || closed_ || driver_->dropped() ||
-      slot_waiters_ > 0 || open_sessions_ >= options_.max_sessions) {
-    return;
-  }
-  ++open_sessions_;
-  preparing_ready_ = true;
+  if (!slots_.start_preparing_ready(is_open())) return;
   ++background_tasks_;
   auto preparing = [](std::shared_ptr<Connection> self) -> asio::awaitable<void> {
     LIBSSH2_CHANNEL* channel = nullptr;
@@ -162,13 +138,10 @@ void Connection::prepare_ready_channel() {
     } catch (...) {
       // A channel kept ready is an optimisation: without it, the next exec opens its own.
     }
-    self->preparing_ready_ = false;
-    if (channel == nullptr) {
-      self->release_session_slot();
-    } else if (self->closed_ || self->driver_->dropped()) {
-      self->close_channel_in_background(channel, true);
-    } else {
+    if (self->slots_.finish_preparing_ready(channel != nullptr, self->is_open())) {
       self->ready_channel_ = channel;
+    } else if (channel != nullptr) {
+      self->close_channel_in_background(channel, true);
     }
     --self->background_tasks_;
     self->state_.notify();
@@ -196,7 +169,7 @@ asio::awaitable<void> Connection::open_ready_channel(LIBSSH2_CHANNEL** opened) {
 }
 
 void Connection::release_session_slot() {
-  --open_sessions_;
+  slots_.release();
   state_.notify();
 }
 
@@ -223,14 +196,13 @@ asio::awaitable<long> Connection::run_under_opening_lock(const char* what, std::
 }
 
 asio::awaitable<void> Connection::lock_channel_opening() {
-  while (opening_channel_) {
+  while (!slots_.try_lock_opening()) {
     co_await wait_for_change(false);
   }
-  opening_channel_ = true;
 }
 
 void Connection::unlock_channel_opening() {
-  opening_channel_ = false;
+  slots_.unlock_opening();
   state_.notify();
 }
 
@@ -294,7 +266,8 @@ void Connection::close_channel_in_background(LIBSSH2_CHANNEL* channel, bool hold
 
 asio::awaitable<ExecResult> Connection::exec(ExecRequest request) {
   auto self = shared_from_this();
-  LIBSSH2_CHANNEL* channel = co_await ready_channel_or_slot(request.command);
+  const bool wants_ready = !ready_command_.empty() && request.command == ready_command_;
+  LIBSSH2_CHANNEL* channel = co_await ready_channel_or_slot(wants_ready);
   const bool started = channel != nullptr;
   if (!started) {
     try {
@@ -481,13 +454,7 @@ std::shared_ptr<Sftp> Connection::upload_lane() {
 }
 
 void Connection::open_upload_lane() {
-  // One slot is always left free for commands, and none is taken from anyone waiting.
-  if (upload_lane_ || opening_upload_lane_ || !sftp_ || closed_ || driver_->dropped() || slot_waiters_ > 0 ||
-      open_sessions_ + 2 > options_.max_sessions) {
-    return;
-  }
-  ++open_sessions_;
-  opening_upload_lane_ = true;
+  if (!slots_.start_opening_lane(sftp_ != nullptr, is_open())) return;
   ++background_tasks_;
   auto opening = [](std::shared_ptr<Connection> self) -> asio::awaitable<void> {
     std::shared_ptr<Sftp> lane;
@@ -496,12 +463,8 @@ void Connection::open_upload_lane() {
     } catch (...) {
       // A second session only speeds large uploads up: without it, they go on the first.
     }
-    self->opening_upload_lane_ = false;
-    if (!lane) {
-      self->release_session_slot();
-    } else if (!self->closed_ && !self->driver_->dropped()) {
-      self->upload_lane_ = std::move(lane);
-    }  // else freed with the session
+    // A lane opened on a connection that went down meanwhile is freed with the session.
+    if (self->slots_.finish_opening_lane(lane != nullptr, self->is_open())) self->upload_lane_ = std::move(lane);
     --self->background_tasks_;
     self->state_.notify();
   };
@@ -536,6 +499,7 @@ void Connection::retire_sftp(const std::shared_ptr<Sftp>& session) {
 }
 
 void Connection::shut_down_upload_lane() {
+  slots_.lane_shutting_down();
   ++background_tasks_;
   auto closing = [](std::shared_ptr<Connection> self, std::shared_ptr<Sftp> lane) -> asio::awaitable<void> {
     co_await lane->shut_down();

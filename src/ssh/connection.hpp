@@ -6,6 +6,7 @@
 // executor that runs one thread at a time (an io_context run by one thread, or a strand).
 
 #include "common/event.hpp"
+#include "ssh/channel_slots.hpp"
 
 #include <exedev/coawait_guard.hpp>
 #include <exedev/ssh/errors.hpp>
@@ -191,8 +192,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Task<_LIBSSH2_CHANNEL*> try_open_channel(const char* what, long& rc);
   // `started`: the channel's exec request was made already (a channel kept ready).
   Task<ExecResult> run_on_channel(_LIBSSH2_CHANNEL* channel, ExecRequest& request, bool started);
-  // For exec: the channel kept ready for `command` (started), else nullptr with a slot taken.
-  Task<_LIBSSH2_CHANNEL*> ready_channel_or_slot(const std::string& command);
+  // The channel kept ready (started) when `wants_ready` and one comes, else nullptr with a slot taken.
+  Task<_LIBSSH2_CHANNEL*> ready_channel_or_slot(bool wants_ready);
   // The channel kept ready, if it is there and its process has not ended; nullptr otherwise.
   _LIBSSH2_CHANNEL* take_ready_channel();
   // Closes the waiting ready channel, so that its slot goes to someone who waits for one.
@@ -214,18 +215,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   SshOptions options_;
   std::string fingerprint_;
   std::string user_key_fingerprint_;
-  std::size_t open_sessions_ = 0;
-  bool opening_channel_ = false;
+  ChannelSlots slots_;  // who may hold a session channel and when; the members below carry its answers out
   int background_tasks_ = 0;  // channel closes and ready-channel openings close() waits for
-  int slot_waiters_ = 0;
   std::string ready_command_;                    // empty: no channel kept ready
-  _LIBSSH2_CHANNEL* ready_channel_ = nullptr;    // started with ready_command_, holds a slot
-  bool preparing_ready_ = false;
-  bool ready_claimed_ = false;  // an exec waits for the ready channel being prepared
+  _LIBSSH2_CHANNEL* ready_channel_ = nullptr;    // started with ready_command_: slots_.ready() is waiting
   std::shared_ptr<Sftp> sftp_;
   bool opening_sftp_ = false;
-  std::shared_ptr<Sftp> upload_lane_;  // a second SFTP session, holds a slot
-  bool opening_upload_lane_ = false;
+  std::shared_ptr<Sftp> upload_lane_;  // a second SFTP session: slots_.lane() is open
   bool closed_ = false;
   detail::Event state_;  // a session slot, the channel opening, the SFTP session, the ready channel or a background task changed
 };
