@@ -29,6 +29,23 @@ namespace {
 
 constexpr std::size_t read_chunk = 256 * 1024;
 constexpr std::size_t write_chunk = 1024 * 1024;
+// The output of a command run briefly for an SFTP session, at most.
+constexpr std::size_t kMostBriefOutputBytes = 64 * 1024;
+
+// `command` on `connection`, abandoned after `bound`; nothing when the connection is gone.
+asio::awaitable<void> run_briefly_on(std::weak_ptr<Connection> connection, std::string command,
+                                     SessionDriver::Clock::duration bound) {
+  auto running_on = connection.lock();
+  if (!running_on) co_return;
+  ExecRequest request;
+  request.command = std::move(command);
+  request.max_output_bytes = kMostBriefOutputBytes;
+  // Captured: operator|| waits for the other side when one throws.
+  auto running = exedev::detail::capture(running_on->exec(std::move(request)));
+  auto bounding = exedev::detail::sleep_for(bound);
+  auto racing = std::move(running) || std::move(bounding);
+  (void)co_await std::move(racing);
+}
 
 }  // namespace
 
@@ -445,7 +462,24 @@ asio::awaitable<std::shared_ptr<Sftp>> Connection::start_sftp(const char* what) 
                           false, libssh2_error(static_cast<int>(rc)));
   }
   driver_->add_sftp(sftp);
-  co_return std::make_shared<Sftp>(driver_, sftp, weak_from_this());
+  co_return std::make_shared<Sftp>(driver_, sftp, sftp_links());
+}
+
+SftpLinks Connection::sftp_links() {
+  std::weak_ptr<Connection> weak = weak_from_this();
+  SftpLinks links;
+  links.upload_lane = [weak]() -> std::shared_ptr<Sftp> {
+    auto connection = weak.lock();
+    if (!connection) return nullptr;
+    return connection->upload_lane();
+  };
+  links.retire = [weak](const std::shared_ptr<Sftp>& session) {
+    if (auto connection = weak.lock()) connection->retire_sftp(session);
+  };
+  links.run_briefly = [weak](std::string command, SessionDriver::Clock::duration bound) {
+    return run_briefly_on(weak, std::move(command), bound);
+  };
+  return links;
 }
 
 std::shared_ptr<Sftp> Connection::upload_lane() {
@@ -474,10 +508,6 @@ void Connection::open_upload_lane() {
 void Connection::discard_idle_upload_lane() {
   // Idle: no upload holds it (an upload's handles, closing in the background, hold it too).
   if (upload_lane_ && upload_lane_.use_count() == 1) shut_down_upload_lane();
-}
-
-void Connection::retire_upload_lane(const std::shared_ptr<Sftp>& lane) {
-  if (lane && lane == upload_lane_) shut_down_upload_lane();
 }
 
 void Connection::retire_sftp(const std::shared_ptr<Sftp>& session) {
