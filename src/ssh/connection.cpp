@@ -29,6 +29,8 @@ namespace {
 
 constexpr std::size_t read_chunk = 256 * 1024;
 constexpr std::size_t write_chunk = 1024 * 1024;
+// A command's calls once its exec request is made: a drop means it may have run.
+constexpr Call running_command{"a command", true, true};
 // The output of a command run briefly for an SFTP session, at most.
 constexpr std::size_t kMostBriefOutputBytes = 64 * 1024;
 
@@ -310,7 +312,6 @@ asio::awaitable<ExecResult> Connection::exec(ExecRequest request) {
 }
 
 asio::awaitable<ExecResult> Connection::run_on_channel(LIBSSH2_CHANNEL* channel, ExecRequest& request, bool started) {
-  ExecResult result;
   if (!started) {
     const long rc = co_await request_exec(channel, request.command, "the exec request");
     if (rc != 0) {
@@ -319,16 +320,38 @@ asio::awaitable<ExecResult> Connection::run_on_channel(LIBSSH2_CHANNEL* channel,
     }
   }
   // From here on the command may run: a drop is sent() == true.
-  const Call call{"a command", true, true};
+  const Call call = running_command;
   if (request.extra_receive_window > 0) {
     co_await driver_->run(call, [&] {
       return static_cast<long>(::libssh2_channel_receive_window_adjust2(channel, request.extra_receive_window, 0, nullptr));
     });
   }
+  ExecResult result;
+  co_await stream_command(channel, request, result);
+  // The exit status comes before the server's close; wait for that close, then send ours.
+  const long closed = co_await driver_->run(call, [&] { return static_cast<long>(::libssh2_channel_wait_closed(channel)); });
+  if (closed != 0 && !is_channel_gone(closed)) {
+    driver_->throw_if_dropped(call);
+  }
+  char* signal_name = nullptr;
+  std::size_t signal_length = 0;
+  ::libssh2_channel_get_exit_signal(channel, &signal_name, &signal_length, nullptr, nullptr, nullptr, nullptr);
+  if (signal_name != nullptr) {
+    result.exit_code = exit_code_for_signal(std::string_view(signal_name, signal_length));
+    result.signalled = true;
+    ::libssh2_free(driver_->session(), signal_name);
+  } else {
+    result.exit_code = ::libssh2_channel_get_exit_status(channel);
+  }
+  co_await close_channel(channel, true);
+  co_return result;
+}
+
+asio::awaitable<void> Connection::stream_command(LIBSSH2_CHANNEL* channel, ExecRequest& request, ExecResult& result) {
+  const Call call = running_command;
   const auto ticket = driver_->new_ticket();
   std::string buffer(read_chunk, '\0');
-  std::size_t written = 0;
-  bool stdin_done = false;
+  StdinProgress stdin_progress;
   bool stdout_done = false;
   bool stderr_done = false;
   std::size_t output_bytes = 0;
@@ -370,27 +393,7 @@ asio::awaitable<ExecResult> Connection::run_on_channel(LIBSSH2_CHANNEL* channel,
     return false;
   };
   while (!(stdout_done && stderr_done)) {
-    bool progressed = false;
-    if (!stdin_done && written < request.stdin_data.size()) {
-      const auto size = std::min(write_chunk, request.stdin_data.size() - written);
-      const long rc = driver_->attempt(ticket, [&] {
-        return static_cast<long>(::libssh2_channel_write_ex(channel, 0, request.stdin_data.data() + written, size));
-      });
-      if (rc > 0) {
-        written += static_cast<std::size_t>(rc);
-        progressed = true;
-      } else if (rc != LIBSSH2_ERROR_EAGAIN) {
-        driver_->throw_if_dropped(call);
-        stdin_done = true;  // the command closed its input; what it did not read is dropped, as with a pipe
-      }
-    } else if (!stdin_done) {
-      const long rc = driver_->attempt(ticket, [&] { return static_cast<long>(::libssh2_channel_send_eof(channel)); });
-      if (rc != LIBSSH2_ERROR_EAGAIN) {
-        driver_->throw_if_dropped(call);
-        stdin_done = true;
-        progressed = true;
-      }
-    }
+    bool progressed = feed_stdin(channel, request.stdin_data, stdin_progress, ticket);
     while (!stdout_done && read_stream(0, stdout_done)) progressed = true;
     while (!stderr_done && read_stream(SSH_EXTENDED_DATA_STDERR, stderr_done)) progressed = true;
     if (request.on_exit_status && !exit_status_reported) {
@@ -402,23 +405,31 @@ asio::awaitable<ExecResult> Connection::run_on_channel(LIBSSH2_CHANNEL* channel,
     }
     if (!progressed) co_await driver_->wait(ticket, call);
   }
-  // The exit status comes before the server's close; wait for that close, then send ours.
-  const long closed = co_await driver_->run(call, [&] { return static_cast<long>(::libssh2_channel_wait_closed(channel)); });
-  if (closed != 0 && !is_channel_gone(closed)) {
-    driver_->throw_if_dropped(call);
+}
+
+bool Connection::feed_stdin(LIBSSH2_CHANNEL* channel, const std::string& data, StdinProgress& progress, std::uint64_t ticket) {
+  if (progress.done) return false;
+  const Call call = running_command;
+  if (progress.written < data.size()) {
+    const auto size = std::min(write_chunk, data.size() - progress.written);
+    const long rc = driver_->attempt(ticket, [&] {
+      return static_cast<long>(::libssh2_channel_write_ex(channel, 0, data.data() + progress.written, size));
+    });
+    if (rc > 0) {
+      progress.written += static_cast<std::size_t>(rc);
+      return true;
+    }
+    if (rc != LIBSSH2_ERROR_EAGAIN) {
+      driver_->throw_if_dropped(call);
+      progress.done = true;  // the command closed its input; what it did not read is dropped, as with a pipe
+    }
+    return false;
   }
-  char* signal_name = nullptr;
-  std::size_t signal_length = 0;
-  ::libssh2_channel_get_exit_signal(channel, &signal_name, &signal_length, nullptr, nullptr, nullptr, nullptr);
-  if (signal_name != nullptr) {
-    result.exit_code = exit_code_for_signal(std::string_view(signal_name, signal_length));
-    result.signalled = true;
-    ::libssh2_free(driver_->session(), signal_name);
-  } else {
-    result.exit_code = ::libssh2_channel_get_exit_status(channel);
-  }
-  co_await close_channel(channel, true);
-  co_return result;
+  const long rc = driver_->attempt(ticket, [&] { return static_cast<long>(::libssh2_channel_send_eof(channel)); });
+  if (rc == LIBSSH2_ERROR_EAGAIN) return false;
+  driver_->throw_if_dropped(call);
+  progress.done = true;
+  return true;
 }
 
 asio::awaitable<std::shared_ptr<Sftp>> Connection::sftp() {

@@ -184,6 +184,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Task<_LIBSSH2_CHANNEL*> try_open_channel(const char* what, long& rc);
   // `started`: the channel's exec request was made already (a channel kept ready).
   Task<ExecResult> run_on_channel(_LIBSSH2_CHANNEL* channel, ExecRequest& request, bool started);
+  // The command's stdin in, its output out (into `result` or the request's callbacks), until
+  // both output streams have ended.
+  Task<void> stream_command(_LIBSSH2_CHANNEL* channel, ExecRequest& request, ExecResult& result);
+  struct StdinProgress {
+    std::size_t written = 0;
+    bool done = false;  // EOF sent, or the command closed its input
+  };
+  // One step of sending `data` and then EOF, without waiting; true when it got anywhere.
+  bool feed_stdin(_LIBSSH2_CHANNEL* channel, const std::string& data, StdinProgress& progress, std::uint64_t ticket);
   // The channel kept ready (started) when `wants_ready` and one comes, else nullptr with a slot taken.
   Task<_LIBSSH2_CHANNEL*> ready_channel_or_slot(bool wants_ready);
   // The channel kept ready, if it is there and its process has not ended; nullptr otherwise.
