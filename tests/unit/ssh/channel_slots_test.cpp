@@ -109,39 +109,14 @@ TEST_CASE("channel slots: the ready channel yields its slot to a waiter, and is 
   }
 }
 
-TEST_CASE("channel slots: nothing is made ready while anyone waits, without a free slot, or on a connection that is down") {
-  SECTION("a waiter") {
-    auto slots = with_held(3, 0);
-    slots.set_ready_wanted(true);
-    auto waiter = slots.start_waiting(false);
-    CHECK_FALSE(slots.start_preparing_ready(up));
-    slots.stop_waiting(waiter);
-    CHECK(slots.start_preparing_ready(up));
-    CHECK(slots.held() == 1);
-  }
-  SECTION("every slot held") {
-    auto slots = with_held(2, 2);
-    slots.set_ready_wanted(true);
-    CHECK_FALSE(slots.start_preparing_ready(up));
-  }
-  SECTION("the connection is down") {
-    auto slots = with_held(2, 0);
-    slots.set_ready_wanted(true);
-    CHECK_FALSE(slots.start_preparing_ready(down));
-  }
-  SECTION("no command to keep ready") {
-    auto slots = with_held(2, 0);
-    CHECK_FALSE(slots.start_preparing_ready(up));
-  }
-  SECTION("one at a time") {
-    auto slots = with_held(3, 0);
-    slots.set_ready_wanted(true);
-    REQUIRE(slots.start_preparing_ready(up));
-    CHECK_FALSE(slots.start_preparing_ready(up));
-    REQUIRE(slots.finish_preparing_ready(true, up));
-    CHECK_FALSE(slots.start_preparing_ready(up));
-    CHECK(slots.held() == 1);
-  }
+TEST_CASE("channel slots: one ready channel at a time") {
+  auto slots = with_held(3, 0);
+  slots.set_ready_wanted(true);
+  REQUIRE(slots.start_preparing_ready(up));
+  CHECK_FALSE(slots.start_preparing_ready(up));
+  REQUIRE(slots.finish_preparing_ready(true, up));
+  CHECK_FALSE(slots.start_preparing_ready(up));
+  CHECK(slots.held() == 1);
 }
 
 TEST_CASE("channel slots: a preparation that failed gives its slot back; one that ended on a connection gone down is not kept") {
@@ -175,32 +150,48 @@ TEST_CASE("channel slots: one exec at a time claims the channel being made ready
   slots.stop_waiting(third);
 }
 
-TEST_CASE("channel slots: the upload lane leaves a slot for commands, row by row") {
+TEST_CASE("channel slots: when what only saves time takes a slot (the ready channel, the upload lane), row by row") {
+  enum class Saver { ready_channel, upload_lane };
   struct Row {
     std::string name;
+    Saver saver;
     std::size_t max_sessions;
     std::size_t held;  // the first SFTP session's among them when it is open
-    bool first_sftp_open;
-    bool connection_up;
+    bool wanted;       // a command to keep ready; the first SFTP session open
     bool anyone_waits;
+    bool connection_up;
     bool expected;
   };
+  const Saver ready = Saver::ready_channel;
+  const Saver lane = Saver::upload_lane;
   const std::vector<Row> rows{
-      {"beside the first session, with one slot left for commands", 3, 1, true, up, false, true},
-      {"not when it would take the last slot", 2, 1, true, up, false, false},
-      {"not when a command holds the slot it would leave", 3, 2, true, up, false, false},
-      {"not before the first SFTP session is open", 3, 0, false, up, false, false},
-      {"not on a connection that is down", 3, 1, true, down, false, false},
-      {"not while anyone waits for a slot", 4, 1, true, up, true, false},
+      {"ready: a command to keep ready, a free slot, nobody waiting", ready, 3, 0, true, false, up, true},
+      {"ready: the last free slot", ready, 2, 1, true, false, up, true},
+      {"ready: not while anyone waits for a slot", ready, 3, 0, true, true, up, false},
+      {"ready: not with every slot held", ready, 2, 2, true, false, up, false},
+      {"ready: not on a connection that is down", ready, 2, 0, true, false, down, false},
+      {"ready: not without a command to keep ready", ready, 2, 0, false, false, up, false},
+      {"lane: beside the first session, with one slot left for commands", lane, 3, 1, true, false, up, true},
+      {"lane: not when it would take the last slot", lane, 2, 1, true, false, up, false},
+      {"lane: not when a command holds the slot it would leave", lane, 3, 2, true, false, up, false},
+      {"lane: not before the first SFTP session is open", lane, 3, 0, false, false, up, false},
+      {"lane: not on a connection that is down", lane, 3, 1, true, false, down, false},
+      {"lane: not while anyone waits for a slot", lane, 4, 1, true, true, up, false},
   };
   for (const auto& row : rows) {
     SECTION(row.name) {
       auto slots = with_held(row.max_sessions, row.held);
+      slots.set_ready_wanted(row.saver == ready && row.wanted);
       auto waiter = slots.start_waiting(false);
       if (!row.anyone_waits) slots.stop_waiting(waiter);
-      CHECK(slots.start_opening_lane(row.first_sftp_open, row.connection_up) == row.expected);
+      if (row.saver == ready) {
+        CHECK(slots.start_preparing_ready(row.connection_up) == row.expected);
+        CHECK(slots.ready() == (row.expected ? Ready::preparing : Ready::none));
+      } else {
+        CHECK(slots.start_opening_lane(row.wanted, row.connection_up) == row.expected);
+        CHECK(slots.lane() == (row.expected ? Lane::opening : Lane::none));
+      }
       CHECK(slots.held() == row.held + (row.expected ? 1 : 0));
-      CHECK(slots.lane() == (row.expected ? Lane::opening : Lane::none));
       if (row.anyone_waits) slots.stop_waiting(waiter);
     }
   }
