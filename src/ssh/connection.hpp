@@ -195,7 +195,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool feed_stdin(_LIBSSH2_CHANNEL* channel, const std::string& data, StdinProgress& progress, std::uint64_t ticket);
   // The channel kept ready (started) when `wants_ready` and one comes, else nullptr with a slot taken.
   Task<_LIBSSH2_CHANNEL*> ready_channel_or_slot(bool wants_ready);
-  // The channel kept ready, if it is there and its process has not ended; nullptr otherwise.
+  // The waiting ready channel (slots_ gave it to the caller) when its process has not ended;
+  // nullptr otherwise (then it is closed in the background, freeing its slot).
   _LIBSSH2_CHANNEL* take_ready_channel();
   // Closes the waiting ready channel, so that its slot goes to someone who waits for one.
   void discard_ready_channel();
