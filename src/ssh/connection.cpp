@@ -29,13 +29,32 @@ namespace {
 
 constexpr std::size_t read_chunk = 256 * 1024;
 constexpr std::size_t write_chunk = 1024 * 1024;
+// A command's calls once its exec request is made: a drop means it may have run.
+constexpr Call running_command{"a command", true, true};
+// The output of a command run briefly for an SFTP session, at most.
+constexpr std::size_t kMostBriefOutputBytes = 64 * 1024;
+
+// `command` on `connection`, abandoned after `bound`; nothing when the connection is gone.
+asio::awaitable<void> run_briefly_on(std::weak_ptr<Connection> connection, std::string command,
+                                     SessionDriver::Clock::duration bound) {
+  auto running_on = connection.lock();
+  if (!running_on) co_return;
+  ExecRequest request;
+  request.command = std::move(command);
+  request.max_output_bytes = kMostBriefOutputBytes;
+  // Captured: operator|| waits for the other side when one throws.
+  auto running = exedev::detail::capture(running_on->exec(std::move(request)));
+  auto bounding = exedev::detail::sleep_for(bound);
+  auto racing = std::move(running) || std::move(bounding);
+  (void)co_await std::move(racing);
+}
 
 }  // namespace
 
 Connection::Connection(std::shared_ptr<SessionDriver> driver, Endpoint endpoint, SshOptions options, std::string fingerprint,
                        std::string user_key_fingerprint)
     : driver_(std::move(driver)), endpoint_(std::move(endpoint)), options_(std::move(options)), fingerprint_(std::move(fingerprint)),
-      user_key_fingerprint_(std::move(user_key_fingerprint)) {}
+      user_key_fingerprint_(std::move(user_key_fingerprint)), slots_(options_.max_sessions) {}
 
 Connection::~Connection() { driver_->stop("was closed"); }
 
@@ -65,63 +84,45 @@ asio::awaitable<void> Connection::wait_for_change_until(bool sent, SessionDriver
 }
 
 asio::awaitable<void> Connection::acquire_session_slot() {
-  const Call call{"waiting for a session channel", true, false};
-  driver_->throw_if_dropped(call);
-  ++slot_waiters_;
-  std::exception_ptr failure;
-  try {
-    while (open_sessions_ >= options_.max_sessions) {
-      give_up_idle_sessions();
-      co_await wait_for_change(false);
-    }
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  --slot_waiters_;
-  if (failure) std::rethrow_exception(failure);
-  ++open_sessions_;
+  LIBSSH2_CHANNEL* none = co_await ready_channel_or_slot(false);  // nothing is kept ready for SFTP
+  (void)none;
 }
 
 void Connection::keep_ready(std::string command) {
   ready_command_ = std::move(command);
+  slots_.set_ready_wanted(!ready_command_.empty());
   prepare_ready_channel();
 }
 
-asio::awaitable<LIBSSH2_CHANNEL*> Connection::ready_channel_or_slot(const std::string& command) {
+asio::awaitable<LIBSSH2_CHANNEL*> Connection::ready_channel_or_slot(bool wants_ready) {
   const Call call{"waiting for a session channel", true, false};
-  const bool matches = !ready_command_.empty() && command == ready_command_;
-  bool claimed = false;
+  auto waiter = slots_.start_waiting(wants_ready);
   LIBSSH2_CHANNEL* channel = nullptr;
-  ++slot_waiters_;
   std::exception_ptr failure;
   try {
     for (;;) {
       driver_->throw_if_dropped(call);
-      if (matches) channel = take_ready_channel();
-      if (channel != nullptr) break;
-      if (matches && preparing_ready_ && (claimed || !ready_claimed_)) {
-        // The channel being made ready comes sooner than one of our own would.
-        ready_claimed_ = claimed = true;
-      } else if (open_sessions_ < options_.max_sessions) {
-        ++open_sessions_;
-        break;
-      } else {
-        give_up_idle_sessions();
+      const auto next = slots_.next(waiter);
+      if (next == ChannelSlots::Next::open_new) break;
+      if (next == ChannelSlots::Next::take_ready) {
+        channel = take_ready_channel();
+        if (channel != nullptr) break;
+        continue;  // its process had ended: the slot it held comes back once it is closed
       }
+      if (next == ChannelSlots::Next::give_up_and_await) give_up_idle_sessions();
       co_await wait_for_change(false);
     }
   } catch (...) {
     failure = std::current_exception();
   }
-  --slot_waiters_;
-  if (claimed) ready_claimed_ = false;
+  slots_.stop_waiting(waiter);
   if (failure) std::rethrow_exception(failure);
   co_return channel;
 }
 
 LIBSSH2_CHANNEL* Connection::take_ready_channel() {
+  slots_.ready_taken();
   LIBSSH2_CHANNEL* channel = std::exchange(ready_channel_, nullptr);
-  if (channel == nullptr) return nullptr;
   // What arrived while it waited is read into libssh2 (nothing consumed), so that a process
   // killed meanwhile shows as the channel's end.
   char unused = 0;
@@ -142,18 +143,12 @@ LIBSSH2_CHANNEL* Connection::take_ready_channel() {
 }
 
 void Connection::discard_ready_channel() {
-  LIBSSH2_CHANNEL* channel = std::exchange(ready_channel_, nullptr);
   // Its process reads EOF and ends; on a dropped session only the slot is given back.
-  if (channel != nullptr) close_channel_in_background(channel, true);
+  if (slots_.discard_ready()) close_channel_in_background(std::exchange(ready_channel_, nullptr), true);
 }
 
 void Connection::prepare_ready_channel() {
-  if (ready_command_.empty() || ready_channel_ != nullptr || preparing_ready_ || closed_ || driver_->dropped() ||
-      slot_waiters_ > 0 || open_sessions_ >= options_.max_sessions) {
-    return;
-  }
-  ++open_sessions_;
-  preparing_ready_ = true;
+  if (!slots_.start_preparing_ready(is_open())) return;
   ++background_tasks_;
   auto preparing = [](std::shared_ptr<Connection> self) -> asio::awaitable<void> {
     LIBSSH2_CHANNEL* channel = nullptr;
@@ -162,13 +157,10 @@ void Connection::prepare_ready_channel() {
     } catch (...) {
       // A channel kept ready is an optimisation: without it, the next exec opens its own.
     }
-    self->preparing_ready_ = false;
-    if (channel == nullptr) {
-      self->release_session_slot();
-    } else if (self->closed_ || self->driver_->dropped()) {
-      self->close_channel_in_background(channel, true);
-    } else {
+    if (self->slots_.finish_preparing_ready(channel != nullptr, self->is_open())) {
       self->ready_channel_ = channel;
+    } else if (channel != nullptr) {
+      self->close_channel_in_background(channel, true);
     }
     --self->background_tasks_;
     self->state_.notify();
@@ -196,7 +188,7 @@ asio::awaitable<void> Connection::open_ready_channel(LIBSSH2_CHANNEL** opened) {
 }
 
 void Connection::release_session_slot() {
-  --open_sessions_;
+  slots_.release();
   state_.notify();
 }
 
@@ -223,14 +215,13 @@ asio::awaitable<long> Connection::run_under_opening_lock(const char* what, std::
 }
 
 asio::awaitable<void> Connection::lock_channel_opening() {
-  while (opening_channel_) {
+  while (!slots_.try_lock_opening()) {
     co_await wait_for_change(false);
   }
-  opening_channel_ = true;
 }
 
 void Connection::unlock_channel_opening() {
-  opening_channel_ = false;
+  slots_.unlock_opening();
   state_.notify();
 }
 
@@ -294,7 +285,8 @@ void Connection::close_channel_in_background(LIBSSH2_CHANNEL* channel, bool hold
 
 asio::awaitable<ExecResult> Connection::exec(ExecRequest request) {
   auto self = shared_from_this();
-  LIBSSH2_CHANNEL* channel = co_await ready_channel_or_slot(request.command);
+  const bool wants_ready = !ready_command_.empty() && request.command == ready_command_;
+  LIBSSH2_CHANNEL* channel = co_await ready_channel_or_slot(wants_ready);
   const bool started = channel != nullptr;
   if (!started) {
     try {
@@ -320,7 +312,6 @@ asio::awaitable<ExecResult> Connection::exec(ExecRequest request) {
 }
 
 asio::awaitable<ExecResult> Connection::run_on_channel(LIBSSH2_CHANNEL* channel, ExecRequest& request, bool started) {
-  ExecResult result;
   if (!started) {
     const long rc = co_await request_exec(channel, request.command, "the exec request");
     if (rc != 0) {
@@ -329,16 +320,38 @@ asio::awaitable<ExecResult> Connection::run_on_channel(LIBSSH2_CHANNEL* channel,
     }
   }
   // From here on the command may run: a drop is sent() == true.
-  const Call call{"a command", true, true};
+  const Call call = running_command;
   if (request.extra_receive_window > 0) {
     co_await driver_->run(call, [&] {
       return static_cast<long>(::libssh2_channel_receive_window_adjust2(channel, request.extra_receive_window, 0, nullptr));
     });
   }
+  ExecResult result;
+  co_await stream_command(channel, request, result);
+  // The exit status comes before the server's close; wait for that close, then send ours.
+  const long closed = co_await driver_->run(call, [&] { return static_cast<long>(::libssh2_channel_wait_closed(channel)); });
+  if (closed != 0 && !is_channel_gone(closed)) {
+    driver_->throw_if_dropped(call);
+  }
+  char* signal_name = nullptr;
+  std::size_t signal_length = 0;
+  ::libssh2_channel_get_exit_signal(channel, &signal_name, &signal_length, nullptr, nullptr, nullptr, nullptr);
+  if (signal_name != nullptr) {
+    result.exit_code = exit_code_for_signal(std::string_view(signal_name, signal_length));
+    result.signalled = true;
+    ::libssh2_free(driver_->session(), signal_name);
+  } else {
+    result.exit_code = ::libssh2_channel_get_exit_status(channel);
+  }
+  co_await close_channel(channel, true);
+  co_return result;
+}
+
+asio::awaitable<void> Connection::stream_command(LIBSSH2_CHANNEL* channel, ExecRequest& request, ExecResult& result) {
+  const Call call = running_command;
   const auto ticket = driver_->new_ticket();
   std::string buffer(read_chunk, '\0');
-  std::size_t written = 0;
-  bool stdin_done = false;
+  StdinProgress stdin_progress;
   bool stdout_done = false;
   bool stderr_done = false;
   std::size_t output_bytes = 0;
@@ -380,27 +393,7 @@ asio::awaitable<ExecResult> Connection::run_on_channel(LIBSSH2_CHANNEL* channel,
     return false;
   };
   while (!(stdout_done && stderr_done)) {
-    bool progressed = false;
-    if (!stdin_done && written < request.stdin_data.size()) {
-      const auto size = std::min(write_chunk, request.stdin_data.size() - written);
-      const long rc = driver_->attempt(ticket, [&] {
-        return static_cast<long>(::libssh2_channel_write_ex(channel, 0, request.stdin_data.data() + written, size));
-      });
-      if (rc > 0) {
-        written += static_cast<std::size_t>(rc);
-        progressed = true;
-      } else if (rc != LIBSSH2_ERROR_EAGAIN) {
-        driver_->throw_if_dropped(call);
-        stdin_done = true;  // the command closed its input; what it did not read is dropped, as with a pipe
-      }
-    } else if (!stdin_done) {
-      const long rc = driver_->attempt(ticket, [&] { return static_cast<long>(::libssh2_channel_send_eof(channel)); });
-      if (rc != LIBSSH2_ERROR_EAGAIN) {
-        driver_->throw_if_dropped(call);
-        stdin_done = true;
-        progressed = true;
-      }
-    }
+    bool progressed = feed_stdin(channel, request.stdin_data, stdin_progress, ticket);
     while (!stdout_done && read_stream(0, stdout_done)) progressed = true;
     while (!stderr_done && read_stream(SSH_EXTENDED_DATA_STDERR, stderr_done)) progressed = true;
     if (request.on_exit_status && !exit_status_reported) {
@@ -412,23 +405,31 @@ asio::awaitable<ExecResult> Connection::run_on_channel(LIBSSH2_CHANNEL* channel,
     }
     if (!progressed) co_await driver_->wait(ticket, call);
   }
-  // The exit status comes before the server's close; wait for that close, then send ours.
-  const long closed = co_await driver_->run(call, [&] { return static_cast<long>(::libssh2_channel_wait_closed(channel)); });
-  if (closed != 0 && !is_channel_gone(closed)) {
-    driver_->throw_if_dropped(call);
+}
+
+bool Connection::feed_stdin(LIBSSH2_CHANNEL* channel, const std::string& data, StdinProgress& progress, std::uint64_t ticket) {
+  if (progress.done) return false;
+  const Call call = running_command;
+  if (progress.written < data.size()) {
+    const auto size = std::min(write_chunk, data.size() - progress.written);
+    const long rc = driver_->attempt(ticket, [&] {
+      return static_cast<long>(::libssh2_channel_write_ex(channel, 0, data.data() + progress.written, size));
+    });
+    if (rc > 0) {
+      progress.written += static_cast<std::size_t>(rc);
+      return true;
+    }
+    if (rc != LIBSSH2_ERROR_EAGAIN) {
+      driver_->throw_if_dropped(call);
+      progress.done = true;  // the command closed its input; what it did not read is dropped, as with a pipe
+    }
+    return false;
   }
-  char* signal_name = nullptr;
-  std::size_t signal_length = 0;
-  ::libssh2_channel_get_exit_signal(channel, &signal_name, &signal_length, nullptr, nullptr, nullptr, nullptr);
-  if (signal_name != nullptr) {
-    result.exit_code = exit_code_for_signal(std::string_view(signal_name, signal_length));
-    result.signalled = true;
-    ::libssh2_free(driver_->session(), signal_name);
-  } else {
-    result.exit_code = ::libssh2_channel_get_exit_status(channel);
-  }
-  co_await close_channel(channel, true);
-  co_return result;
+  const long rc = driver_->attempt(ticket, [&] { return static_cast<long>(::libssh2_channel_send_eof(channel)); });
+  if (rc == LIBSSH2_ERROR_EAGAIN) return false;
+  driver_->throw_if_dropped(call);
+  progress.done = true;
+  return true;
 }
 
 asio::awaitable<std::shared_ptr<Sftp>> Connection::sftp() {
@@ -472,7 +473,24 @@ asio::awaitable<std::shared_ptr<Sftp>> Connection::start_sftp(const char* what) 
                           false, libssh2_error(static_cast<int>(rc)));
   }
   driver_->add_sftp(sftp);
-  co_return std::make_shared<Sftp>(driver_, sftp, weak_from_this());
+  co_return std::make_shared<Sftp>(driver_, sftp, sftp_links());
+}
+
+SftpLinks Connection::sftp_links() {
+  std::weak_ptr<Connection> weak = weak_from_this();
+  SftpLinks links;
+  links.upload_lane = [weak]() -> std::shared_ptr<Sftp> {
+    auto connection = weak.lock();
+    if (!connection) return nullptr;
+    return connection->upload_lane();
+  };
+  links.retire = [weak](const std::shared_ptr<Sftp>& session) {
+    if (auto connection = weak.lock()) connection->retire_sftp(session);
+  };
+  links.run_briefly = [weak](std::string command, SessionDriver::Clock::duration bound) {
+    return run_briefly_on(weak, std::move(command), bound);
+  };
+  return links;
 }
 
 std::shared_ptr<Sftp> Connection::upload_lane() {
@@ -481,13 +499,7 @@ std::shared_ptr<Sftp> Connection::upload_lane() {
 }
 
 void Connection::open_upload_lane() {
-  // One slot is always left free for commands, and none is taken from anyone waiting.
-  if (upload_lane_ || opening_upload_lane_ || !sftp_ || closed_ || driver_->dropped() || slot_waiters_ > 0 ||
-      open_sessions_ + 2 > options_.max_sessions) {
-    return;
-  }
-  ++open_sessions_;
-  opening_upload_lane_ = true;
+  if (!slots_.start_opening_lane(sftp_ != nullptr, is_open())) return;
   ++background_tasks_;
   auto opening = [](std::shared_ptr<Connection> self) -> asio::awaitable<void> {
     std::shared_ptr<Sftp> lane;
@@ -496,12 +508,8 @@ void Connection::open_upload_lane() {
     } catch (...) {
       // A second session only speeds large uploads up: without it, they go on the first.
     }
-    self->opening_upload_lane_ = false;
-    if (!lane) {
-      self->release_session_slot();
-    } else if (!self->closed_ && !self->driver_->dropped()) {
-      self->upload_lane_ = std::move(lane);
-    }  // else freed with the session
+    // A lane opened on a connection that went down meanwhile is freed with the session.
+    if (self->slots_.finish_opening_lane(lane != nullptr, self->is_open())) self->upload_lane_ = std::move(lane);
     --self->background_tasks_;
     self->state_.notify();
   };
@@ -511,10 +519,6 @@ void Connection::open_upload_lane() {
 void Connection::discard_idle_upload_lane() {
   // Idle: no upload holds it (an upload's handles, closing in the background, hold it too).
   if (upload_lane_ && upload_lane_.use_count() == 1) shut_down_upload_lane();
-}
-
-void Connection::retire_upload_lane(const std::shared_ptr<Sftp>& lane) {
-  if (lane && lane == upload_lane_) shut_down_upload_lane();
 }
 
 void Connection::retire_sftp(const std::shared_ptr<Sftp>& session) {
@@ -536,6 +540,7 @@ void Connection::retire_sftp(const std::shared_ptr<Sftp>& session) {
 }
 
 void Connection::shut_down_upload_lane() {
+  slots_.lane_shutting_down();
   ++background_tasks_;
   auto closing = [](std::shared_ptr<Connection> self, std::shared_ptr<Sftp> lane) -> asio::awaitable<void> {
     co_await lane->shut_down();

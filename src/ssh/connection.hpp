@@ -6,6 +6,8 @@
 // executor that runs one thread at a time (an io_context run by one thread, or a strand).
 
 #include "common/event.hpp"
+#include "ssh/channel_slots.hpp"
+#include "ssh/sftp.hpp"
 
 #include <exedev/coawait_guard.hpp>
 #include <exedev/ssh/errors.hpp>
@@ -24,13 +26,10 @@
 #include <vector>
 
 struct _LIBSSH2_CHANNEL;
-struct _LIBSSH2_SFTP;
-struct _LIBSSH2_SFTP_HANDLE;
 
 namespace exedev::ssh {
 
 class SessionDriver;
-class Sftp;
 
 /// Where a connection goes, as exe.dev names it; the user's ssh_config fills in what it leaves
 /// out (connection_settings.hpp).
@@ -134,12 +133,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   /// session is open, when that leaves a max_sessions slot free and nobody waits for one. It
   /// gives its slot up, while no upload uses it, to anyone who waits for one.
   std::shared_ptr<Sftp> upload_lane();
-  /// Lets `lane` go (when it is still the upload lane) and shuts it down, freeing its slot: for a
-  /// lane that failed while the connection stands. Whoever still uses it gets ConnectionError.
-  void retire_upload_lane(const std::shared_ptr<Sftp>& lane);
-  /// The same for the connection's SFTP session (or its upload lane): the next sftp() opens a
-  /// new one. For a session whose request passed its deadline (Sftp::read_file).
-  void retire_sftp(const std::shared_ptr<Sftp>& session);
 
   /// Carries one local TCP connection to `host`:`port` as the VM's sshd sees them, over a
   /// direct-tcpip channel, both ways, until both directions have ended (each side's end of
@@ -191,9 +184,19 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Task<_LIBSSH2_CHANNEL*> try_open_channel(const char* what, long& rc);
   // `started`: the channel's exec request was made already (a channel kept ready).
   Task<ExecResult> run_on_channel(_LIBSSH2_CHANNEL* channel, ExecRequest& request, bool started);
-  // For exec: the channel kept ready for `command` (started), else nullptr with a slot taken.
-  Task<_LIBSSH2_CHANNEL*> ready_channel_or_slot(const std::string& command);
-  // The channel kept ready, if it is there and its process has not ended; nullptr otherwise.
+  // The command's stdin in, its output out (into `result` or the request's callbacks), until
+  // both output streams have ended.
+  Task<void> stream_command(_LIBSSH2_CHANNEL* channel, ExecRequest& request, ExecResult& result);
+  struct StdinProgress {
+    std::size_t written = 0;
+    bool done = false;  // EOF sent, or the command closed its input
+  };
+  // One step of sending `data` and then EOF, without waiting; true when it got anywhere.
+  bool feed_stdin(_LIBSSH2_CHANNEL* channel, const std::string& data, StdinProgress& progress, std::uint64_t ticket);
+  // The channel kept ready (started) when `wants_ready` and one comes, else nullptr with a slot taken.
+  Task<_LIBSSH2_CHANNEL*> ready_channel_or_slot(bool wants_ready);
+  // The waiting ready channel (slots_ gave it to the caller) when its process has not ended;
+  // nullptr otherwise (then it is closed in the background, freeing its slot).
   _LIBSSH2_CHANNEL* take_ready_channel();
   // Closes the waiting ready channel, so that its slot goes to someone who waits for one.
   void discard_ready_channel();
@@ -202,6 +205,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Task<void> open_ready_channel(_LIBSSH2_CHANNEL** opened);
   // An SFTP session on a slot the caller holds.
   Task<std::shared_ptr<Sftp>> start_sftp(const char* what);
+  // What an SFTP session of this connection needs of it (ssh/sftp.hpp).
+  SftpLinks sftp_links();
+  // Lets the SFTP session or the upload lane go and shuts it down, freeing its slot (the next
+  // sftp() opens a new one): for a session past a call's deadline, or a lane that broke while the
+  // connection stands. Whoever still uses it gets ConnectionError.
+  void retire_sftp(const std::shared_ptr<Sftp>& session);
   void open_upload_lane();
   // Shuts the upload lane down, so that its slot goes to someone who waits for one, unless in use.
   void discard_idle_upload_lane();
@@ -214,117 +223,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   SshOptions options_;
   std::string fingerprint_;
   std::string user_key_fingerprint_;
-  std::size_t open_sessions_ = 0;
-  bool opening_channel_ = false;
+  ChannelSlots slots_;  // who may hold a session channel and when; the members below carry its answers out
   int background_tasks_ = 0;  // channel closes and ready-channel openings close() waits for
-  int slot_waiters_ = 0;
   std::string ready_command_;                    // empty: no channel kept ready
-  _LIBSSH2_CHANNEL* ready_channel_ = nullptr;    // started with ready_command_, holds a slot
-  bool preparing_ready_ = false;
-  bool ready_claimed_ = false;  // an exec waits for the ready channel being prepared
+  _LIBSSH2_CHANNEL* ready_channel_ = nullptr;    // started with ready_command_: slots_.ready() is waiting
   std::shared_ptr<Sftp> sftp_;
   bool opening_sftp_ = false;
-  std::shared_ptr<Sftp> upload_lane_;  // a second SFTP session, holds a slot
-  bool opening_upload_lane_ = false;
+  std::shared_ptr<Sftp> upload_lane_;  // a second SFTP session: slots_.lane() is open
   bool closed_ = false;
   detail::Event state_;  // a session slot, the channel opening, the SFTP session, the ready channel or a background task changed
-};
-
-struct SftpAttributes {
-  std::uint64_t size = 0;
-  std::uint32_t mode = 0;  ///< full st_mode, type bits included
-  std::int64_t mtime = 0;
-  [[nodiscard]] bool is_symlink() const noexcept;
-  [[nodiscard]] bool is_dir() const noexcept;
-  [[nodiscard]] bool is_regular() const noexcept;
-};
-
-struct SftpDirEntry {
-  std::string name;
-  SftpAttributes attributes;  ///< lstat-style
-};
-
-/// Files over SFTP. Failures throw std::filesystem::filesystem_error with the std::errc mapped
-/// from the SFTP status and the path; a connection lost meanwhile, ConnectionError. Each call
-/// to libssh2 completes before a cancellation takes effect (libssh2 keeps per-session state for
-/// each request kind); a cancelled read or write closes its file handle and throws
-/// operation_aborted. Concurrent callers share the session: their requests interleave.
-class Sftp : public std::enable_shared_from_this<Sftp> {
- public:
-  /// `connection` runs what libssh2 1.10's SFTP cannot do reliably (rename over an existing
-  /// file, symlink) as commands.
-  Sftp(std::shared_ptr<SessionDriver> driver, _LIBSSH2_SFTP* sftp, std::weak_ptr<Connection> connection);
-
-  /// The regular file, several reads in flight: at most `size + 1` bytes (a caller that knows
-  /// the size gets one byte more when the file grew; the default reads to the end). What the open
-  /// gave is checked first (fstat): a directory is is_a_directory, anything else but a regular
-  /// file (a device, say) std::errc::operation_not_supported. Returns once the last byte is in
-  /// (the handle's close is answered later, before the next SFTP call proceeds).
-  ///
-  /// Every SFTP call of the read must be answered by `deadline`; past it the read throws
-  /// ConnectionError (cause timed_out, naming SshOptions::file_operation_timeout), this session
-  /// takes no more calls and the connection opens a new one for the next caller (libssh2's
-  /// state of the abandoned request cannot be resumed). An open that timed out on a FIFO gets a
-  /// writer of its own on the VM (best effort), so that sftp-server does not stay blocked there.
-  Task<std::string> read_file(std::string path, std::uint64_t size = std::numeric_limits<std::uint64_t>::max(),
-                              std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
-  /// Writes `data` to `path` (created with `mode` if new, truncated); several writes in flight.
-  /// Returns once every write is acknowledged (the handle's close is answered later, as a
-  /// read's). `data` must stay valid until then.
-  /// Every SFTP call must be answered by `deadline`, as read_file's.
-  Task<void> write_file(std::string path, std::string_view data, std::uint32_t mode,
-                        std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
-  Task<SftpAttributes> stat(std::string path);  ///< follows symlinks
-  Task<SftpAttributes> lstat(std::string path);
-  Task<std::vector<SftpDirEntry>> list_dir(std::string path);  ///< without . and ..
-  Task<void> make_dir(std::string path, std::uint32_t mode);    ///< one level
-  Task<void> remove_file(std::string path);
-  Task<void> remove_dir(std::string path);  ///< an empty directory
-  /// Without `overwrite`, SFTP's rename, which refuses an existing target. With it, an atomic
-  /// replace (rename(2)): libssh2 1.10 cannot send posix-rename@openssh.com, so it runs
-  /// `mv -f -- <from> <to>` on an exec channel when the target is not a directory.
-  Task<void> rename(std::string from, std::string to, bool overwrite);
-  Task<void> set_mode(std::string path, std::uint32_t mode);
-  Task<std::string> realpath(std::string path);
-  Task<std::string> read_link(std::string path);
-  /// `ln -s` on an exec channel (libssh2 1.10's SSH_FXP_SYMLINK answers wrongly, see sftp.cpp).
-  Task<void> symlink(std::string target, std::string link_path);
-  /// Ends the SFTP session (its channel). Never throws: on a dropped connection the session frees
-  /// it. Nothing else may use this Sftp then.
-  Task<void> shut_down();
-  /// False once shut down (or retired after a call passed its deadline).
-  [[nodiscard]] bool usable() const noexcept { return !shut_down_; }
-
- private:
-  using Clock = std::chrono::steady_clock;
-  Task<long> call(const char* what, bool mutating, std::function<long()> fn, Clock::time_point deadline = Clock::time_point::max());
-  [[noreturn]] void throw_past_deadline(const char* what);
-  // A command line on an exec channel, abandoned after `bound` (best effort, never throws for its outcome).
-  Task<void> run_command_within(std::string command, Clock::duration bound);
-  [[noreturn]] void throw_error(long rc, const char* what, bool mutating, const std::string& path, std::errc refined = {});
-  Task<std::errc> refine_failure(long rc, const std::string& path, const char* operation);
-  Task<SftpAttributes> stat_with(std::string path, int stat_type);
-  Task<std::string> symlink_call(std::string path, int kind);
-  Task<void> close_handle(_LIBSSH2_SFTP_HANDLE* handle);
-  void close_handle_in_background(_LIBSSH2_SFTP_HANDLE* handle);
-  Task<void> run_command(std::string tool, std::string arguments, const char* what, std::string path);
-  Task<_LIBSSH2_SFTP_HANDLE*> open_handle(const std::string& path, unsigned long flags, long mode, int type,
-                                          Clock::time_point deadline = Clock::time_point::max());
-  // Whether the upload lane's half failed for the lane's own sake (its channel, not the file, nor
-  // the connection, nor a cancellation).
-  [[nodiscard]] bool lane_broke(const std::exception_ptr& error) const;
-  // The whole of `data` on this session, from a truncating open.
-  Task<void> write_whole(std::string path, std::string_view data, std::uint32_t mode, Clock::time_point deadline);
-  // Writes `data` at `offset` through `handle`, then closes it in the background, whatever happened.
-  Task<void> write_through(_LIBSSH2_SFTP_HANDLE* handle, std::string path, std::string_view data, std::uint64_t offset,
-                           Clock::time_point deadline);
-
-  std::shared_ptr<SessionDriver> driver_;
-  _LIBSSH2_SFTP* sftp_;
-  std::weak_ptr<Connection> connection_;
-  detail::Event idle_;
-  bool shut_down_ = false;
-  bool busy_ = false;  // one libssh2 SFTP call at a time (libssh2 keeps per-session state per request kind)
 };
 
 }  // namespace exedev::ssh
