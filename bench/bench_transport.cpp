@@ -11,6 +11,8 @@
 //             1/s, overdraft 120), a fresh token each, the rate limit waited for (the default).
 //   local     64 MiB write + read over SSH against LocalBackend, no latency (fastest of 3).
 //   session   /exec requests of the scripted agent session (B8) after provisioning.
+//   interactive  write -> echo round trips through a process session (`cat` on a pseudo-terminal)
+//             on both transports at emulator latency 20 ms: latency and /exec requests per trip.
 // The in-process emulator's request records count /exec requests. Absolute times depend on the
 // machine; the ratios are what to compare. Each goal is printed as met or not met from the
 // measured numbers. `bench_transport files local` runs a subset.
@@ -412,6 +414,69 @@ asio::awaitable<void> session(exedev::emulator::Emulator& emulator, const Target
 
 }  // namespace
 
+// ---- interactive: process sessions (issue 42) ----------------------------------------------------
+
+constexpr int kRoundTrips = 10;
+
+// One write -> echo round trip: the line written, then reads (each waiting up to 5 s) until its
+// echo has come back. Returns the offset after the echo.
+asio::awaitable<std::uint64_t> round_trip(ws::Workspace& workspace, const std::string& name, const std::string& marker,
+                                          std::uint64_t offset) {
+  const ws::Bytes line = marker + "\n";
+  co_await workspace.write_stdin(name, line);
+  std::string seen;
+  while (seen.find(marker) == std::string::npos) {
+    const auto output = co_await workspace.read_output(name, offset, ws::SupportsProcessSessions::max_read_bytes, 5000ms);
+    if (output.complete) throw std::runtime_error("interactive: the session ended before its echo came back");
+    if (output.data.empty()) throw std::runtime_error("interactive: no echo within 5 s");
+    seen += output.data;
+    offset = output.next_offset;
+  }
+  co_return offset;
+}
+
+asio::awaitable<void> interactive(exedev::emulator::Emulator& emulator, const Target& target, std::vector<Goal>& goals) {
+  set_latency(emulator, 20ms);
+  std::printf("interactive: write -> echo round trips through a process session (`cat` on a pseudo-terminal), "
+              "emulator latency 20 ms;\n%d trips per transport after one to warm up; a trip is one write_stdin and the "
+              "read_output calls until the echo is seen\n",
+              kRoundTrips);
+  std::printf("%-8s %12s %12s %12s %18s\n", "via", "median ms", "fastest ms", "slowest ms", "/exec req per trip");
+  const exedev::Transport transports[] = {exedev::Transport::exec, exedev::Transport::ssh};
+  double medians[2] = {0, 0};
+  double requests_per_trip[2] = {0, 0};
+  for (int t = 0; t < 2; ++t) {
+    auto subject = make_subject(target, transports[t]);
+    co_await provision(subject, transports[t]);
+    const std::string name = "bench-echo";
+    ws::ProcessSessionSpec spec;
+    spec.command = ws::Command::argv({"cat"});
+    spec.pty = true;
+    co_await subject.workspace->start_session(name, spec);
+    const std::string warming = "warm-up";
+    std::uint64_t offset = co_await round_trip(*subject.workspace, name, warming, 0);
+    std::vector<double> trips;
+    const auto before = emulator.commands().size();
+    for (int i = 0; i < kRoundTrips; ++i) {
+      const std::string marker = "trip-" + std::to_string(i);
+      const auto start = Clock::now();
+      offset = co_await round_trip(*subject.workspace, name, marker, offset);
+      trips.push_back(1000 * seconds_since(start));
+    }
+    requests_per_trip[t] = static_cast<double>(emulator.commands().size() - before) / kRoundTrips;
+    co_await subject.workspace->remove_session(name);
+    co_await subject.backend->close();
+    std::sort(trips.begin(), trips.end());
+    medians[t] = trips[trips.size() / 2];
+    std::printf("%-8s %12.0f %12.0f %12.0f %18.1f\n", subject.name.c_str(), medians[t], trips.front(), trips.back(),
+                requests_per_trip[t]);
+  }
+  std::printf("/exec median / SSH median: %.1f\n\n", medians[0] / medians[1]);
+  goals.push_back({"a process session's write -> echo on /exec takes at most 2 requests (one write, one read)",
+                   format("%.1f requests per trip", requests_per_trip[0]), requests_per_trip[0] <= 2.0});
+  set_latency(emulator, 0ms);
+}
+
 int main(int argc, char** argv) try {
   const std::set<std::string> wanted(argv + 1, argv + argc);
   const auto want = [&](const char* name) { return wanted.empty() || wanted.count(name) > 0; };
@@ -430,7 +495,7 @@ int main(int argc, char** argv) try {
         },
         limits);
   }
-  if (want("files") || want("limiter") || want("local") || want("session")) {
+  if (want("files") || want("limiter") || want("local") || want("session") || want("interactive")) {
     exedev::emulator::Options options;
     options.ssh_authorized_keys.push_back(key.public_line());
     exedev::emulator::Emulator emulator(std::move(options));
@@ -443,6 +508,7 @@ int main(int argc, char** argv) try {
           if (want("limiter")) co_await limiter(emulator, target, goals);
           if (want("local")) co_await local(target, goals);
           if (want("session")) co_await session(emulator, target, goals);
+          if (want("interactive")) co_await interactive(emulator, target, goals);
         },
         limits);
   }
