@@ -6,15 +6,11 @@
 
 namespace exedev::ssh {
 
-namespace {
-
 std::string lowercase(std::string_view text) {
   std::string out(text);
   std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
 }
-
-}  // namespace
 
 bool wildcard_match(std::string_view text, std::string_view pattern) {
   std::size_t t = 0, p = 0, star = std::string_view::npos, star_text = 0;

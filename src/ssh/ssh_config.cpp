@@ -17,12 +17,6 @@ namespace {
 // OpenSSH's READCONF_MAX_DEPTH.
 constexpr int kMaxIncludeDepth = 16;
 
-std::string lowercase(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\f' || c == '\r' || c == '\n'; }
 
 struct ConfigLine {
