@@ -44,10 +44,17 @@ Parameter name_parameter() {
   return text_parameter("name", "The session's name, as given to start_session.");
 }
 
-ToolSpec start_spec() {
+/// A tool's name and description (tool_description's summary and returns).
+ToolSpec described(std::string name, const std::string& summary, const std::string& returns) {
   ToolSpec spec;
-  spec.name = "start_session";
-  spec.description = tool_description(
+  spec.name = std::move(name);
+  spec.description = tool_description(summary, returns);
+  return spec;
+}
+
+ToolSpec start_spec() {
+  auto spec = described(
+      "start_session",
       "Start an interactive program that keeps running between calls (a Python or Node REPL, a "
       "debugger, a prompt) as a named session.\n\n"
       "Send it input with `send_to_session`, read what it prints with `read_session`, and end it "
@@ -71,9 +78,8 @@ ToolSpec start_spec() {
 }
 
 ToolSpec send_spec() {
-  ToolSpec spec;
-  spec.name = "send_to_session";
-  spec.description = tool_description(
+  auto spec = described(
+      "send_to_session",
       "Type input into a session: `text`, then Enter (unless `enter` is false), then an optional "
       "named `key` such as `ctrl-c` (interrupt) or `ctrl-d` (end of input).",
       "What the program printed since the last read of this session, within `wait_seconds`.");
@@ -89,9 +95,8 @@ ToolSpec send_spec() {
 }
 
 ToolSpec read_spec() {
-  ToolSpec spec;
-  spec.name = "read_session";
-  spec.description = tool_description(
+  auto spec = described(
+      "read_session",
       "Read what a session printed since the last read (or since it started).",
       "The new output (long output is cut: read again for the rest), then whether the program "
       "still runs or how it exited.");
@@ -101,18 +106,13 @@ ToolSpec read_spec() {
 }
 
 ToolSpec list_spec() {
-  ToolSpec spec;
-  spec.name = "list_sessions";
-  spec.description = tool_description("List the interactive sessions in the workspace.",
-                                      "One line per session: its name, whether it runs, and its command.");
-  return spec;
+  return described("list_sessions", "List the interactive sessions in the workspace.",
+                   "One line per session: its name, whether it runs, and its command.");
 }
 
 ToolSpec close_spec() {
-  ToolSpec spec;
-  spec.name = "close_session";
-  spec.description = tool_description("End a session's program (if it still runs) and delete the session.",
-                                      "A confirmation.");
+  auto spec = described("close_session", "End a session's program (if it still runs) and delete the session.",
+                        "A confirmation.");
   spec.parameters.push_back(name_parameter());
   return spec;
 }

@@ -7,6 +7,7 @@
 #include "integration/tools/shell_bench.hpp"
 
 #include <random>
+#include <tuple>
 
 using namespace shell_test;
 
@@ -188,18 +189,19 @@ TEST_CASE("session tools cap each read and lose nothing between reads; the start
     CHECK(output == numbers);
     co_await call(shell, "close_session", name_args(seq));
 
+    // The start obeys the command policy: (options, the command, the refusal).
     auto allow = session_options();
     allow.allowed_commands = {"python3"};
-    tools::Shell allowing(workspace, allow);
-    start["command"] = "bash -i";
-    CHECK_TEXT(co_await call(allowing, "start_session", args(start), ToolOutcome::retry),
-               "Command 'bash' is not in the allowed list.");
     auto operators = session_options();
     operators.denied_operators = {"|"};
-    tools::Shell no_pipes(workspace, operators);
-    start["command"] = "cat | cat";
-    CHECK_TEXT(co_await call(no_pipes, "start_session", args(start), ToolOutcome::retry),
-               "Shell operator '|' is not allowed.");
+    const std::vector<std::tuple<tools::ShellOptions, std::string, std::string>> refusals{
+        {allow, "bash -i", "Command 'bash' is not in the allowed list."},
+        {operators, "cat | cat", "Shell operator '|' is not allowed."}};
+    for (const auto& refused : refusals) {
+      tools::Shell refusing(workspace, std::get<0>(refused));
+      start["command"] = std::get<1>(refused);
+      CHECK_TEXT(co_await call(refusing, "start_session", args(start), ToolOutcome::retry), std::get<2>(refused));
+    }
     tools::Shell defaults(workspace, session_options());
     start.erase("command");
     start["argv"] = {"rm", "-rf", "x"};
