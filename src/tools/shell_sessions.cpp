@@ -266,35 +266,40 @@ Task<std::string> SessionTools::read_since_last(std::string name, std::string ru
   const std::size_t max_bytes =
       std::min(std::max<std::size_t>(1, options_.max_output_chars - reserve), SupportsProcessSessions::max_read_bytes);
   const auto deadline = std::chrono::steady_clock::now() + wait;
+  // Committed once the answer is made: a cancelled read leaves the position where it was.
+  auto next_offset = position->next_offset;
+  auto decoder = position->decoder;
   std::string text;
   std::size_t bytes_read = 0;
   std::uint64_t dropped = 0;
   ws::SessionOutput output;
   auto this_wait = wait;
   for (;;) {
-    output = co_await workspace_->read_output(name, position->next_offset, max_bytes - bytes_read, this_wait);
+    output = co_await workspace_->read_output(name, next_offset, max_bytes - bytes_read, this_wait);
     if (output.dropped_bytes > 0) {
       // The bytes before the gap end whatever sequence they began.
-      text += position->decoder.finish();
+      text += decoder.finish();
       dropped += output.dropped_bytes;
     }
     std::string_view kept = output.data;
-    position->next_offset = output.next_offset;
+    next_offset = output.next_offset;
     bytes_read += output.data.size();
     const bool cut = bytes_read >= max_bytes && !output.complete;
     if (const auto line_end = kept.rfind('\n'); cut && line_end != std::string_view::npos) {
       // A cut read ends at a line's end: the rest of the line comes whole with the next read.
       kept = kept.substr(0, line_end + 1);
-      position->next_offset = output.offset + kept.size();
+      next_offset = output.offset + kept.size();
     }
-    text += position->decoder.feed(kept);
-    if (output.complete) text += position->decoder.finish();
+    text += decoder.feed(kept);
+    if (output.complete) text += decoder.finish();
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (output.complete || output.data.empty() || bytes_read >= max_bytes || left <= std::chrono::milliseconds::zero()) {
       break;
     }
     this_wait = std::min(kQuietWait, left);
   }
+  position->next_offset = next_offset;
+  position->decoder = std::move(decoder);
   auto answer = std::move(heading);
   if (dropped > 0) {
     answer += "[" + with_thousands(dropped) + " bytes of older output were dropped before this read]\n";

@@ -96,7 +96,8 @@ struct ShellOptions {
 };
 
 /// The Shell tool set over one workspace. Offers no tools when the workspace cannot run
-/// commands (read-only, or a backend without commands); tools() of a workspace that is not
+/// commands (read-only, or a backend without commands), and the session tools only where the
+/// backend has process sessions; tools() of a workspace that is not
 /// attached throws UserError (exedev/tools/errors.hpp) saying how to attach one; so does call().
 ///
 /// With persist_cwd, use one Shell per agent run (the directory of calls without a run id is
@@ -104,7 +105,8 @@ struct ShellOptions {
 /// workspace's run() cancellation); a stop_command that has begun stopping a job finishes that
 /// (shielded); a cancelled persistent `shell` call stops and removes its job (shielded,
 /// bounded by 30 s); a cancelled start_command may leave the job starting (it then sees its
-/// launcher gone and exits 143 without running the command).
+/// launcher gone and exits 143 without running the command); a cancelled session read leaves
+/// the run's read position where it was (the output comes with the next read).
 class Shell final : public Toolset {
  public:
   /// Throws std::invalid_argument for invalid options, or a null workspace.
