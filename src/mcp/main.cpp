@@ -38,7 +38,8 @@ constexpr const char* usage = R"(usage: exedev-mcp WORKSPACE [options]
 
 An MCP server (JSON-RPC 2.0 on stdin/stdout, one message per line) offering the FileSystem
 tools (read_file, write_file, edit_file, ...) and the Shell tools (run_command, start_command,
-check_command, stop_command) on one workspace. See docs/mcp.md.
+check_command, stop_command; with --interactive start_session, send_to_session, read_session,
+list_sessions, close_session) on one workspace. See docs/mcp.md.
 
 Workspace (exactly one):
   --local=DIR               a directory on this machine
@@ -78,6 +79,8 @@ Tools:
   --env=NAME=VALUE          environment of every command (repeatable)
   --read-only               only reading tools: no commands, no file changes
   --persistent-shell        also offer the `shell` tool (one shell session kept between calls)
+  --interactive             also offer the session tools, for programs that talk back (a REPL, a
+                            debugger, a prompt), and let commands start editors, pagers and logins
   --command-timeout=SECONDS run_command's timeout when the model gives none (default 30)
 
   --help                    this text
@@ -96,6 +99,7 @@ struct Config {
   workspace::Env env{};
   bool read_only = false;
   bool persistent_shell = false;
+  bool interactive = false;
   std::optional<double> command_timeout{};
   Transport transport = Transport::automatic;
   std::optional<std::string> ssh_key{};
@@ -220,6 +224,8 @@ Config parse(int argc, char** argv) {
       config.read_only = true;
     } else if (name == "--persistent-shell") {
       config.persistent_shell = true;
+    } else if (name == "--interactive") {
+      config.interactive = true;
     } else if (name == "--command-timeout") {
       config.command_timeout = number();
     } else {
@@ -308,6 +314,10 @@ std::vector<std::shared_ptr<tools::Toolset>> make_toolsets(const Config& config,
                                                            const std::shared_ptr<workspace::Workspace>& workspace) {
   tools::ShellOptions shell;
   if (config.persistent_shell) shell.tools.push_back("shell");
+  if (config.interactive) {
+    shell.allow_interactive = true;
+    shell.tools.insert(shell.tools.end(), tools::session_tool_names().begin(), tools::session_tool_names().end());
+  }
   if (config.command_timeout) shell.default_timeout = workspace::Seconds(*config.command_timeout);
   return {std::make_shared<tools::FileSystem>(workspace), std::make_shared<tools::Shell>(workspace, shell)};
 }

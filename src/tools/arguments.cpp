@@ -38,6 +38,13 @@ std::string mismatch(const Parameter& parameter, const nlohmann::json& value) {
     case JsonType::integer: return is_integral(value) ? "" : "Input should be a valid integer";
     case JsonType::number: return value.is_number() ? "" : "Input should be a valid number";
     case JsonType::boolean: return value.is_boolean() ? "" : "Input should be a valid boolean";
+    case JsonType::string_array: {
+      if (!value.is_array()) return "Input should be a valid list";
+      for (std::size_t i = 0; i < value.size(); ++i) {
+        if (!value[i].is_string()) return std::to_string(i) + ": Input should be a valid string";
+      }
+      return "";
+    }
     case JsonType::object_array: {
       if (!value.is_array()) return "Input should be a valid list";
       for (std::size_t i = 0; i < value.size(); ++i) {
@@ -122,6 +129,12 @@ std::optional<double> Arguments::optional_number(const std::string& name) const 
 }
 
 bool Arguments::boolean(const std::string& name) const { return value(name).get<bool>(); }
+
+std::optional<std::vector<std::string>> Arguments::optional_strings(const std::string& name) const {
+  const auto& v = value(name);
+  if (v.is_null()) return std::nullopt;
+  return v.get<std::vector<std::string>>();
+}
 
 std::optional<std::vector<std::vector<std::string>>> Arguments::optional_records(
     const std::string& name, const std::vector<std::string>& fields) const {

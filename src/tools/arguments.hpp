@@ -26,6 +26,8 @@ class Arguments {
   [[nodiscard]] std::optional<std::int64_t> optional_integer(const std::string& name) const;
   [[nodiscard]] std::optional<double> optional_number(const std::string& name) const;
   [[nodiscard]] bool boolean(const std::string& name) const;
+  /// string_array: the strings, in order.
+  [[nodiscard]] std::optional<std::vector<std::string>> optional_strings(const std::string& name) const;
   /// object_array: each item's string `fields`, in that order.
   [[nodiscard]] std::optional<std::vector<std::vector<std::string>>> optional_records(
       const std::string& name, const std::vector<std::string>& fields) const;

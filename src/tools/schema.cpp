@@ -15,6 +15,10 @@ nlohmann::ordered_json type_schema(const Parameter& parameter) {
     case JsonType::integer: schema["type"] = "integer"; break;
     case JsonType::number: schema["type"] = "number"; break;
     case JsonType::boolean: schema["type"] = "boolean"; break;
+    case JsonType::string_array:
+      schema["items"] = {{"type", "string"}};
+      schema["type"] = "array";
+      break;
     case JsonType::object_array: {
       nlohmann::ordered_json item = {{"additionalProperties", false}, {"type", "object"}};
       nlohmann::ordered_json properties = nlohmann::ordered_json::object();

@@ -12,7 +12,7 @@
 
 namespace exedev::tools::detail {
 
-enum class JsonType { string, integer, number, boolean, object_array };
+enum class JsonType { string, integer, number, boolean, string_array, object_array };
 
 /// One parameter of a tool.
 struct Parameter {

@@ -13,6 +13,7 @@
 #include "tools/shell_persistent.hpp"
 #include "tools/shell_policy.hpp"
 #include "tools/shell_scripts.hpp"
+#include "tools/shell_sessions.hpp"
 #include "tools/text.hpp"
 #include "tools/utf8_stream.hpp"
 #include "tools/workspace_access.hpp"
@@ -45,8 +46,11 @@ using ws::detail::posix_join;
 namespace {
 
 const std::vector<std::string>& all_tool_names() {
-  static const std::vector<std::string> names{"run_command", "start_command", "check_command", "stop_command",
-                                              persistent_tool_name};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> all{"run_command", "start_command", "check_command", "stop_command", persistent_tool_name};
+    all.insert(all.end(), session_tool_names().begin(), session_tool_names().end());
+    return all;
+  }();
   return names;
 }
 
@@ -64,11 +68,21 @@ bool contains(const std::vector<std::string>& list, const std::string& name) {
   return std::find(list.begin(), list.end(), name) != list.end();
 }
 
+bool offers_sessions(const ShellOptions& o) {
+  return std::any_of(session_tool_names().begin(), session_tool_names().end(),
+                     [&](const std::string& name) { return contains(o.tools, name); });
+}
+
 void validate(const ShellOptions& o) {
   const bool persistent = contains(o.tools, persistent_tool_name);
+  if (offers_sessions(o) && !o.allow_interactive) {
+    throw std::invalid_argument("The session tools drive interactive programs: they need allow_interactive=True.");
+  }
   if (o.max_file_bytes) {
     if (*o.max_file_bytes == 0) throw std::invalid_argument("max_file_bytes must be a positive integer.");
     if (persistent) throw std::invalid_argument("max_file_bytes is not supported with the persistent shell tool.");
+    // A session's program runs under its holder, outside the shell that would set the limit.
+    if (offers_sessions(o)) throw std::invalid_argument("max_file_bytes is not supported with the session tools.");
     if (*o.max_file_bytes > static_cast<std::uint64_t>(INT64_MAX)) {
       throw std::invalid_argument("max_file_bytes must not exceed sys.maxsize.");
     }
@@ -112,6 +126,7 @@ Parameter optional_seconds(std::string name, std::string description) {
 /// Each tool as the reference's docstrings and signatures describe it.
 ToolSpec spec_of(const std::string& name) {
   using detail::tool_description;
+  if (contains(session_tool_names(), name)) return detail::session_tool_spec(name);
   ToolSpec spec;
   spec.name = name;
   auto& ps = spec.parameters;
@@ -175,6 +190,8 @@ struct Shell::State {
   ShellOptions options;
   detail::CommandPolicy policy;
   std::optional<std::string> jobs_base;
+  /// The session tools, when offered.
+  std::optional<detail::SessionTools> sessions;
   /// persist_cwd: the directory recorded for calls without a run id (or seen for cwd_run_id).
   std::optional<std::string> cwd;
   std::string cwd_run_id;
@@ -225,6 +242,13 @@ Shell::Shell(std::shared_ptr<ws::Workspace> workspace, ShellOptions options) : s
   state_->policy.denied_operators = options.denied_operators;
   state_->policy.allow_interactive = options.allow_interactive;
   state_->options = std::move(options);
+  if (offers_sessions(state_->options)) {
+    detail::SessionToolOptions session_options;
+    session_options.policy = state_->policy;
+    session_options.env = state_->command_env().value_or(ws::Env{});
+    session_options.max_output_chars = state_->options.max_output_chars;
+    state_->sessions.emplace(state_->workspace, std::move(session_options));
+  }
 }
 
 Shell::~Shell() = default;
@@ -236,8 +260,11 @@ Task<std::vector<ToolDefinition>> Shell::tools() {
   detail::require_workspace(*state->workspace, "ShellToolset");
   std::vector<ToolDefinition> definitions;
   if (!detail::supports_commands(*state->workspace)) co_return definitions;
+  const bool sessions = detail::supports_process_sessions(*state->workspace);
   for (const auto& name : all_tool_names()) {
-    if (contains(state->options.tools, name)) definitions.push_back(detail::definition_of(spec_of(name)));
+    if (!contains(state->options.tools, name)) continue;
+    if (contains(session_tool_names(), name) && !sessions) continue;
+    definitions.push_back(detail::definition_of(spec_of(name)));
   }
   co_return definitions;
 }
@@ -270,6 +297,11 @@ Task<std::string> Shell::State::dispatch(std::string name, std::string arguments
   }
   if (name == "check_command") co_return co_await recoverable(check_command(args.text("command_id")));
   if (name == "stop_command") co_return co_await recoverable(stop_command(args.text("command_id")));
+  if (contains(session_tool_names(), name)) {
+    std::optional<std::string> start_directory;
+    if (name == "start_session" && options.persist_cwd) start_directory = co_await cwd_for(context.run_id);
+    co_return co_await recoverable(sessions->call(name, args, context.run_id, std::move(start_directory)));
+  }
   auto command = args.text("command");
   check(command);
   detail::PersistentRequest request;

@@ -25,6 +25,11 @@ bool supports_commands(const workspace::Workspace& workspace) {
          dynamic_cast<const workspace::SupportsCommands*>(workspace.backend().get()) != nullptr;
 }
 
+bool supports_process_sessions(const workspace::Workspace& workspace) {
+  return supports_commands(workspace) &&
+         dynamic_cast<const workspace::SupportsProcessSessions*>(workspace.backend().get()) != nullptr;
+}
+
 namespace {
 
 // Refuses a metadata path that is a symlink: its real path differs from its own spelling.

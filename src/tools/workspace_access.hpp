@@ -21,6 +21,10 @@ void require_workspace(const workspace::Workspace& workspace, const std::string&
 /// Whether commands may run: attached, not read-only, and the provider backend runs commands.
 [[nodiscard]] bool supports_commands(const workspace::Workspace& workspace);
 
+/// Whether process sessions may be started: commands may run, and the provider backend has
+/// process sessions.
+[[nodiscard]] bool supports_process_sessions(const workspace::Workspace& workspace);
+
 /// The checks and creations of metadata_dir as one shell command, and the directory it makes.
 struct MetadataSetup {
   std::string base;       ///< `<working dir>/.pydantic-ai-harness`

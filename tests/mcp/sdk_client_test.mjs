@@ -2,6 +2,8 @@
 // Usage: node sdk_client_test.mjs EXEDEV_MCP SDK_DIR MODE TRANSPORT
 //   tools:    initialize, list the tools, call every tool, a background job, EOF
 //   progress: live output arrives as progress notifications while the command runs
+//   repl:     with --interactive, a `python3 -i` session driven through the session tools:
+//             three inputs, their answers, the exit status, the session closed
 // TRANSPORT (ssh or exec) is the server's --transport. Either way the server gets a key of the
 // test's own (made here, in a temporary HOME: never the user's ~/.ssh), which the emulator
 // registers, so /exec is used only because it was asked for; the VM's commands see an SSH
@@ -14,7 +16,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 const [server, sdkDir, mode, transportName] = process.argv.slice(2);
-assert.ok(mode === 'tools' || mode === 'progress', 'MODE is tools or progress');
+assert.ok(['tools', 'progress', 'repl'].includes(mode), 'MODE is tools, progress or repl');
 assert.ok(transportName === 'ssh' || transportName === 'exec', 'TRANSPORT is ssh or exec');
 // CTest reports the entry as skipped when this is the first line of its output.
 if (!existsSync(path.join(sdkDir, 'node_modules/@modelcontextprotocol/sdk/package.json'))) {
@@ -37,7 +39,8 @@ delete environment.EXE_SSH_KEY;
 
 const transport = new StdioClientTransport({
   command: server,
-  args: ['--emulator', '--working-dir=project', '--tag=mcp-test', `--transport=${transportName}`, `--ssh-key=${key}`],
+  args: ['--emulator', '--working-dir=project', '--tag=mcp-test', `--transport=${transportName}`, `--ssh-key=${key}`,
+         ...(mode === 'repl' ? ['--interactive'] : [])],
   env: environment,
   stderr: 'pipe',
 });
@@ -77,6 +80,39 @@ async function ok(name, args, options) {
   const result = await call(name, args, options);
   assert.equal(result.isError, false, `${name} failed: ${result.text}`);
   return result.text;
+}
+
+const sessionTools = ['start_session', 'send_to_session', 'read_session', 'list_sessions', 'close_session'];
+for (const name of sessionTools)
+  assert.equal(listed.has(name), mode === 'repl', `${name} is offered exactly with --interactive`);
+
+if (mode === 'repl') {
+  // A Python REPL in a terminal. Answers are read until they show what is expected: each read
+  // waits (wait_seconds) for the program to print, so the loops end on the REPL's output, not on time.
+  const name = `py-${process.pid}`;
+  let seen = await ok('start_session', { name, command: 'python3 -i -q' });
+  assert.match(seen, new RegExp(`^Started session '${name}' in a 24x80 terminal: 'python3 -i -q'\n`));
+  async function readUntil(pattern) {
+    for (let attempt = 0; attempt < 20 && !pattern.test(seen); ++attempt)
+      seen += await ok('read_session', { name, wait_seconds: 5 });
+    assert.match(seen, pattern);
+  }
+  await readUntil(/>>> $/m);
+  for (const [input, answer] of [['6 * 7', /^42\r?$/m], ['squares = [n * n for n in range(5)]', />>> /],
+                                 ['print(sum(squares), squares[-1])', /^30 16\r?$/m]]) {
+    seen = await ok('send_to_session', { name, text: input });
+    assert.ok(seen.startsWith(`Sent '${input}\\n' to session '${name}'.\n`), seen);
+    await readUntil(answer);
+  }
+  assert.match(await ok('list_sessions', {}), new RegExp(`'${name}': running, terminal, command 'python3 -i -q'`));
+  seen = await ok('send_to_session', { name, text: 'exit(3)' });
+  await readUntil(new RegExp(`\\[session '${name}' exited: exit code 3\\]`));
+  assert.equal(await ok('close_session', { name }), `Closed session '${name}'.`);
+  const gone = await call('read_session', { name });
+  assert.equal(gone.isError, true, 'a closed session is gone');
+  console.log('a python3 -i session: three inputs answered, exit code 3, closed');
+  await client.close();
+  process.exit(0);
 }
 
 // The transport: the command runs in an SSH session on the VM exactly when SSH carries it.

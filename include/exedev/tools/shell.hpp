@@ -2,8 +2,9 @@
 // Shell: the tool set that runs commands in a workspace (the reference harness's `Shell`
 // capability and ShellToolset, workspaces-api.md §4.3-§4.5; docs/tools.md, "Shell").
 //
-// Tools: run_command, start_command, check_command, stop_command (the default), and the opt-in
-// persistent `shell`. Every command, file and signal goes through the workspace, so background
+// Tools: run_command, start_command, check_command, stop_command (the default), the opt-in
+// persistent `shell`, and the opt-in interactive sessions (start_session, send_to_session,
+// read_session, list_sessions, close_session; with allow_interactive). Every command, file and signal goes through the workspace, so background
 // jobs live in the environment (`.pydantic-ai-harness/shell/<id>/` below its working
 // directory): a later run, through another backend attached to the same environment, or the
 // Python harness, can check and stop them.
@@ -35,6 +36,16 @@ inline const std::vector<std::string>& run_scoped_tool_names() {
 /// The opt-in tool whose commands return handles to their log and status files.
 inline constexpr const char* persistent_tool_name = "shell";
 
+/// The opt-in interactive session tools (they need ShellOptions::allow_interactive): programs
+/// that keep running between calls and talk back (a REPL, a debugger, a prompt), fed input and
+/// read from by what they printed since the last read. They run as the workspace's named
+/// process sessions (exedev/workspace/sessions.hpp), so they outlive the run.
+inline const std::vector<std::string>& session_tool_names() {
+  static const std::vector<std::string> names{"start_session", "send_to_session", "read_session", "list_sessions",
+                                              "close_session"};
+  return names;
+}
+
 /// The environment variable patterns of LLM provider keys: pass them in
 /// ShellOptions::denied_env_patterns to keep such keys from commands.
 inline const std::vector<std::string>& llm_api_key_env_patterns() {
@@ -61,19 +72,23 @@ struct ShellOptions {
   /// Every result keeps at most this many characters (code points): its tail, marked.
   std::size_t max_output_chars = 50'000;
   /// `ulimit -f` for commands, in bytes (rounded up to the shell's block size); positive, at
-  /// most INT64_MAX; not with persist_cwd nor with the `shell` tool.
+  /// most INT64_MAX; not with persist_cwd, the `shell` tool nor the session tools.
   std::optional<std::uint64_t> max_file_bytes{};
   /// Keep the directory a successful run_command ended in for the next run_command and
   /// start_command (per run: by ToolCallContext::run_id, stored in the workspace; without a
   /// run id, in this Shell).
   bool persist_cwd = false;
-  /// Allow commands that start an editor, pager or login (vi, less, top, sudo, ssh, ...).
+  /// Allow programs that talk back: commands that start an editor, pager or login (vi, less,
+  /// top, sudo, ssh, ...) pass the policy, and the session tools (session_tool_names()), which
+  /// exist to drive such programs, may be offered. Without it they are refused in `tools`.
   bool allow_interactive = false;
   /// Variables added to the workspace's environment for every command; nullopt adds none.
   std::optional<workspace::Env> env{};
   /// Names in `env` matching one of these globs (fnmatch, case-sensitive) are not passed.
   std::vector<std::string> denied_env_patterns{};
-  /// The tools to offer: a subset of run_scoped_tool_names() and "shell".
+  /// The tools to offer: a subset of run_scoped_tool_names(), "shell" and session_tool_names().
+  /// The session tools start their programs through the same policy as commands; what is then
+  /// typed into a session (a shell's command lines among it) is not checked.
   std::vector<std::string> tools = run_scoped_tool_names();
   /// The tool set's id.
   std::string id = "shell";
@@ -81,7 +96,8 @@ struct ShellOptions {
 };
 
 /// The Shell tool set over one workspace. Offers no tools when the workspace cannot run
-/// commands (read-only, or a backend without commands); tools() of a workspace that is not
+/// commands (read-only, or a backend without commands), and the session tools only where the
+/// backend has process sessions; tools() of a workspace that is not
 /// attached throws UserError (exedev/tools/errors.hpp) saying how to attach one; so does call().
 ///
 /// With persist_cwd, use one Shell per agent run (the directory of calls without a run id is
@@ -89,7 +105,8 @@ struct ShellOptions {
 /// workspace's run() cancellation); a stop_command that has begun stopping a job finishes that
 /// (shielded); a cancelled persistent `shell` call stops and removes its job (shielded,
 /// bounded by 30 s); a cancelled start_command may leave the job starting (it then sees its
-/// launcher gone and exits 143 without running the command).
+/// launcher gone and exits 143 without running the command); a cancelled session read leaves
+/// the run's read position where it was (the output comes with the next read).
 class Shell final : public Toolset {
  public:
   /// Throws std::invalid_argument for invalid options, or a null workspace.

@@ -294,7 +294,7 @@ TEST_CASE("Shell validates its options and needs an attached workspace", "[unit]
   tools::ShellOptions unknown;
   unknown.tools = {"run_command", "zap", "bash"};
   invalid(unknown, "Unknown shell tools: bash, zap. Available: run_command, start_command, check_command, "
-                   "stop_command, shell.");
+                   "stop_command, shell, start_session, send_to_session, read_session, list_sessions, close_session.");
   tools::ShellOptions slow_shell;
   slow_shell.tools = {"shell"};
   slow_shell.default_timeout = ws::Seconds(271);
