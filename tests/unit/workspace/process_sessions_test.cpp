@@ -240,6 +240,9 @@ TEST_CASE("process sessions: arguments are checked before anything runs", "[unit
     CO_CHECK((co_await error_of<std::invalid_argument>(backend.read_output("x", 0, 0, std::chrono::milliseconds(0)))).has_value());
     CO_CHECK((co_await error_of<std::invalid_argument>(backend.read_output("x", 0, 1, std::chrono::milliseconds(20'001)))).has_value());
     CO_CHECK((co_await error_of<std::invalid_argument>(backend.signal_session("x", "SEGV"))).has_value());
+    const std::uint64_t past_int64 = std::uint64_t{1} << 63;
+    CO_CHECK((co_await error_of<std::invalid_argument>(backend.read_output("x", past_int64, 1, std::chrono::milliseconds(0))))
+                 .has_value());
     const ws::TerminalSize no_rows{0, 80};
     CO_CHECK((co_await error_of<std::invalid_argument>(backend.resize_terminal("x", no_rows))).has_value());
     CO_CHECK((co_await error_of<std::invalid_argument>(backend.wait_session("x", std::chrono::milliseconds(0)))).has_value());
@@ -289,10 +292,12 @@ TEST_CASE("process sessions: a cancelled long poll leaves the session running", 
                             done = true;
                             error = e;
                           }));
-    // The read has nothing to return until the program writes: cancel it while it polls.
-    boost::asio::steady_timer tick(ex, std::chrono::milliseconds(200));
-    co_await tick.async_wait(boost::asio::use_awaitable);
+    // The read has nothing to return until the program writes. Once another command has made
+    // its round trip, the read's command (spawned first, on this executor) polls: cancel it then.
+    co_await backend.list_sessions();
+    CHECK_FALSE(done);
     cancel.emit(boost::asio::cancellation_type::terminal);
+    boost::asio::steady_timer tick(ex);
     for (int round = 0; round < 200 && !done; ++round) {
       tick.expires_after(std::chrono::milliseconds(50));
       co_await tick.async_wait(boost::asio::use_awaitable);
