@@ -368,3 +368,26 @@ TEST_CASE("process sessions through the Workspace facade", "[unit][workspace]") 
     CHECK(*unattached == ws::UnattachedBackend::message);
   });
 }
+
+TEST_CASE("process sessions: stdin that is not read times out the write", "[unit][workspace]") {
+  TempDir dir;
+  ws::LocalBackend backend(dir.path());
+  const auto name = "unit-" + exedev::detail::random_hex(12);
+  exedev::testing::run(
+      [&](boost::asio::any_io_executor) -> ws::Task<void> {
+        ws::ProcessSessionSpec spec;
+        spec.command = ws::Command::shell("exec sleep 100");
+        spec.pty = false;
+        co_await backend.start_session(name, spec);
+        // The FIFO holds 64 KiB; past that a write waits for a reader that never reads.
+        const std::string block(ws::SupportsProcessSessions::max_write_bytes, 'x');
+        std::optional<std::string> timed_out;
+        for (int round = 0; round < 4 && !timed_out; ++round) {
+          timed_out = co_await error_of<ws::WorkspaceTimeoutError>(backend.write_stdin(name, block));
+        }
+        REQUIRE(timed_out.has_value());
+        CHECK(timed_out->find("did not take the bytes") != std::string::npos);
+        co_await backend.remove_session(name);
+      },
+      exedev::testing::RunLimits{std::chrono::seconds(60), std::chrono::seconds(2)});
+}
