@@ -208,6 +208,7 @@ void raise_for_session_status(const CommandResult& result, const std::string& na
     case kSessionUnsafeRoot:
       throw WorkspaceError(what("the state directory /tmp/exedev-sessions-<uid> is a symlink or another user's"));
     case kSessionNotStarted: throw WorkspaceError(what("the holder did not start the program within 10 s"));
+    case kSessionLost: throw WorkspaceError(what("its holder and program are gone without recording how it ended"));
     case kSessionTimeout:
       throw WorkspaceTimeoutError(what("stdin did not take the bytes within 10 s (part may have been delivered)"),
                                   PartialOutput{result.stdout_text, result.stderr_text});
