@@ -151,6 +151,24 @@ Task<void> test_session_ctrl_c_interrupts_the_foreground_program(Rule& r) {
                         });
 }
 
+Task<void> test_session_signal_reaches_the_terminal_foreground_job(Rule& r) {
+  // An interactive shell in the terminal runs a job in the foreground: a signal goes to that
+  // job's group, not the shell's, so the job ends and the shell takes the next line.
+  co_await with_session(r, shell_spec("exec sh -i", true), [&r](std::string name) -> Task<void> {
+    auto& s = sessions(r.backend);
+    Reader reader{s, name};
+    // The echo shows the quotes; only the job's own output reads "started".
+    const std::string job = "sh -c 'echo st\"\"arted; exec sleep 100'\n";
+    co_await s.write_stdin(name, job);
+    CO_REQUIRE(co_await reader.until("started\r\n"));
+    co_await s.signal_session(name, "INT");
+    const std::string next = "echo alive$((40 + 2))\n";
+    co_await s.write_stdin(name, next);
+    CO_CHECK(co_await reader.until("alive42"));
+    CHECK_FALSE(reader.exit.has_value());
+  });
+}
+
 Task<void> test_session_exit_status_gives_code_and_signal(Rule& r) {
   co_await with_session(r, shell_spec("exit 7", false), [&r](std::string name) -> Task<void> {
     const auto status = co_await sessions(r.backend).wait_session(name, kExitWait);
@@ -285,6 +303,7 @@ const RuleTable& session_rules() {
       EXEDEV_RULE(test_session_closed_stdin_reaches_eof),
       EXEDEV_RULE(test_session_resize_is_seen_by_stty),
       EXEDEV_RULE(test_session_ctrl_c_interrupts_the_foreground_program),
+      EXEDEV_RULE(test_session_signal_reaches_the_terminal_foreground_job),
       EXEDEV_RULE(test_session_exit_status_gives_code_and_signal),
       EXEDEV_RULE(test_session_reattach_sees_output_written_while_detached),
       EXEDEV_RULE(test_session_output_arrives_while_the_program_runs),

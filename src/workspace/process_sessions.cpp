@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 #include <exedev/workspace/errors.hpp>
@@ -122,6 +123,10 @@ Task<SessionOutput> ShellProcessSessions::read_output(std::string name, std::uin
   if (max_bytes == 0 || max_bytes > max_read_bytes) {
     throw std::invalid_argument(fmt::format("max_bytes must be 1 to {}", max_read_bytes));
   }
+  // The environment's shell counts in signed 64 bits.
+  if (from_offset > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+    throw std::invalid_argument("from_offset must be below 2^63");
+  }
   if (wait < std::chrono::milliseconds::zero() || wait > max_read_wait) {
     throw std::invalid_argument("a process session read waits 0 to 20 s");
   }
@@ -203,6 +208,7 @@ void raise_for_session_status(const CommandResult& result, const std::string& na
     case kSessionUnsafeRoot:
       throw WorkspaceError(what("the state directory /tmp/exedev-sessions-<uid> is a symlink or another user's"));
     case kSessionNotStarted: throw WorkspaceError(what("the holder did not start the program within 10 s"));
+    case kSessionLost: throw WorkspaceError(what("its holder and program are gone without recording how it ended"));
     case kSessionTimeout:
       throw WorkspaceTimeoutError(what("stdin did not take the bytes within 10 s (part may have been delivered)"),
                                   PartialOutput{result.stdout_text, result.stderr_text});

@@ -13,6 +13,8 @@
 //   pty, started, command, keep   what start() recorded (keep: max_output_bytes)
 //   trimmed  bytes at the log's start released by hole punching
 //   holder, run   the holder script and the program's launcher
+//   holder.pid    the holder's pid: a session whose holder and program are both gone with no
+//                 `exit` is lost (killed from outside)
 
 #include <cstdint>
 #include <optional>
@@ -33,6 +35,7 @@ enum SessionScriptStatus : int {
   kSessionEnded = 103,        ///< the program has ended
   kSessionMissingTools = 104, ///< stdout: `missing <tool>...`
   kSessionNotStarted = 105,   ///< the holder did not record the program within the start bound
+  kSessionLost = 106,         ///< the holder and the program are gone with no status recorded
   kSessionStdinClosed = 109,  ///< pipes stdin was closed by close_stdin
   kSessionNotPty = 110,       ///< resize of a pipes session
   kSessionExists = 117,       ///< a live session of that name
@@ -85,15 +88,15 @@ inline constexpr std::uint64_t kSessionTrimStep = 64 * 1024;
 /// The holder's status, as the `exit` file holds it: digits 0-255. Anything else is damaged.
 [[nodiscard]] std::optional<SessionExit> parse_session_exit(std::string_view text);
 
-/// read's output: `exit <status>|-`, `size <n>`, `start <n>`, `count <n>` lines, then the base64
+/// read's output: `exit <status>|-|lost`, `size <n>`, `start <n>`, `count <n>` lines, then the base64
 /// of `count` bytes. Throws SessionOutputError for anything that is not exactly that, or numbers
 /// that do not fit what was asked (a count above max_bytes, a start before from_offset that is
 /// not a drop, a start + count past size).
 [[nodiscard]] SessionOutput parse_session_read(const std::string& stdout_text, const std::string& name,
                                                std::uint64_t from_offset, std::size_t max_bytes);
-/// wait's output: `exit <status>` (set) or `running` (unset).
+/// wait's output: `exit <status>` (set) or `running` (unset); `exit lost` throws WorkspaceError.
 [[nodiscard]] std::optional<SessionExit> parse_session_wait(const std::string& stdout_text, const std::string& name);
-/// list's records: `session <name> <status>|- <0|1> <epoch seconds>|- <base64 command>|-`.
+/// list's records: `session <name> <status>|-|lost <0|1> <epoch seconds>|- <base64 command>|-`.
 /// A record whose name is not a valid session name is skipped (another program's directory).
 [[nodiscard]] std::vector<SessionInfo> parse_session_list(const std::string& stdout_text);
 /// start's `missing <tool>...` line as the tools' names (only names of the expected tools).

@@ -64,12 +64,23 @@ std::vector<std::string_view> fields(std::string_view line) {
   }
 }
 
-/// `-` (running) or a status; throws for anything else.
-std::optional<SessionExit> parse_exit_field(std::string_view text, const std::string& name) {
-  if (text == "-") return std::nullopt;
-  auto status = parse_session_exit(text);
-  if (!status) throw SessionOutputError(name);
-  return status;
+/// A status field: `-` (running), `lost`, or a recorded status.
+struct StatusField {
+  std::optional<SessionExit> exit;
+  bool lost = false;
+};
+
+/// Throws for anything but the three forms.
+StatusField parse_status_field(std::string_view text, const std::string& name) {
+  StatusField field;
+  if (text == "-") return field;
+  if (text == "lost") {
+    field.lost = true;
+    return field;
+  }
+  field.exit = parse_session_exit(text);
+  if (!field.exit) throw SessionOutputError(name);
+  return field;
 }
 
 }  // namespace
@@ -109,7 +120,9 @@ SessionOutput parse_session_read(const std::string& stdout_text, const std::stri
     throw SessionOutputError(name);
   }
   SessionOutput output;
-  output.exit = parse_exit_field(*exit_field, name);
+  auto status = parse_status_field(*exit_field, name);
+  output.exit = std::move(status.exit);
+  output.lost = status.lost;
   if (*count > 0) {
     // base64 of `count` bytes is at most 4/3 of it plus line breaks: refuse longer text unread.
     const auto encoded = text.substr(pos);
@@ -123,7 +136,7 @@ SessionOutput parse_session_read(const std::string& stdout_text, const std::stri
   output.offset = *start;
   output.dropped_bytes = *start - from_offset;
   output.next_offset = *start + *count;
-  output.complete = output.exit.has_value() && output.next_offset >= *size;
+  output.complete = (output.exit.has_value() || output.lost) && output.next_offset >= *size;
   return output;
 }
 
@@ -132,9 +145,13 @@ std::optional<SessionExit> parse_session_wait(const std::string& stdout_text, co
   std::size_t pos = 0;
   const auto value = keyed_value(next_line(stdout_text, pos), "exit");
   if (!value || pos != stdout_text.size()) throw SessionOutputError(name);
-  auto status = parse_session_exit(*value);
-  if (!status) throw SessionOutputError(name);
-  return status;
+  auto status = parse_status_field(*value, name);
+  if (status.lost) {
+    throw WorkspaceError(
+        fmt::format("process session '{}': its holder and program are gone without recording how it ended", name));
+  }
+  if (!status.exit) throw SessionOutputError(name);
+  return status.exit;
 }
 
 std::vector<SessionInfo> parse_session_list(const std::string& stdout_text) {
@@ -147,8 +164,9 @@ std::vector<SessionInfo> parse_session_list(const std::string& stdout_text) {
     if (!is_session_name(parts[1])) continue;  // not a directory start_session() made
     SessionInfo info;
     info.name = std::string(parts[1]);
-    info.exit = parse_exit_field(parts[2], info.name);
-    info.state = info.exit ? SessionState::exited : SessionState::running;
+    auto status = parse_status_field(parts[2], info.name);
+    info.exit = std::move(status.exit);
+    info.state = info.exit ? SessionState::exited : (status.lost ? SessionState::lost : SessionState::running);
     if (parts[3] != "0" && parts[3] != "1") throw SessionOutputError(info.name);
     info.pty = parts[3] == "1";
     if (parts[4] != "-") {

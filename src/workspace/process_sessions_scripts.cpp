@@ -21,7 +21,26 @@ std::string session_prelude(const std::string& name) {
       sh_single_quote(name), static_cast<int>(kSessionUnsafeRoot), static_cast<int>(kSessionUnknown));
 }
 
-std::string ended_check() { return fmt::format("[ -f \"$d/exit\" ] && exit {}\n", static_cast<int>(kSessionEnded)); }
+/// Sets `e` to the recorded status, `lost` when the holder and the program are gone without
+/// one (the exit file is looked at again after the check: the holder writes it before leaving),
+/// else `-`. A pid not recorded yet counts as alive.
+std::string status_fragment() {
+  return "e=-\n"
+         "if [ -f \"$d/exit\" ]; then e=$(cat \"$d/exit\"); else\n"
+         "  h=$(cat \"$d/holder.pid\" 2>/dev/null); p=$(cat \"$d/pid\" 2>/dev/null)\n"
+         "  case $h.$p in *[!0-9.]*|.*|*.) ;; *)\n"
+         "    if [ ! -d \"/proc/$h\" ] && [ ! -d \"/proc/$p\" ]; then\n"
+         "      if [ -f \"$d/exit\" ]; then e=$(cat \"$d/exit\"); else e=lost; fi\n"
+         "    fi;;\n"
+         "  esac\n"
+         "fi\n";
+}
+
+/// Refuses an ended or lost program.
+std::string live_check() {
+  return status_fragment() + fmt::format("[ \"$e\" = lost ] && exit {}\n[ \"$e\" = - ] || exit {}\n",
+                                         static_cast<int>(kSessionLost), static_cast<int>(kSessionEnded));
+}
 
 /// Sets `t` to a valid pid (digits) read from the file $d/<file>, else exits 1.
 std::string read_pid_fragment(const char* file) {
@@ -51,7 +70,7 @@ std::string launcher_text(const ProcessSessionSpec& spec, const std::string& cwd
 /// dispositions a shell's background job would lose), it runs the program and records its
 /// status by rename once it ends.
 std::string holder_text(bool pty) {
-  std::string text = "d=${0%/holder}\n";
+  std::string text = "d=${0%/holder}\necho $$ >\"$d/holder.pid\"\n";
   if (pty) {
     // Read-write, the FIFO never reports EOF however writers come and go.
     text +=
@@ -116,17 +135,17 @@ std::string session_start_script(const std::string& name, const ProcessSessionSp
 std::string session_write_script(const std::string& name) {
   // The FIFO is opened inside `timeout`: with no reader left (the program ended) the open itself
   // would block for good.
-  return session_prelude(name) + ended_check() +
+  return session_prelude(name) + live_check() +
          fmt::format(
              "[ -f \"$d/stdin-closed\" ] && exit {0}\n"
              "printf '%s' \"$1\" | timeout {1} sh -c 'exec base64 -d >\"$0\"' \"$d/in\"\n"
              "s=$?; [ \"$s\" -eq 0 ] && exit 0\n",
              static_cast<int>(kSessionStdinClosed), kSessionWriteTimeoutSeconds) +
-         ended_check() + "exit \"$s\"\n";
+         live_check() + "exit \"$s\"\n";
 }
 
 std::string session_close_stdin_script(const std::string& name) {
-  return session_prelude(name) + ended_check() +
+  return session_prelude(name) + live_check() +
          fmt::format(
              "if [ -f \"$d/pty\" ]; then printf '\\004' | timeout {} sh -c 'exec cat >\"$0\"' \"$d/in\"; exit $?; fi\n"
              ": >\"$d/stdin-closed\"\n",
@@ -138,36 +157,35 @@ std::string session_read_script(const std::string& name, std::uint64_t from, std
   return session_prelude(name) +
          fmt::format(
              "from={0}; n=0\n"
-             "while :; do\n"
-             "  e=-; [ -f \"$d/exit\" ] && e=$(cat \"$d/exit\")\n"
+             "while :; do\n{3}"
              "  size=$(wc -c <\"$d/out\") || exit 1; size=$((size + 0))\n"
              "  [ \"$size\" -gt \"$from\" ] || [ \"$e\" != - ] || [ \"$n\" -ge {1} ] && break\n"
              "  n=$((n + 1)); {2}\n"
              "done\n"
              "t=0; [ -f \"$d/trimmed\" ] && t=$(cat \"$d/trimmed\"); keep=$(cat \"$d/keep\")\n"
-             "if [ $((size - t)) -gt $((keep + {3})) ]; then\n"
-             "  nt=$(((size - keep) / {3} * {3}))\n"
+             "if [ $((size - t)) -gt $((keep + {4})) ]; then\n"
+             "  nt=$(((size - keep) / {4} * {4}))\n"
              "  if fallocate -p -o \"$t\" -l $((nt - t)) \"$d/out\" 2>/dev/null; then\n"
              "    echo \"$nt\" >\"$d/trimmed.tmp\" && mv -f \"$d/trimmed.tmp\" \"$d/trimmed\"; t=$nt\n"
              "  fi\n"
              "fi\n"
              "start=$from; [ \"$start\" -lt \"$t\" ] && start=$t\n"
-             "count=0; [ \"$size\" -gt \"$start\" ] && count=$((size - start)); [ \"$count\" -gt {4} ] && count={4}\n"
+             "count=0; [ \"$size\" -gt \"$start\" ] && count=$((size - start)); [ \"$count\" -gt {5} ] && count={5}\n"
              "printf 'exit %s\\nsize %s\\nstart %s\\ncount %s\\n' \"$e\" \"$size\" \"$start\" \"$count\"\n"
              "[ \"$count\" -eq 0 ] || tail -c +$((start + 1)) \"$d/out\" | head -c \"$count\" | base64\n",
-             from, wait_polls, poll_sleep(), kSessionTrimStep, max_bytes);
+             from, wait_polls, poll_sleep(), status_fragment(), kSessionTrimStep, max_bytes);
 }
 
 std::string session_resize_script(const std::string& name, TerminalSize size) {
   return session_prelude(name) + fmt::format("[ -f \"$d/pty\" ] || exit {}\n", static_cast<int>(kSessionNotPty)) +
-         ended_check() +
+         live_check() +
          fmt::format("t=$(cat \"$d/tty\") || exit 1\nstty -F \"$t\" rows {} cols {}\n", size.rows, size.cols);
 }
 
 std::string session_signal_script(const std::string& name, const std::string& signal) {
   // A pty's foreground group is field 8 (tpgid) of the program's /proc stat, counted after the
   // command name's closing parenthesis (the name itself may hold spaces).
-  return session_prelude(name) + ended_check() + read_pid_fragment("pid") +
+  return session_prelude(name) + live_check() + read_pid_fragment("pid") +
          "g=$t\n"
          "if [ -f \"$d/pty\" ] && s=$(cat \"/proc/$t/stat\" 2>/dev/null); then\n"
          "  s=${s##*) }; set -- $s; case ${6:-} in ''|*[!0-9]*|0) ;; *) g=$6;; esac\n"
@@ -178,19 +196,19 @@ std::string session_signal_script(const std::string& name, const std::string& si
 
 std::string session_wait_script(const std::string& name, int wait_polls) {
   return session_prelude(name) +
-         fmt::format(
-             "n=0; while [ ! -f \"$d/exit\" ]; do [ \"$n\" -ge {} ] && {{ echo running; exit 0; }}; "
-             "n=$((n + 1)); {}; done\n"
-             "printf 'exit %s\\n' \"$(cat \"$d/exit\")\"\n",
-             wait_polls, poll_sleep());
+         fmt::format("n=0\nwhile :; do\n{}  [ \"$e\" = - ] || break\n"
+                     "  [ \"$n\" -ge {} ] && {{ echo running; exit 0; }}; n=$((n + 1)); {}\n"
+                     "done\n"
+                     "printf 'exit %s\\n' \"$e\"\n",
+                     status_fragment(), wait_polls, poll_sleep());
 }
 
 std::string session_list_script() {
   return "b=/tmp/exedev-sessions-$(id -u)\n"
          "if [ -L \"$b\" ] || [ ! -d \"$b\" ] || [ ! -O \"$b\" ]; then exit 0; fi\n"
          "for d in \"$b\"/*/; do\n"
-         "  [ -d \"$d\" ] || continue; n=${d%/}; n=${n##*/}\n"
-         "  e=-; [ -f \"$d/exit\" ] && e=$(cat \"$d/exit\")\n"
+         "  [ -d \"$d\" ] || continue; n=${d%/}; n=${n##*/}\n" +
+         status_fragment() +
          "  p=0; [ -f \"$d/pty\" ] && p=1\n"
          "  s=$(cat \"$d/started\" 2>/dev/null); c=$(base64 <\"$d/command\" 2>/dev/null | tr -d '\\n')\n"
          "  printf 'session %s %s %s %s %s\\n' \"$n\" \"${e:--}\" \"$p\" \"${s:--}\" \"${c:--}\"\n"
@@ -202,16 +220,19 @@ std::string session_remove_script(const std::string& name) {
     return fmt::format("n=0; while [ ! -f \"$d/exit\" ] && [ \"$n\" -lt {} ]; do n=$((n + 1)); {}; done\n",
                        polls_for_seconds(seconds), poll_sleep());
   };
-  return session_prelude(name) +
+  // A lost session's pids may name other processes by now: nothing is signalled.
+  return session_prelude(name) + status_fragment() +
          "t=$(cat \"$d/pid\" 2>/dev/null)\n"
          "case $t in ''|*[!0-9]*) ;; *)\n"
-         "  if [ ! -f \"$d/exit\" ]; then\n"
+         "  if [ \"$e\" = - ]; then\n"
          "    kill -s TERM -- \"-$t\" 2>/dev/null\n    " +
          wait_exit(kSessionGraceSeconds) + "    [ -f \"$d/exit\" ] || kill -s KILL -- \"-$t\" 2>/dev/null\n    " +
          wait_exit(2) +
          "  fi;;\n"
          "esac\n"
-         "k=$(cat \"$d/keeper\" 2>/dev/null); case $k in ''|*[!0-9]*) ;; *) kill \"$k\" 2>/dev/null;; esac\n"
+         // The keeper outlives a holder killed from outside: stopped if it is still our sleep.
+         "k=$(cat \"$d/keeper\" 2>/dev/null); case $k in ''|*[!0-9]*) ;; *)\n"
+         "  [ \"$(cat \"/proc/$k/comm\" 2>/dev/null)\" = sleep ] && kill \"$k\" 2>/dev/null;; esac\n"
          "rm -rf \"$d\"\n";
 }
 

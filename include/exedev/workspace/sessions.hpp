@@ -86,11 +86,17 @@ struct SessionOutput {
   std::uint64_t dropped_bytes = 0;
   /// Set once the program has ended.
   std::optional<SessionExit> exit{};
-  /// The program has ended and next_offset is the end of its output: nothing more will come.
+  /// The program and its holder are gone without the end being recorded (the holder was killed
+  /// from outside): `exit` stays unset, and no more output will come.
+  bool lost = false;
+  /// The program has ended (or is lost) and next_offset is the end of its output: nothing more
+  /// will come.
   bool complete = false;
 };
 
-enum class SessionState { running, exited };
+/// running: the program, or its holder, is alive. exited: its end is recorded. lost: both are
+/// gone and nothing recorded how the program ended (the holder was killed from outside).
+enum class SessionState { running, exited, lost };
 
 /// One entry of list_sessions().
 struct SessionInfo {
@@ -150,7 +156,8 @@ class SupportsProcessSessions {
   /// WorkspaceError.
   virtual Task<void> signal_session(std::string name, std::string signal) = 0;
 
-  /// The program's end, waiting up to `timeout` (positive) for it; WorkspaceTimeoutError past it.
+  /// The program's end, waiting up to `timeout` (positive) for it; WorkspaceTimeoutError past it,
+  /// WorkspaceError for a lost session.
   /// Waits longer than max_read_wait take one command per max_read_wait. Cancelled: nothing
   /// changed.
   virtual Task<SessionExit> wait_session(std::string name, std::chrono::milliseconds timeout) = 0;
@@ -159,7 +166,7 @@ class SupportsProcessSessions {
   virtual Task<std::vector<SessionInfo>> list_sessions() = 0;
 
   /// Stops the program if it runs (SIGTERM to its group, SIGKILL after 3 s) and deletes the
-  /// session's state. Cancelled: the program may be stopped and its state left; remove it again.
+  /// session's state (a lost one's at once: nothing is signalled). Cancelled: the program may be stopped and its state left; remove it again.
   virtual Task<void> remove_session(std::string name) = 0;
 };
 

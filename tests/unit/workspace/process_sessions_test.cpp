@@ -18,7 +18,9 @@
 #include <exedev/workspace/workspace.hpp>
 
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
 #include "common/base64.hpp"
@@ -104,6 +106,12 @@ TEST_CASE("process sessions: a read's output", "[unit][workspace]") {
     CHECK(out.complete);
     CHECK(out.exit->signal == std::optional<std::string>("KILL"));
   }
+  SECTION("a lost session is complete once read, without a status") {
+    const auto out = detail::parse_session_read(read_header("lost", "5", "2", "3") + base64_encode("abc"), "s", 2, 5);
+    CHECK(out.lost);
+    CHECK_FALSE(out.exit.has_value());
+    CHECK(out.complete);
+  }
   SECTION("an offset past the end waits and returns nothing") {
     const auto out = detail::parse_session_read(read_header("-", "5", "9", "0"), "s", 9, 5);
     CHECK(out.data.empty());
@@ -144,6 +152,8 @@ TEST_CASE("process sessions: a hostile read is refused", "[unit][workspace]") {
 TEST_CASE("process sessions: wait's output", "[unit][workspace]") {
   CHECK_FALSE(detail::parse_session_wait("running\n", "s").has_value());
   CHECK(detail::parse_session_wait("exit 3\n", "s")->code == 3);
+  CHECK_THROWS_AS(detail::parse_session_wait("exit lost\n", "s"), ws::WorkspaceError);
+  CHECK_THROWS_AS(detail::parse_session_wait("exit -\n", "s"), detail::SessionOutputError);
   for (const char* bad : {"", "running", "exit\n", "exit 3", "exit 3\nexit 4\n", "exit 300\n", "done\n"}) {
     INFO(bad);
     CHECK_THROWS_AS(detail::parse_session_wait(bad, "s"), detail::SessionOutputError);
@@ -152,22 +162,26 @@ TEST_CASE("process sessions: wait's output", "[unit][workspace]") {
 
 TEST_CASE("process sessions: list's records", "[unit][workspace]") {
   const auto command = base64_encode("python3 -i");
-  const auto text = "session zeta - 1 1700000000 " + command + "\nsession alpha 130 0 - -\nsession .x - 0 - -\n";
+  const auto text = "session zeta - 1 1700000000 " + command +
+                    "\nsession alpha 130 0 - -\nsession .x - 0 - -\nsession gone lost 0 - -\n";
   const auto sessions = detail::parse_session_list(text);
-  REQUIRE(sessions.size() == 2);  // ".x" is no session start() made
+  REQUIRE(sessions.size() == 3);  // ".x" is no session start_session() made
+  CHECK(sessions[1].name == "gone");
+  CHECK(sessions[1].state == ws::SessionState::lost);
+  CHECK_FALSE(sessions[1].exit.has_value());
   CHECK(sessions[0].name == "alpha");
   CHECK(sessions[0].state == ws::SessionState::exited);
   CHECK(sessions[0].exit->signal == std::optional<std::string>("INT"));
   CHECK_FALSE(sessions[0].pty);
-  CHECK(sessions[1].name == "zeta");
-  CHECK(sessions[1].state == ws::SessionState::running);
-  CHECK(sessions[1].pty);
-  CHECK(sessions[1].command == "python3 -i");
-  CHECK(sessions[1].started.time_since_epoch() == std::chrono::seconds(1700000000));
+  CHECK(sessions[2].name == "zeta");
+  CHECK(sessions[2].state == ws::SessionState::running);
+  CHECK(sessions[2].pty);
+  CHECK(sessions[2].command == "python3 -i");
+  CHECK(sessions[2].started.time_since_epoch() == std::chrono::seconds(1700000000));
   CHECK(detail::parse_session_list("").empty());
   for (const char* bad : {"session a - 1 1 -", "session a - 2 1 -\n", "session a - 1 x -\n",
                                 "session a - 1 99999999999999 -\n", "session a - 1 1 !!\n", "session a -  1 1 -\n",
-                                "sess a - 1 1 -\n", "session a 256 1 1 -\n", "session a - 1 1 - extra\n"}) {
+                                "sess a - 1 1 -\n", "session a 256 1 1 -\n", "session a - 1 1 - extra\n", "session a Lost 1 1 -\n"}) {
     INFO(bad);
     CHECK_THROWS_AS(detail::parse_session_list(bad), detail::SessionOutputError);
   }
@@ -240,6 +254,9 @@ TEST_CASE("process sessions: arguments are checked before anything runs", "[unit
     CO_CHECK((co_await error_of<std::invalid_argument>(backend.read_output("x", 0, 0, std::chrono::milliseconds(0)))).has_value());
     CO_CHECK((co_await error_of<std::invalid_argument>(backend.read_output("x", 0, 1, std::chrono::milliseconds(20'001)))).has_value());
     CO_CHECK((co_await error_of<std::invalid_argument>(backend.signal_session("x", "SEGV"))).has_value());
+    const std::uint64_t past_int64 = std::uint64_t{1} << 63;
+    CO_CHECK((co_await error_of<std::invalid_argument>(backend.read_output("x", past_int64, 1, std::chrono::milliseconds(0))))
+                 .has_value());
     const ws::TerminalSize no_rows{0, 80};
     CO_CHECK((co_await error_of<std::invalid_argument>(backend.resize_terminal("x", no_rows))).has_value());
     CO_CHECK((co_await error_of<std::invalid_argument>(backend.wait_session("x", std::chrono::milliseconds(0)))).has_value());
@@ -289,10 +306,12 @@ TEST_CASE("process sessions: a cancelled long poll leaves the session running", 
                             done = true;
                             error = e;
                           }));
-    // The read has nothing to return until the program writes: cancel it while it polls.
-    boost::asio::steady_timer tick(ex, std::chrono::milliseconds(200));
-    co_await tick.async_wait(boost::asio::use_awaitable);
+    // The read has nothing to return until the program writes. Once another command has made
+    // its round trip, the read's command (spawned first, on this executor) polls: cancel it then.
+    co_await backend.list_sessions();
+    CHECK_FALSE(done);
     cancel.emit(boost::asio::cancellation_type::terminal);
+    boost::asio::steady_timer tick(ex);
     for (int round = 0; round < 200 && !done; ++round) {
       tick.expires_after(std::chrono::milliseconds(50));
       co_await tick.async_wait(boost::asio::use_awaitable);
@@ -361,5 +380,70 @@ TEST_CASE("process sessions through the Workspace facade", "[unit][workspace]") 
     const auto unattached = co_await error_of<ws::WorkspaceUnavailableError>(ws::no_workspace()->list_sessions());
     REQUIRE(unattached.has_value());
     CHECK(*unattached == ws::UnattachedBackend::message);
+  });
+}
+
+TEST_CASE("process sessions: stdin that is not read times out the write", "[unit][workspace]") {
+  TempDir dir;
+  ws::LocalBackend backend(dir.path());
+  const auto name = "unit-" + exedev::detail::random_hex(12);
+  exedev::testing::run(
+      [&](boost::asio::any_io_executor) -> ws::Task<void> {
+        ws::ProcessSessionSpec spec;
+        spec.command = ws::Command::shell("exec sleep 100");
+        spec.pty = false;
+        co_await backend.start_session(name, spec);
+        // The FIFO holds 64 KiB; past that a write waits for a reader that never reads.
+        const std::string block(ws::SupportsProcessSessions::max_write_bytes, 'x');
+        std::optional<std::string> timed_out;
+        for (int round = 0; round < 4 && !timed_out; ++round) {
+          timed_out = co_await error_of<ws::WorkspaceTimeoutError>(backend.write_stdin(name, block));
+        }
+        REQUIRE(timed_out.has_value());
+        CHECK(timed_out->find("did not take the bytes") != std::string::npos);
+        co_await backend.remove_session(name);
+      },
+      exedev::testing::RunLimits{std::chrono::seconds(60), std::chrono::seconds(2)});
+}
+
+TEST_CASE("process sessions: a holder killed from outside leaves a lost session", "[unit][workspace]") {
+  TempDir dir;
+  ws::LocalBackend backend(dir.path());
+  const auto name = "unit-" + exedev::detail::random_hex(12);
+  const auto state = "/tmp/exedev-sessions-" + std::to_string(::getuid()) + "/" + name;
+  const auto pid_in = [&](const char* file) {
+    std::ifstream in(state + "/" + file);
+    pid_t pid = 0;
+    in >> pid;
+    return pid;
+  };
+  exedev::testing::run([&](boost::asio::any_io_executor) -> ws::Task<void> {
+    ws::ProcessSessionSpec spec;
+    spec.command = ws::Command::shell("echo up; exec sleep 100");
+    spec.pty = false;
+    co_await backend.start_session(name, spec);
+    const auto up = co_await backend.read_output(name, 0, 100, std::chrono::milliseconds(10'000));
+    CHECK(up.data == "up\n");
+    // As a reboot's cleanup or the emulator deleting its VM would: the holder first, then the program.
+    const auto holder = pid_in("holder.pid");
+    const auto program = pid_in("pid");
+    REQUIRE(holder > 0);
+    REQUIRE(program > 0);
+    REQUIRE(::kill(holder, SIGKILL) == 0);
+    REQUIRE(::kill(-program, SIGKILL) == 0);
+    // The program's end shows as lost, never as a status nobody recorded.
+    const auto out = co_await backend.read_output(name, up.next_offset, 100, std::chrono::milliseconds(10'000));
+    CHECK(out.lost);
+    CHECK(out.complete);
+    CHECK_FALSE(out.exit.has_value());
+    const auto listed = co_await backend.list_sessions();
+    const auto it = std::find_if(listed.begin(), listed.end(), [&](const auto& info) { return info.name == name; });
+    REQUIRE(it != listed.end());
+    CHECK(it->state == ws::SessionState::lost);
+    CO_CHECK((co_await error_of<ws::WorkspaceError>(backend.wait_session(name, std::chrono::milliseconds(1000)))).has_value());
+    const std::string line = "x\n";
+    CO_CHECK((co_await error_of<ws::WorkspaceError>(backend.write_stdin(name, line))).has_value());
+    co_await backend.remove_session(name);
+    CHECK_FALSE(std::filesystem::exists(state));
   });
 }
