@@ -39,8 +39,8 @@ void step(const std::string& text) { std::printf("\n== %s\n", text.c_str()); }
 
 void show(const ws::CommandResult& result) {
   std::printf("   exit %d\n", result.exit_code);
-  if (!result.stdout_text.empty()) std::printf("   stdout: %s", result.stdout_text.c_str());
-  if (!result.stderr_text.empty()) std::printf("   stderr: %s", result.stderr_text.c_str());
+  if (!result.stdout_text.empty()) std::printf("   stdout: %s", ws::printable_text(result.stdout_text).c_str());
+  if (!result.stderr_text.empty()) std::printf("   stderr: %s", ws::printable_text(result.stderr_text).c_str());
 }
 
 void expect(bool condition, const char* what) {

@@ -13,8 +13,6 @@
 #include <exedev/exedev.hpp>
 #include <exedev/workspace/sessions.hpp>
 
-#include "common/inert_text.hpp"
-
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 
@@ -38,15 +36,15 @@ namespace {
 constexpr const char* session_name = "repl";
 constexpr const char* detached_answer = "written while detached";
 
-/// Each line of `text` (VM output) shown inert, indented.
+/// Each line of `text` (VM output) shown indented, printable: a VM's bytes never reach the
+/// terminal raw (ws::printable_text).
 void show(const std::string& text) {
+  const std::string printable = ws::printable_text(text);
   std::size_t start = 0;
-  while (start < text.size()) {
-    auto end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    auto line = text.substr(start, end - start);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    std::cout << "    | " << exedev::detail::inert_text(line) << "\n";
+  while (start < printable.size()) {
+    auto end = printable.find('\n', start);
+    if (end == std::string::npos) end = printable.size();
+    std::cout << "    | " << printable.substr(start, end - start) << "\n";
     start = end + 1;
   }
 }

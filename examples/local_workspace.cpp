@@ -30,11 +30,11 @@ ws::Task<void> demo(const std::string& dir) {
 
   // Commands: a non-zero exit is a result, not an error.
   const auto greeting = co_await workspace.run(ws::Command::shell("printf '%s from %s' \"$GREETING\" \"$(pwd -P)\""));
-  std::cout << "command says: " << greeting.stdout_text << "\n";
+  std::cout << "command says: " << ws::printable_text(greeting.stdout_text) << "\n";
   // Commands are built in their own statement: GCC 12 miscompiles a braced list inside co_await.
   const auto failing = ws::Command::argv({"sh", "-c", "echo oops >&2; exit 3"});
   const auto failed = co_await workspace.run(failing);
-  std::cout << "exit code " << failed.exit_code << ", stderr: " << failed.stderr_text;
+  std::cout << "exit code " << failed.exit_code << ", stderr: " << ws::printable_text(failed.stderr_text);
   expect(failed.exit_code == 3, "exit code 3");
 
   // Files, with relative paths resolved against the working directory.

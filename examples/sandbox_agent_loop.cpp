@@ -31,7 +31,7 @@ asio::awaitable<void> agent(const exedev::Sandbox& sandbox) {
     co_await ws.write_text("plan.md", "1. write the code\n2. test it\n");
     co_await ws.write_text("src/main.sh", "echo \"hello from the agent's VM\"\n");
     const auto result = co_await ws.run(run_script());
-    std::cout << "run 1: exit " << result.exit_code << ": " << result.stdout_text;
+    std::cout << "run 1: exit " << result.exit_code << ": " << exedev::workspace::printable_text(result.stdout_text);
     saved_ref = run.backend->ref()->to_json();
   });
   std::cout << "saved ref: " << saved_ref << "\n";
@@ -44,7 +44,7 @@ asio::awaitable<void> agent(const exedev::Sandbox& sandbox) {
     for (const auto& entry : co_await ws.list_dir("."))
       std::cout << "  " << entry.name << (entry.is_dir ? "/" : "") << "\n";
     const auto result = co_await ws.run(Command::shell("sh src/main.sh | tr a-z A-Z"));
-    std::cout << "run 2: " << result.stdout_text;
+    std::cout << "run 2: " << exedev::workspace::printable_text(result.stdout_text);
   });
 
   std::cout << "deleted the VM: " << std::boolalpha << co_await sandbox.destroy(ref) << "\n";

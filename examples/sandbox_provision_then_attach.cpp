@@ -38,7 +38,8 @@ asio::awaitable<void> app(const exedev::ClientOptions& client_options) {
   auto backend = std::make_shared<exedev::SandboxBackend>(backend_options);
   exedev::workspace::Workspace ws(backend);
   co_await ws.write_text("setup.sh", "echo set up in $(pwd)\n");
-  std::cout << (co_await ws.run(setup_command())).stdout_text;
+  const auto setup = co_await ws.run(setup_command());
+  std::cout << exedev::workspace::printable_text(setup.stdout_text);  // a VM's bytes, made printable
   co_await backend->close();  // the VM keeps running
 
   std::cout << "still " << (co_await vms.inspect(state.ref)).status.raw << " after the backend closed\n";

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/inert_text.hpp"
 #include "common/shell_quote.hpp"
 #include "common/utf8.hpp"
 
@@ -65,6 +66,20 @@ void validate_timeout(const std::optional<Seconds>& timeout) {
 std::string shell_quote(const std::string& text) { return exedev::detail::sh_quote_if_needed(text); }
 
 std::string utf8_replace_invalid(std::string_view bytes) { return exedev::detail::utf8_replace_invalid(bytes); }
+
+std::string printable_text(std::string_view bytes) {
+  std::string text;
+  while (!bytes.empty()) {
+    const auto newline = bytes.find('\n');
+    std::string_view line = bytes.substr(0, newline);
+    if (newline != std::string_view::npos && line.ends_with('\r')) line.remove_suffix(1);
+    text += exedev::detail::inert_text(line, std::string_view::npos);
+    if (newline == std::string_view::npos) break;
+    text += '\n';
+    bytes.remove_prefix(newline + 1);
+  }
+  return text;
+}
 
 bool is_valid_utf8(std::string_view bytes) { return exedev::detail::is_valid_utf8(bytes); }
 

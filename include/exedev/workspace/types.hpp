@@ -117,6 +117,13 @@ void validate_timeout(const std::optional<Seconds>& timeout);
 /// Backends use it for command output.
 [[nodiscard]] std::string utf8_replace_invalid(std::string_view bytes);
 
+/// Output from an environment made safe to print on a terminal (environments are hostile: a
+/// program's output may carry escape sequences that retitle, recolour or reprogram a terminal).
+/// Lines are kept (a "\r\n" ending, as a pseudo-terminal writes it, becomes "\n"); every other
+/// control character, DEL, C1 control and byte of invalid UTF-8 is written as `\xNN` and a
+/// backslash as `\\`; valid UTF-8 text is unchanged. No length limit.
+[[nodiscard]] std::string printable_text(std::string_view bytes);
+
 /// Whether `bytes` is strictly valid UTF-8 (no surrogates, no overlong forms).
 [[nodiscard]] bool is_valid_utf8(std::string_view bytes);
 

@@ -59,6 +59,18 @@ TEST_CASE("utf8_replace_invalid matches Python's replace decoding", "[unit][work
   CHECK_FALSE(ws::is_valid_utf8("\xED\xA0\x80"));
 }
 
+TEST_CASE("printable_text keeps lines and text, and escapes what a terminal would act on", "[unit][workspace]") {
+  CHECK(ws::printable_text("") == "");
+  CHECK(ws::printable_text("plain\nlines\n") == "plain\nlines\n");
+  CHECK(ws::printable_text("crlf\r\nend") == "crlf\nend");  // a pseudo-terminal's line ending
+  CHECK(ws::printable_text("\x1b]0;owned\x07title") == "\\x1b]0;owned\\x07title");  // OSC retitle
+  CHECK(ws::printable_text("\x1b[2J\tcleared\r") == "\\x1b[2J\\x09cleared\\x0d");
+  CHECK(ws::printable_text("back\\slash") == "back\\\\slash");
+  CHECK(ws::printable_text("caf\xC3\xA9 \xC2\x9B \xFF") == "caf\xC3\xA9 \\xc2\\x9b \\xff");  // C1 CSI, invalid byte
+  const std::string long_line(5000, 'a');
+  CHECK(ws::printable_text(long_line) == long_line);  // no length limit
+}
+
 TEST_CASE("validate_timeout accepts None and positive finite seconds only", "[unit][workspace]") {
   CHECK_NOTHROW(ws::validate_timeout(std::nullopt));
   CHECK_NOTHROW(ws::validate_timeout(ws::Seconds(0.001)));
