@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <typeinfo>
 
+#include "workspace/read_only.hpp"
 #include "workspace/shell_filesystem.hpp"
 
 namespace exedev::workspace {
@@ -37,23 +38,35 @@ std::string normpath(const std::string& path) {
 
 namespace {
 
-// The filesystem a facade's file methods use. Built per call, not cached: a backend's
-// capabilities are what its type says now.
-struct FilesystemView {
+// One of `backend`'s capabilities, or the shell-derived filesystem standing in for it; `ops` is
+// null when there is neither. Built per call, not cached: a backend's capabilities are what its
+// type says now.
+template <typename Capability>
+struct CapabilityView {
   std::unique_ptr<detail::ShellFilesystem> shell;
-  SupportsFilesystem* fs = nullptr;
+  Capability* ops = nullptr;
 };
 
-FilesystemView filesystem_of(const std::shared_ptr<WorkspaceBackend>& backend) {
-  if (auto* native = dynamic_cast<SupportsFilesystem*>(backend.get())) return {nullptr, native};
+template <typename Capability>
+CapabilityView<Capability> shell_derived(const std::shared_ptr<WorkspaceBackend>& backend) {
+  CapabilityView<Capability> view;
   if (auto* commands = dynamic_cast<SupportsCommands*>(backend.get())) {
-    auto shell = std::make_unique<detail::ShellFilesystem>(backend, *commands);
-    auto* fs = shell.get();
-    return {std::move(shell), fs};
+    view.shell = std::make_unique<detail::ShellFilesystem>(backend, *commands);
+    view.ops = view.shell.get();
   }
-  throw WorkspaceUsageError(
-      "This workspace does not support filesystem operations. Attach a backend that implements "
-      "`SupportsFilesystem` or `SupportsCommands`.");
+  return view;
+}
+
+// The filesystem a facade's file methods use.
+CapabilityView<SupportsFilesystem> filesystem_of(const std::shared_ptr<WorkspaceBackend>& backend) {
+  if (auto* native = dynamic_cast<SupportsFilesystem*>(backend.get())) return {nullptr, native};
+  auto view = shell_derived<SupportsFilesystem>(backend);
+  if (!view.ops) {
+    throw WorkspaceUsageError(
+        "This workspace does not support filesystem operations. Attach a backend that implements "
+        "`SupportsFilesystem` or `SupportsCommands`.");
+  }
+  return view;
 }
 
 }  // namespace
@@ -139,43 +152,43 @@ Task<std::string> Workspace::resolve(std::string path, std::optional<std::string
 Task<Bytes> Workspace::read_bytes(std::string path) {
   auto resolved = co_await resolve(std::move(path));
   auto view = filesystem_of(backend_);
-  co_return co_await view.fs->read_bytes(std::move(resolved));
+  co_return co_await view.ops->read_bytes(std::move(resolved));
 }
 
 Task<void> Workspace::write_bytes(std::string path, Bytes data) {
   auto resolved = co_await resolve(std::move(path));
   auto view = filesystem_of(backend_);
-  co_await view.fs->write_bytes(std::move(resolved), std::move(data));
+  co_await view.ops->write_bytes(std::move(resolved), std::move(data));
 }
 
 Task<FileEntry> Workspace::stat(std::string path) {
   auto resolved = co_await resolve(std::move(path));
   auto view = filesystem_of(backend_);
-  co_return co_await view.fs->stat(std::move(resolved));
+  co_return co_await view.ops->stat(std::move(resolved));
 }
 
 Task<std::vector<FileEntry>> Workspace::list_dir(std::string path) {
   auto resolved = co_await resolve(std::move(path));
   auto view = filesystem_of(backend_);
-  co_return co_await view.fs->list_dir(std::move(resolved));
+  co_return co_await view.ops->list_dir(std::move(resolved));
 }
 
 Task<void> Workspace::make_dir(std::string path) {
   auto resolved = co_await resolve(std::move(path));
   auto view = filesystem_of(backend_);
-  co_await view.fs->make_dir(std::move(resolved));
+  co_await view.ops->make_dir(std::move(resolved));
 }
 
 Task<void> Workspace::remove(std::string path) {
   auto resolved = co_await resolve(std::move(path));
   auto view = filesystem_of(backend_);
-  co_await view.fs->remove(std::move(resolved));
+  co_await view.ops->remove(std::move(resolved));
 }
 
 Task<bool> Workspace::exists(std::string path) {
   auto resolved = co_await resolve(std::move(path));
   auto view = filesystem_of(backend_);
-  co_return co_await view.fs->exists(std::move(resolved));
+  co_return co_await view.ops->exists(std::move(resolved));
 }
 
 Task<std::string> Workspace::realpath(std::string path) {
@@ -196,62 +209,48 @@ namespace {
 
 // The confined operations of `backend`: its own, else the shell-derived filesystem's for a
 // backend with commands and no native filesystem; null otherwise (the caller declines).
-struct ConfinedView {
-  std::unique_ptr<detail::ShellFilesystem> shell;
-  SupportsConfinedFiles* files = nullptr;
-};
-
-ConfinedView confined_of(const std::shared_ptr<WorkspaceBackend>& backend) {
+CapabilityView<SupportsConfinedFiles> confined_of(const std::shared_ptr<WorkspaceBackend>& backend) {
   if (auto* own = dynamic_cast<SupportsConfinedFiles*>(backend.get())) return {nullptr, own};
   if (dynamic_cast<SupportsFilesystem*>(backend.get()) != nullptr) return {};
-  if (auto* commands = dynamic_cast<SupportsCommands*>(backend.get())) {
-    auto shell = std::make_unique<detail::ShellFilesystem>(backend, *commands);
-    auto* files = shell.get();
-    return {std::move(shell), files};
+  return shell_derived<SupportsConfinedFiles>(backend);
+}
+
+// Runs `call` on `backend`'s confined operations, the backend kept alive until it ends, or
+// declines when there are none. `call` may capture by reference only (ADR 7).
+template <typename Call>
+Task<ConfinedResult> confined_call(std::shared_ptr<WorkspaceBackend> backend, Call call) {
+  auto view = confined_of(backend);
+  if (!view.ops) {
+    ConfinedResult declined;  // named: GCC 12 can lose an aggregate built in co_return
+    co_return declined;
   }
-  return {};
+  co_return co_await call(*view.ops);
 }
 
 }  // namespace
 
 Task<ConfinedResult> Workspace::confined_read(ConfinedTarget target, ConfinedReadOptions what) {
-  auto view = confined_of(backend_);
-  if (!view.files) {
-    ConfinedResult declined;  // named: GCC 12 can lose an aggregate built in co_return
-    co_return declined;
-  }
-  auto keep = backend_;
-  co_return co_await view.files->confined_read(std::move(target), what);
+  co_return co_await confined_call(backend_, [&](SupportsConfinedFiles& files) {
+    return files.confined_read(std::move(target), what);
+  });
 }
 
 Task<ConfinedResult> Workspace::confined_write(ConfinedTarget target, Bytes data, std::string expected_sha256) {
-  auto view = confined_of(backend_);
-  if (!view.files) {
-    ConfinedResult declined;  // named: GCC 12 can lose an aggregate built in co_return
-    co_return declined;
-  }
-  auto keep = backend_;
-  co_return co_await view.files->confined_write(std::move(target), std::move(data), std::move(expected_sha256));
+  co_return co_await confined_call(backend_, [&](SupportsConfinedFiles& files) {
+    return files.confined_write(std::move(target), std::move(data), std::move(expected_sha256));
+  });
 }
 
 Task<ConfinedResult> Workspace::confined_make_dir(ConfinedTarget target) {
-  auto view = confined_of(backend_);
-  if (!view.files) {
-    ConfinedResult declined;  // named: GCC 12 can lose an aggregate built in co_return
-    co_return declined;
-  }
-  auto keep = backend_;
-  co_return co_await view.files->confined_make_dir(std::move(target));
+  co_return co_await confined_call(backend_, [&](SupportsConfinedFiles& files) {
+    return files.confined_make_dir(std::move(target));
+  });
 }
 
 Task<ConfinedResult> Workspace::confined_splice(ConfinedTarget target, ConfinedSplice splice) {
-  auto view = confined_of(backend_);
-  if (!view.files) {
-    ConfinedResult declined;  // named: GCC 12 can lose an aggregate built in co_return
-    co_return declined;
-  }
-  auto keep = backend_;
-  co_return co_await view.files->confined_splice(std::move(target), std::move(splice));
+  co_return co_await confined_call(backend_, [&](SupportsConfinedFiles& files) {
+    return files.confined_splice(std::move(target), std::move(splice));
+  });
 }
 
 Task<std::string> Workspace::read_text(std::string path) {
@@ -303,33 +302,18 @@ Task<ConfinedResult> ReadOnlyWorkspace::confined_read(ConfinedTarget target, Con
   return Workspace::confined_read(std::move(target), what);
 }
 
-namespace {
-[[noreturn]] void refuse() { throw WorkspaceReadOnlyError(ReadOnlyWorkspace::reason); }
-}  // namespace
-
 Task<CommandResult> ReadOnlyWorkspace::run(Command, RunOptions) {
-  refuse();
-  co_return CommandResult{};
+  return detail::refused_as_read_only<CommandResult>();
 }
 
-Task<void> ReadOnlyWorkspace::write_bytes(std::string, Bytes) {
-  refuse();
-  co_return;
-}
+Task<void> ReadOnlyWorkspace::write_bytes(std::string, Bytes) { return detail::refused_as_read_only<void>(); }
 
-Task<void> ReadOnlyWorkspace::make_dir(std::string) {
-  refuse();
-  co_return;
-}
+Task<void> ReadOnlyWorkspace::make_dir(std::string) { return detail::refused_as_read_only<void>(); }
 
-Task<void> ReadOnlyWorkspace::remove(std::string) {
-  refuse();
-  co_return;
-}
+Task<void> ReadOnlyWorkspace::remove(std::string) { return detail::refused_as_read_only<void>(); }
 
 Task<TreeTransferResult> ReadOnlyWorkspace::upload_tree(std::string, std::string, TreeTransferOptions) {
-  refuse();
-  co_return TreeTransferResult{};
+  return detail::refused_as_read_only<TreeTransferResult>();
 }
 
 }  // namespace exedev::workspace

@@ -4,6 +4,8 @@
 #include <exedev/workspace/unavailable.hpp>
 #include <exedev/workspace/workspace.hpp>
 
+#include "workspace/read_only.hpp"
+
 namespace exedev::workspace {
 
 namespace {
@@ -16,8 +18,6 @@ SupportsProcessSessions& process_sessions(const std::shared_ptr<WorkspaceBackend
   if (!sessions) throw WorkspaceUsageError("This workspace does not support process sessions.");
   return *sessions;
 }
-
-[[noreturn]] void refuse() { throw WorkspaceReadOnlyError(ReadOnlyWorkspace::reason); }
 
 }  // namespace
 
@@ -77,33 +77,19 @@ Task<void> Workspace::remove_session(std::string name) {
 }
 
 Task<void> ReadOnlyWorkspace::start_session(std::string, ProcessSessionSpec) {
-  refuse();
-  co_return;
+  return detail::refused_as_read_only<void>();
 }
 
-Task<void> ReadOnlyWorkspace::write_stdin(std::string, Bytes) {
-  refuse();
-  co_return;
-}
+Task<void> ReadOnlyWorkspace::write_stdin(std::string, Bytes) { return detail::refused_as_read_only<void>(); }
 
-Task<void> ReadOnlyWorkspace::close_stdin(std::string) {
-  refuse();
-  co_return;
-}
+Task<void> ReadOnlyWorkspace::close_stdin(std::string) { return detail::refused_as_read_only<void>(); }
 
 Task<void> ReadOnlyWorkspace::resize_terminal(std::string, TerminalSize) {
-  refuse();
-  co_return;
+  return detail::refused_as_read_only<void>();
 }
 
-Task<void> ReadOnlyWorkspace::signal_session(std::string, std::string) {
-  refuse();
-  co_return;
-}
+Task<void> ReadOnlyWorkspace::signal_session(std::string, std::string) { return detail::refused_as_read_only<void>(); }
 
-Task<void> ReadOnlyWorkspace::remove_session(std::string) {
-  refuse();
-  co_return;
-}
+Task<void> ReadOnlyWorkspace::remove_session(std::string) { return detail::refused_as_read_only<void>(); }
 
 }  // namespace exedev::workspace
