@@ -309,7 +309,10 @@ Task<std::string> SessionTools::read_since_last(std::string name, std::string ru
   if (bytes_read >= max_bytes && !output.complete) {
     answer += "[output cut at " + with_thousands(max_bytes) + " bytes: call read_session for the rest]\n";
   }
-  if (output.complete) {
+  if (output.lost) {
+    answer += "[session " + python_repr(name) + " was lost: its holder is gone and no end was recorded" +
+              (output.complete ? "]" : "; output remains to be read]");
+  } else if (output.complete) {
     answer += "[session " + python_repr(name) + " exited: " + exit_text(*output.exit) + "]";
   } else if (output.exit) {
     answer += "[session " + python_repr(name) + " exited (" + exit_text(*output.exit) + "); output remains to be read]";
@@ -324,7 +327,9 @@ Task<std::string> SessionTools::list() {
   if (sessions.empty()) co_return "(no sessions)";
   std::string answer;
   for (const auto& session : sessions) {
-    const auto state = session.exit ? "exited, " + exit_text(*session.exit) : std::string("running");
+    std::string state = "running";
+    if (session.state == ws::SessionState::lost) state = "lost (its holder is gone, no end recorded)";
+    if (session.exit) state = "exited, " + exit_text(*session.exit);
     // The recorded command comes back from the environment: shown as a quoted literal.
     answer += python_repr(session.name) + ": " + state + (session.pty ? ", terminal" : ", pipes") + ", command " +
               python_repr(ws::utf8_replace_invalid(session.command)) + "\n";

@@ -6,6 +6,10 @@
 // one outlives the test's directory): each test names its own uniquely.
 #include "integration/tools/shell_bench.hpp"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <fstream>
 #include <random>
 #include <tuple>
 
@@ -214,5 +218,32 @@ TEST_CASE("session tools cap each read and lose nothing between reads; the start
     CHECK(bad_name.find("1 to 64 of") != std::string::npos);
     const auto listed = co_await call(defaults, "list_sessions", "{}");
     CHECK(listed.find("'" + seq + "'") == std::string::npos);
+  });
+}
+
+TEST_CASE("a session whose holder is gone reads and lists as lost", "[integration][tools][sessions]") {
+  on_each_backend([&](Bench& bench) -> Task<void> {
+    tools::Shell shell(bench.first(), session_options());
+    const auto name = unique_name("lost");
+    nlohmann::json start;
+    start["name"] = name;
+    start["command"] = "echo up; exec sleep 100";
+    start["pty"] = false;
+    auto seen = co_await call(shell, "start_session", args(start));
+    seen = co_await read_until(shell, name, "up\n", seen);
+    // As a reboot's cleanup would: the holder, then the program (the VMs of the emulator and
+    // this machine share /tmp, where the state is).
+    const auto state = "/tmp/exedev-sessions-" + std::to_string(::getuid()) + "/" + name + "/";
+    pid_t holder = 0, program = 0;
+    std::ifstream(state + "holder.pid") >> holder;
+    std::ifstream(state + "pid") >> program;
+    CO_REQUIRE(holder > 0);
+    CO_REQUIRE(program > 0);
+    CO_REQUIRE(::kill(holder, SIGKILL) == 0);
+    CO_REQUIRE(::kill(-program, SIGKILL) == 0);
+    co_await read_until(shell, name, "[session '" + name + "' was lost: its holder is gone and no end was recorded]");
+    const auto listed = co_await call(shell, "list_sessions", "{}");
+    CO_CHECK(listed.find("'" + name + "': lost (its holder is gone, no end recorded), pipes") != std::string::npos);
+    co_await call(shell, "close_session", name_args(name));
   });
 }
