@@ -371,6 +371,18 @@ struct SandboxBackend::Impl {
     co_return as_command_result(result);
   }
 
+  Task<std::unique_ptr<workspace::CommandStream>> open_command_stream(std::string script, std::vector<std::string> args) {
+    co_await ensure_ready();
+    auto c = co_await client.get();
+    const auto over_ssh = [&](const SshAccess& access) {
+      return detail::ssh_open_command_stream(access.connection, script, args);
+    };
+    // exe.dev's /exec has no stdin.
+    const auto over_exec = []() -> Task<std::unique_ptr<workspace::CommandStream>> { co_return nullptr; };
+    const RouteOperation operation;  // the script may have started once the channel was asked for
+    co_return co_await on_route<std::unique_ptr<workspace::CommandStream>>(c, operation, over_ssh, over_exec);
+  }
+
   Task<std::string> working_dir() {
     if (canonical_working_dir) co_return *canonical_working_dir;
     const workspace::RunOptions defaults;
@@ -492,6 +504,12 @@ std::optional<Transport> SandboxBackend::transport_in_use() const { return impl_
 bool SandboxBackend::file_transfer_open() const noexcept { return impl_->route.sftp_open(); }
 
 void SandboxBackend::note_gzip_missing() { impl_->limits.compress = false; }
+
+Task<std::unique_ptr<workspace::CommandStream>> SandboxBackend::open_command_stream(std::string script,
+                                                                                std::vector<std::string> args) {
+  auto mapped = detail::access_mapped(impl_->open_command_stream(std::move(script), std::move(args)));
+  co_return co_await std::move(mapped);
+}
 
 Task<Client> SandboxBackend::client() { co_return co_await impl_->client.get(); }
 

@@ -6,6 +6,7 @@
 
 #include "client/run_protocol.hpp"
 #include "client/script_exec.hpp"
+#include "common/base64.hpp"
 #include "common/script_path.hpp"
 #include "common/shell_quote.hpp"
 
@@ -23,6 +24,17 @@ void require_boundary(const std::string& boundary) {
       boundary.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") != std::string::npos) {
     throw std::invalid_argument("ssh: invalid marker boundary");
   }
+}
+
+// `set --` and the validated arguments.
+std::string positional_parameters(const std::vector<std::string>& args) {
+  std::string s = "set --";
+  for (const auto& arg : args) {
+    if (!valid_script_argument(arg)) throw std::invalid_argument("run_script: an argument must be non-empty base64 text");
+    s += ' ';
+    s += arg;
+  }
+  return s;
 }
 
 // Prints the marker line `<B> <pgid>` on stderr: the session's process group, from /proc (field
@@ -75,17 +87,21 @@ std::string ssh_stop_program(std::int64_t pgid) {
   return s;
 }
 
+std::string ssh_stream_program_line(const std::string& script, const std::vector<std::string>& args) {
+  if (script.find('\0') != std::string::npos) throw std::invalid_argument("a command stream's script must not contain a NUL byte");
+  std::string program(script_path_line);
+  program += positional_parameters(args);
+  program += '\n';
+  program += script;
+  return base64_encode(program) + "\n";
+}
+
 std::string ssh_script_program(const std::string& boundary, const std::string& script, const std::vector<std::string>& args) {
   require_boundary(boundary);
   if (script.find('\0') != std::string::npos) throw std::invalid_argument("run_script: the script must not contain a NUL byte");
   std::string s(script_path_line);
   s += process_group_marker(boundary);
-  s += "set --";
-  for (const auto& arg : args) {
-    if (!valid_script_argument(arg)) throw std::invalid_argument("run_script: an argument must be non-empty base64 text");
-    s += ' ';
-    s += arg;
-  }
+  s += positional_parameters(args);
   // A compound command is read whole before it runs, so the script cannot read its own text.
   s += "\n{\n";
   s += script;

@@ -48,6 +48,17 @@ inline constexpr std::string_view ssh_exec_command = "/bin/sh";
 [[nodiscard]] std::string ssh_script_program(const std::string& boundary, const std::string& script,
                                              const std::vector<std::string>& args);
 
+/// The exec request of a command stream (SupportsCommandStreams): /bin/sh reads one line of
+/// stdin, the base64 of its program, and runs it; the rest of stdin is the stream's. One byte at a
+/// time (`read` on a pipe), so nothing of the stream is taken with the line.
+inline constexpr std::string_view ssh_stream_command =
+    "/bin/sh -c 'IFS= read -r p && eval \"$(printf %s \"$p\" | /usr/bin/base64 -d)\"'";
+
+/// The first line a command stream's channel carries: the base64 of the fixed PATH, `set --`
+/// with `args` (validated like run_script's) and `script`, then a newline. Throws
+/// std::invalid_argument for a NUL in the script or an invalid argument.
+[[nodiscard]] std::string ssh_stream_program_line(const std::string& script, const std::vector<std::string>& args);
+
 /// Reads the stderr of a command started by ssh_command_program, split anywhere: bytes before the
 /// marker (login-shell noise from sshd's session) are dropped, the marker gives the process
 /// group, and everything after it is the command's stderr.

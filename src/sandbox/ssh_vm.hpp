@@ -10,6 +10,7 @@
 #include <string>
 
 #include <exedev/client.hpp>
+#include <exedev/workspace/command_stream.hpp>
 #include <exedev/workspace/types.hpp>
 
 #include "ssh/connection.hpp"
@@ -46,5 +47,14 @@ inline constexpr std::size_t ssh_script_stderr_bytes = 64 * 1024;
 /// group too. Cancellation closes its channel (the script is short and bounded, as on /exec).
 Task<RunResult> ssh_run_script(std::shared_ptr<ssh::Connection> connection, std::string script, ScriptOptions options,
                                std::chrono::milliseconds timeout);
+
+/// A command stream (workspace::CommandStream) on a session channel of `connection`: `script`
+/// with positional `args` (run_script's), its program carried on the channel's first line of
+/// stdin (ssh_stream_command). The channel holds one of the connection's session slots until the
+/// stream is closed. Throws ConnectionError (sent() false) when no channel could be opened; the
+/// stream's own failures are WorkspaceError. Cancellation: the channel is closed in the
+/// background.
+Task<std::unique_ptr<workspace::CommandStream>> ssh_open_command_stream(std::shared_ptr<ssh::Connection> connection,
+                                                                       std::string script, std::vector<std::string> args);
 
 }  // namespace exedev::detail

@@ -7,6 +7,7 @@
 
 #include "common/event.hpp"
 #include "ssh/channel_slots.hpp"
+#include "ssh/channel_stream.hpp"
 #include "ssh/sftp.hpp"
 
 #include <exedev/coawait_guard.hpp>
@@ -111,6 +112,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   /// not killed by that under OpenSSH (the caller stops it). A connection that drops while the
   /// channel is open: ConnectionError with sent() == true (the command may have run).
   Task<ExecResult> exec(ExecRequest request);
+
+  /// Opens a session channel (waiting for a free one, as exec does), execs `command` and returns
+  /// the channel as a stream kept open (channel_stream.hpp): it holds one of max_sessions until
+  /// it is closed. Throws ConnectionError (sent() false) when no channel could be opened or the
+  /// exec request was refused. Cancellation (terminal): a channel being opened is closed in the
+  /// background and operation_aborted thrown.
+  Task<std::shared_ptr<ChannelStream>> open_stream(std::string command);
 
   /// Keeps one session channel open with `command` already started, so that the next exec of
   /// exactly that command skips the channel's opening and its exec request (two round trips).

@@ -294,6 +294,74 @@ Task<void> test_session_names_are_validated_and_unique(Rule& r) {
   });
 }
 
+/// Attaches `name` from offset 0, or skips the rule: the backend's route has no command streams.
+Task<void> attach_or_skip(SupportsProcessSessions& s, const std::string& name) {
+  const bool attached = co_await s.attach_session(name, 0);
+  if (!attached) throw SkipRule{"the backend's route has no command streams to attach on"};
+}
+
+Task<void> test_session_attached_echo_and_detach(Rule& r) {
+  co_await with_session(r, shell_spec("exec cat", true), [&r](std::string name) -> Task<void> {
+    auto& s = sessions(r.backend);
+    co_await attach_or_skip(s, name);
+    Reader reader{s, name};
+    const std::string first = "one\n";
+    co_await s.write_stdin(name, first);
+    CO_REQUIRE(co_await reader.until("one\r\none\r\n"));
+    CHECK_FALSE(reader.exit.has_value());
+    // Detached, the same offsets go on through commands.
+    co_await s.detach_session(name);
+    const std::string second = "two\n";
+    co_await s.write_stdin(name, second);
+    CO_CHECK(co_await reader.until("one\r\none\r\ntwo\r\ntwo\r\n"));
+    // Attached again from where the reader is: nothing twice, nothing missed.
+    const bool again = co_await s.attach_session(name, reader.offset);
+    CHECK(again);
+    const std::string third = "three\n";
+    co_await s.write_stdin(name, third);
+    CO_CHECK(co_await reader.until("two\r\ntwo\r\nthree\r\nthree\r\n"));
+    CHECK(reader.text == "one\r\none\r\ntwo\r\ntwo\r\nthree\r\nthree\r\n");
+  });
+}
+
+Task<void> test_session_attached_burst_and_end(Rule& r) {
+  const auto line = "read x; i=1; while [ $i -le 10000 ]; do echo \"line $i\"; i=$((i + 1)); done; exit 5";
+  co_await with_session(r, shell_spec(line, true), [&r](std::string name) -> Task<void> {
+    auto& s = sessions(r.backend);
+    co_await attach_or_skip(s, name);
+    Reader reader{s, name};
+    reader.max_bytes = 64 * 1024;
+    const std::string go = "go\n";
+    co_await s.write_stdin(name, go);
+    CO_REQUIRE(co_await reader.until_complete());
+    std::string expected = "go\r\n";
+    for (int i = 1; i <= 10000; ++i) expected += "line " + std::to_string(i) + "\r\n";
+    CHECK(reader.text == expected);
+    REQUIRE(reader.exit.has_value());
+    CHECK(reader.exit->code == 5);
+    // The program's end ended the attachment; the session's state is still there to read.
+    CO_CHECK((co_await s.wait_session(name, kExitWait)).code == 5);
+  });
+}
+
+Task<void> test_session_attached_pipes_reach_eof(Rule& r) {
+  const auto line = "while IFS= read -r l; do echo \"got:$l\"; done; echo eof";
+  co_await with_session(r, shell_spec(line, false), [&r](std::string name) -> Task<void> {
+    auto& s = sessions(r.backend);
+    co_await attach_or_skip(s, name);
+    Reader reader{s, name};
+    const std::string input = "a\n";
+    co_await s.write_stdin(name, input);
+    CO_REQUIRE(co_await reader.until("got:a\n"));
+    // The attached stream holds stdin open no longer than close_stdin.
+    co_await s.close_stdin(name);
+    CO_CHECK(co_await reader.until_complete());
+    CHECK(reader.text == "got:a\neof\n");
+    const std::string late = "b\n";
+    co_await expect_throw<ws::WorkspaceError>(s.write_stdin(name, late), "a write after the program ended");
+  });
+}
+
 }  // namespace
 
 const RuleTable& session_rules() {
@@ -310,6 +378,9 @@ const RuleTable& session_rules() {
       EXEDEV_RULE(test_session_pty_burst_is_delivered_complete),
       EXEDEV_RULE(test_session_read_limits_and_offsets),
       EXEDEV_RULE(test_session_names_are_validated_and_unique),
+      EXEDEV_RULE(test_session_attached_echo_and_detach),
+      EXEDEV_RULE(test_session_attached_burst_and_end),
+      EXEDEV_RULE(test_session_attached_pipes_reach_eof),
   };
 #undef EXEDEV_RULE
   return table;

@@ -98,6 +98,7 @@ Task<void> ShellProcessSessions::start_session(std::string name, ProcessSessionS
     throw WorkspaceUsageError("process sessions need programs the environment lacks:" + tools);
   }
   detail::raise_for_session_status(result, name, "start");
+  co_await detach_session(name);  // a stream into the ended session this one replaced
 }
 
 Task<void> ShellProcessSessions::write_stdin(std::string name, Bytes data) {
@@ -106,6 +107,8 @@ Task<void> ShellProcessSessions::write_stdin(std::string name, Bytes data) {
   if (data.size() > max_write_bytes) {
     throw std::invalid_argument(fmt::format("a process session write takes at most {} bytes", max_write_bytes));
   }
+  const bool written = co_await write_attached(name, data);
+  if (written) co_return;
   std::vector<std::string> args{base64_encode(data)};
   const auto result = co_await session_script(detail::session_write_script(name), std::move(args), false);
   detail::raise_for_session_status(result, name, "write");
@@ -113,6 +116,8 @@ Task<void> ShellProcessSessions::write_stdin(std::string name, Bytes data) {
 
 Task<void> ShellProcessSessions::close_stdin(std::string name) {
   validate_session_name(name);
+  // An attached stream holds the FIFO open for writing: pipes would never see EOF while it does.
+  co_await detach_session(name);
   const auto result = co_await session_script(detail::session_close_stdin_script(name), {}, false);
   detail::raise_for_session_status(result, name, "close_stdin");
 }
@@ -130,6 +135,8 @@ Task<SessionOutput> ShellProcessSessions::read_output(std::string name, std::uin
   if (wait < std::chrono::milliseconds::zero() || wait > max_read_wait) {
     throw std::invalid_argument("a process session read waits 0 to 20 s");
   }
+  auto attached = co_await read_attached(name, from_offset, max_bytes, wait);
+  if (attached) co_return std::move(*attached);
   auto script = detail::session_read_script(name, from_offset, max_bytes, polls_within(wait));
   const auto result = co_await session_script(std::move(script), {}, true);
   detail::raise_for_session_status(result, name, "read");
@@ -180,6 +187,7 @@ Task<std::vector<SessionInfo>> ShellProcessSessions::list_sessions() {
 
 Task<void> ShellProcessSessions::remove_session(std::string name) {
   validate_session_name(name);
+  co_await detach_session(name);
   const auto result = co_await session_script(detail::session_remove_script(name), {}, false);
   detail::raise_for_session_status(result, name, "remove");
 }

@@ -38,6 +38,7 @@ enum SessionScriptStatus : int {
   kSessionLost = 106,         ///< the holder and the program are gone with no status recorded
   kSessionStdinClosed = 109,  ///< pipes stdin was closed by close_stdin
   kSessionNotPty = 110,       ///< resize of a pipes session
+  kSessionNoFollow = 111,     ///< attach: `tail` cannot follow a process (not GNU coreutils')
   kSessionExists = 117,       ///< a live session of that name
   kSessionTimeout = 124,      ///< `timeout` stopped the write (GNU and busybox status)
 };
@@ -77,6 +78,14 @@ inline constexpr std::uint64_t kSessionTrimStep = 64 * 1024;
 /// bytes in base64.
 [[nodiscard]] std::string session_read_script(const std::string& name, std::uint64_t from, std::size_t max_bytes,
                                               int wait_polls);
+/// Releases the log past the session's `keep` bytes, as a read does (for attached sessions,
+/// whose reads are not commands).
+[[nodiscard]] std::string session_trim_script(const std::string& name);
+/// A command stream's script attaching the session from offset `from`: prints the header
+/// (parse_session_attach_header), then the log from there on as it grows, until the holder
+/// ends; writes what arrives on its stdin to the program's. Refused (ended, lost, unknown, no
+/// GNU `tail`), it prints `refused <status>` and exits.
+[[nodiscard]] std::string session_attach_script(const std::string& name, std::uint64_t from);
 [[nodiscard]] std::string session_resize_script(const std::string& name, TerminalSize size);
 /// `signal` must be one of session_signal_names().
 [[nodiscard]] std::string session_signal_script(const std::string& name, const std::string& signal);
@@ -101,6 +110,23 @@ inline constexpr std::uint64_t kSessionTrimStep = 64 * 1024;
 [[nodiscard]] std::vector<SessionInfo> parse_session_list(const std::string& stdout_text);
 /// start's `missing <tool>...` line as the tools' names (only names of the expected tools).
 [[nodiscard]] std::vector<std::string> parse_session_missing_tools(const std::string& stdout_text);
+
+/// The most bytes an attach header takes, newline included.
+inline constexpr std::size_t kMaxAttachHeaderBytes = 96;
+
+/// What an attach stream says first: `attached <start> <keep> <0|1>` (the log's offset the
+/// stream starts at, the session's max_output_bytes, whether stdin takes writes) or `refused
+/// <status>` (a session script status).
+struct SessionAttachHeader {
+  std::optional<int> refused{};
+  std::uint64_t start = 0;
+  std::uint64_t keep = 0;
+  bool writable = false;
+};
+/// `line` without its newline. Throws SessionOutputError for anything else, a start before `from`
+/// (it may only be later, past released bytes), a keep below 64 KiB or a status that is not 1-255.
+[[nodiscard]] SessionAttachHeader parse_session_attach_header(std::string_view line, const std::string& name,
+                                                              std::uint64_t from);
 
 /// Output of a session script that is not what it prints.
 class SessionOutputError : public WorkspaceError {

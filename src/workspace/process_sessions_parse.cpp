@@ -199,4 +199,23 @@ std::vector<std::string> parse_session_missing_tools(const std::string& stdout_t
   return tools;
 }
 
+SessionAttachHeader parse_session_attach_header(std::string_view line, const std::string& name, std::uint64_t from) {
+  const auto parts = fields(line);
+  SessionAttachHeader header;
+  if (parts.size() == 2 && parts[0] == "refused") {
+    const auto status = parse_count(parts[1]);
+    if (!status || *status == 0 || *status > 255) throw SessionOutputError(name);
+    header.refused = static_cast<int>(*status);
+    return header;
+  }
+  if (parts.size() != 4 || parts[0] != "attached" || (parts[3] != "0" && parts[3] != "1")) throw SessionOutputError(name);
+  const auto start = parse_count(parts[1]);
+  const auto keep = parse_count(parts[2]);
+  if (!start || !keep || *start < from || *keep < kSessionTrimStep) throw SessionOutputError(name);
+  header.start = *start;
+  header.keep = *keep;
+  header.writable = parts[3] == "1";
+  return header;
+}
+
 }  // namespace exedev::workspace::detail

@@ -90,6 +90,20 @@ std::string holder_text(bool pty) {
   return text;
 }
 
+/// Releases the log's bytes past its `keep` ones (in kSessionTrimStep steps, by punching a hole)
+/// once `size` has passed them by a step; sets `t` to the bytes released so far and `keep`.
+std::string trim_fragment() {
+  return fmt::format(
+      "t=0; [ -f \"$d/trimmed\" ] && t=$(cat \"$d/trimmed\"); keep=$(cat \"$d/keep\")\n"
+      "if [ $((size - t)) -gt $((keep + {0})) ]; then\n"
+      "  nt=$(((size - keep) / {0} * {0}))\n"
+      "  if fallocate -p -o \"$t\" -l $((nt - t)) \"$d/out\" 2>/dev/null; then\n"
+      "    echo \"$nt\" >\"$d/trimmed.tmp\" && mv -f \"$d/trimmed.tmp\" \"$d/trimmed\"; t=$nt\n"
+      "  fi\n"
+      "fi\n",
+      kSessionTrimStep);
+}
+
 int polls_for_seconds(int seconds) { return seconds * 1000 / kSessionPollMilliseconds; }
 
 std::string poll_sleep() { return fmt::format("sleep {}", kSessionPollMilliseconds / 1000.0); }
@@ -162,18 +176,43 @@ std::string session_read_script(const std::string& name, std::uint64_t from, std
              "  [ \"$size\" -gt \"$from\" ] || [ \"$e\" != - ] || [ \"$n\" -ge {1} ] && break\n"
              "  n=$((n + 1)); {2}\n"
              "done\n"
-             "t=0; [ -f \"$d/trimmed\" ] && t=$(cat \"$d/trimmed\"); keep=$(cat \"$d/keep\")\n"
-             "if [ $((size - t)) -gt $((keep + {4})) ]; then\n"
-             "  nt=$(((size - keep) / {4} * {4}))\n"
-             "  if fallocate -p -o \"$t\" -l $((nt - t)) \"$d/out\" 2>/dev/null; then\n"
-             "    echo \"$nt\" >\"$d/trimmed.tmp\" && mv -f \"$d/trimmed.tmp\" \"$d/trimmed\"; t=$nt\n"
-             "  fi\n"
-             "fi\n"
+             "{4}"
              "start=$from; [ \"$start\" -lt \"$t\" ] && start=$t\n"
              "count=0; [ \"$size\" -gt \"$start\" ] && count=$((size - start)); [ \"$count\" -gt {5} ] && count={5}\n"
              "printf 'exit %s\\nsize %s\\nstart %s\\ncount %s\\n' \"$e\" \"$size\" \"$start\" \"$count\"\n"
              "[ \"$count\" -eq 0 ] || tail -c +$((start + 1)) \"$d/out\" | head -c \"$count\" | base64\n",
-             from, wait_polls, poll_sleep(), status_fragment(), kSessionTrimStep, max_bytes);
+             from, wait_polls, poll_sleep(), status_fragment(), trim_fragment(), max_bytes);
+}
+
+std::string session_trim_script(const std::string& name) {
+  return session_prelude(name) + "size=$(wc -c <\"$d/out\") || exit 1; size=$((size + 0))\n" + trim_fragment();
+}
+
+std::string session_attach_script(const std::string& name, std::uint64_t from) {
+  // Its status goes to stdout (the stream has no other channel for it) until the header is out.
+  // Then `tail` follows the log until the holder ends, and `cat` carries the stream's stdin to
+  // the FIFO (opened read-write, so neither the open nor a write waits for a reader) until EOF,
+  // when it stops `tail`. Neither holds the stream's stdout but `tail`: its end is the stream's.
+  return "trap 'echo \"refused $?\"' EXIT\n" + session_prelude(name) + live_check() +
+         fmt::format(
+             "case $(tail --version 2>/dev/null) in *GNU*) ;; *) exit {0};; esac\n"
+             "h=$(cat \"$d/holder.pid\" 2>/dev/null); case $h in ''|*[!0-9]*) exit {1};; esac\n"
+             "size=0\n{2}"
+             "start={3}; [ \"$start\" -lt \"$t\" ] && start=$t\n"
+             "w=1; [ -f \"$d/stdin-closed\" ] && w=0\n"
+             "trap - EXIT\n"
+             "printf 'attached %s %s %s\\n' \"$start\" \"$keep\" \"$w\"\n"
+             "exec 4<&0 </dev/null\n"
+             "tail -c +$((start + 1)) --pid=\"$h\" -s 0.05 -f \"$d/out\" 4<&- 2>/dev/null &\n"
+             "f=$!\n"
+             "if [ \"$w\" = 1 ]; then\n"
+             "  exec 3<>\"$d/in\"\n"
+             "  {{ cat <&4 >&3 3>&- 4<&-; kill \"$f\" 2>/dev/null; }} >/dev/null 2>&1 &\n"
+             "  exec 3>&-\n"
+             "fi\n"
+             "exec 4<&-\n"
+             "wait \"$f\"\n",
+             static_cast<int>(kSessionNoFollow), static_cast<int>(kSessionLost), trim_fragment(), from);
 }
 
 std::string session_resize_script(const std::string& name, TerminalSize size) {

@@ -76,6 +76,18 @@ Task<void> Workspace::remove_session(std::string name) {
   co_await sessions.remove_session(std::move(name));
 }
 
+Task<bool> Workspace::attach_session(std::string name, std::uint64_t from_offset) {
+  auto& sessions = process_sessions(backend_);
+  auto keep = backend_;
+  co_return co_await sessions.attach_session(std::move(name), from_offset);
+}
+
+Task<void> Workspace::detach_session(std::string name) {
+  auto& sessions = process_sessions(backend_);
+  auto keep = backend_;
+  co_await sessions.detach_session(std::move(name));
+}
+
 Task<void> ReadOnlyWorkspace::start_session(std::string, ProcessSessionSpec) {
   return detail::refused_as_read_only<void>();
 }

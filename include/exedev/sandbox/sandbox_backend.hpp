@@ -46,6 +46,7 @@
 #include <exedev/ssh/errors.hpp>
 #include <exedev/ssh/options.hpp>
 #include <exedev/workspace/backend.hpp>
+#include <exedev/workspace/command_stream.hpp>
 #include <exedev/workspace/sessions.hpp>
 #include <exedev/workspace/types.hpp>
 
@@ -151,6 +152,7 @@ class SandboxBackend final : public workspace::WorkspaceBackend,
                              public workspace::SupportsShellScripts,
                              public workspace::SupportsFileTransfer,
                              public workspace::SupportsTreeTransfer,
+                             public workspace::SupportsCommandStreams,
                              public workspace::ShellProcessSessions {
  public:
   /// No I/O. Throws std::invalid_argument for a ref of another provider or an invalid VM name,
@@ -181,6 +183,14 @@ class SandboxBackend final : public workspace::WorkspaceBackend,
   /// /exec, on a new connection over SSH). Errors and cancellation as run().
   workspace::Task<workspace::CommandResult> run_script(std::string script, std::vector<std::string> args,
                                                       bool idempotent, workspace::ScriptStdoutSink on_stdout) override;
+
+  /// Over SSH: a session channel kept open (one of the connection's max_sessions slots until
+  /// the stream is closed), the program carried on its first line of stdin. Over /exec: nullptr
+  /// (exe.dev's API has no stdin). Provisions or attaches first; errors as run(); the stream's
+  /// own failures (the connection dropped under it) are WorkspaceError and are not recovered:
+  /// open another. Cancellation: as run(); no channel is left open.
+  workspace::Task<std::unique_ptr<workspace::CommandStream>> open_command_stream(std::string script,
+                                                                               std::vector<std::string> args) override;
 
   /// Over SSH: SFTP, once the backend is connected and the VM's sshd serves it.
   workspace::Task<bool> file_transfer_available() override;

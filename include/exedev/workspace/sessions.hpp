@@ -11,24 +11,33 @@
 // sessions").
 //
 // Every operation is one command in the environment (over exe.dev's /exec one request, over
-// SSH one channel while it runs). Cancellation (Asio per-operation, terminal at least) stops
-// that command; the session itself is never stopped by a cancellation. What a cancelled
-// operation leaves behind is documented on each one.
+// SSH one channel while it runs), except on an attached session (attach_session): where the
+// backend has command streams (SSH, LocalBackend), writes and sequential reads then travel on one
+// stream kept open into the holder, costing no command each. Cancellation (Asio per-operation,
+// terminal at least) stops that command; the session itself is never stopped by a cancellation.
+// What a cancelled operation leaves behind is documented on each one.
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <exedev/coawait_guard.hpp>
+#include <exedev/workspace/command_stream.hpp>
 #include <exedev/task.hpp>
 #include <exedev/workspace/types.hpp>
 
 namespace exedev::workspace {
 
 using exedev::Task;
+
+namespace detail {
+struct SessionAttachment;
+}
 
 /// A session name: 1 to 64 of [A-Za-z0-9_.-], not starting with '.' or '-'. Throws
 /// std::invalid_argument otherwise.
@@ -165,6 +174,23 @@ class SupportsProcessSessions {
   /// Every session of this user in the environment, sorted by name.
   virtual Task<std::vector<SessionInfo>> list_sessions() = 0;
 
+  /// Attaches session `name` from output offset `from_offset`: a stream kept open into its holder
+  /// (SupportsCommandStreams; over SSH one session channel, which holds one of the connection's
+  /// session slots until detach_session) carries this client's writes to the program and its
+  /// output as it comes, so write_stdin costs no command and read_output from where the
+  /// previous read ended (starting at from_offset) returns as soon as the program prints. Every
+  /// other operation, and a read from any other offset, stays one command. True once attached
+  /// (again, when it was: the old stream is closed first). False, changing nothing, when the
+  /// backend or its route in use has no command streams (exe.dev's /exec), the program has
+  /// ended or is lost, or the environment's `tail` cannot follow a process (GNU coreutils'
+  /// `--pid`): the operations then go on one command each. Cancellation: not attached, no
+  /// stream left open.
+  virtual Task<bool> attach_session(std::string name, std::uint64_t from_offset) = 0;
+
+  /// Closes the session's stream (its slot is free again); the session runs on. Not attached:
+  /// nothing to do. Not cancellable (it is short).
+  virtual Task<void> detach_session(std::string name) = 0;
+
   /// Stops the program if it runs (SIGTERM to its group, SIGKILL after 3 s) and deletes the
   /// session's state (a lost one's at once: nothing is signalled). Cancelled: the program may be stopped and its state left; remove it again.
   virtual Task<void> remove_session(std::string name) = 0;
@@ -187,8 +213,23 @@ class ShellProcessSessions : public SupportsProcessSessions {
   Task<SessionExit> wait_session(std::string name, std::chrono::milliseconds timeout) override;
   Task<std::vector<SessionInfo>> list_sessions() override;
   Task<void> remove_session(std::string name) override;
+  Task<bool> attach_session(std::string name, std::uint64_t from_offset) override;
+  Task<void> detach_session(std::string name) override;
+
+  /// Whether `name` is attached on this object (attach_session).
+  [[nodiscard]] bool session_attached(const std::string& name) const;
 
  private:
+  // The attached session's write; false when it must go as a command.
+  Task<bool> write_attached(const std::string& name, const Bytes& data);
+  // The attached session's read from `from_offset`, or nullopt when it must go as a command.
+  Task<std::optional<SessionOutput>> read_attached(const std::string& name, std::uint64_t from_offset,
+                                                   std::size_t max_bytes, std::chrono::milliseconds wait);
+  // Closes the stream once no operation uses it.
+  Task<void> release_attachment(std::shared_ptr<detail::SessionAttachment> attachment);
+  // Where this object's attached sessions stand (process_sessions_attached.cpp).
+  std::map<std::string, std::shared_ptr<detail::SessionAttachment>> attachments_;
+
   /// Runs `script` with base64 `args` through the backend this object is part of.
   Task<CommandResult> session_script(std::string script, std::vector<std::string> args, bool idempotent);
 };

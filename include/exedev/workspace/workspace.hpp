@@ -97,6 +97,9 @@ class Workspace : public WorkspaceBackend,
   Task<SessionExit> wait_session(std::string name, std::chrono::milliseconds timeout) override;
   Task<std::vector<SessionInfo>> list_sessions() override;
   Task<void> remove_session(std::string name) override;
+  /// Attaching only reads (a read-only workspace attaches too; its writes stay refused).
+  Task<bool> attach_session(std::string name, std::uint64_t from_offset) override;
+  Task<void> detach_session(std::string name) override;
 
   /// Strict UTF-8: invalid bytes throw std::range_error naming the path.
   Task<std::string> read_text(std::string path);
