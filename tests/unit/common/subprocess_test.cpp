@@ -22,15 +22,22 @@ struct Finished {
   std::optional<int> status;
 };
 
+// /bin/sh running `script` in /, with a PATH only; its descriptors are left to the caller.
+SpawnRequest sh_request(const std::string& script) {
+  SpawnRequest request;
+  request.program = "/bin/sh";
+  request.argv = {"sh", "-c", script};
+  request.environment = {"PATH=/usr/bin:/bin"};
+  request.directory = "/";
+  return request;
+}
+
 // Runs `script` under /bin/sh with stdout and stderr on one pipe, then reaps it.
 Finished run_sh(const std::string& script, ProcessGrouping grouping = ProcessGrouping::new_session,
                 const std::string& directory = "/") {
   int pipe_fds[2];
   REQUIRE(::pipe2(pipe_fds, O_CLOEXEC) == 0);
-  SpawnRequest request;
-  request.program = "/bin/sh";
-  request.argv = {"sh", "-c", script};
-  request.environment = {"PATH=/usr/bin:/bin"};
+  auto request = sh_request(script);
   request.directory = directory;
   request.grouping = grouping;
   request.stdout_fd = pipe_fds[1];
@@ -127,13 +134,9 @@ TEST_CASE("a program or directory that cannot be used is a start error, not a ch
 TEST_CASE("kill_process_group reaches the whole group, grandchildren included", "[unit][common]") {
   int pipe_fds[2];
   REQUIRE(::pipe2(pipe_fds, O_CLOEXEC) == 0);
-  SpawnRequest request;
-  request.program = "/bin/sh";
   // A background grandchild holds the pipe open; the group kill must end it too, or the read
   // below would never see EOF.
-  request.argv = {"sh", "-c", "sleep 600 & echo started; wait"};
-  request.environment = {"PATH=/usr/bin:/bin"};
-  request.directory = "/";
+  auto request = sh_request("sleep 600 & echo started; wait");
   request.stdout_fd = pipe_fds[1];
   request.stderr_fd = pipe_fds[1];
   const auto started = spawn_process(request);
@@ -160,11 +163,7 @@ TEST_CASE("a child reads the given stdin, and a stream left at -1 is /dev/null",
   int from_child[2];
   REQUIRE(::pipe2(to_child, O_CLOEXEC) == 0);
   REQUIRE(::pipe2(from_child, O_CLOEXEC) == 0);
-  SpawnRequest request;
-  request.program = "/bin/sh";
-  request.argv = {"sh", "-c", "read line; echo \"stdin:$line\"; echo err >&2"};
-  request.environment = {"PATH=/usr/bin:/bin"};
-  request.directory = "/";
+  auto request = sh_request("read line; echo \"stdin:$line\"; echo err >&2");
   request.stdin_fd = to_child[0];
   request.stdout_fd = from_child[1];
   const auto started = spawn_process(request);
