@@ -9,6 +9,7 @@
 #include <chrono>
 #include <csignal>
 #include <fcntl.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -38,9 +39,14 @@ SpawnResult spawn_process(const SpawnRequest& request) {
   posix_spawnattr_t attributes;
   ::posix_spawn_file_actions_init(&actions);
   ::posix_spawnattr_init(&attributes);
-  ::posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  ::posix_spawn_file_actions_adddup2(&actions, request.stdout_fd, 1);
-  ::posix_spawn_file_actions_adddup2(&actions, request.stderr_fd, 2);
+  const int given[] = {request.stdin_fd, request.stdout_fd, request.stderr_fd};
+  for (int target = 0; target < 3; ++target) {
+    if (given[target] >= 0) {
+      ::posix_spawn_file_actions_adddup2(&actions, given[target], target);
+    } else {
+      ::posix_spawn_file_actions_addopen(&actions, target, "/dev/null", target == 0 ? O_RDONLY : O_WRONLY, 0);
+    }
+  }
   ::posix_spawn_file_actions_addchdir_np(&actions, request.directory.c_str());
   // Descriptors opened without O_CLOEXEC (by a library, or the embedding program) stay ours.
   ::posix_spawn_file_actions_addclosefrom_np(&actions, 3);
@@ -103,6 +109,29 @@ void kill_and_reap_now(pid_t pid) {
   ::killpg(pid, SIGKILL);
   ::kill(pid, SIGKILL);  // in case the group could not be signalled
   ::waitpid(pid, nullptr, 0);
+}
+
+ssize_t write_without_sigpipe(int fd, const void* data, std::size_t size) {
+  sigset_t sigpipe;
+  sigset_t previous_mask;
+  sigemptyset(&sigpipe);
+  sigaddset(&sigpipe, SIGPIPE);
+  ::pthread_sigmask(SIG_BLOCK, &sigpipe, &previous_mask);
+  // A SIGPIPE already pending is someone else's: it stays (a second one would merge into it).
+  sigset_t pending;
+  ::sigpending(&pending);
+  const bool already_pending = sigismember(&pending, SIGPIPE) == 1;
+  const ssize_t written = ::write(fd, data, size);
+  const int error = errno;
+  if (written < 0 && error == EPIPE && !already_pending) {
+    // The SIGPIPE this write raised is pending on this thread: take it before unblocking.
+    const timespec no_wait{};
+    while (::sigtimedwait(&sigpipe, nullptr, &no_wait) < 0 && errno == EINTR) {
+    }
+  }
+  ::pthread_sigmask(SIG_SETMASK, &previous_mask, nullptr);
+  errno = error;
+  return written;
 }
 
 int exit_code_of(int wait_status) {

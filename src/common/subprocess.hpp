@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@ struct SpawnRequest {
   std::vector<std::string> environment;  ///< the whole environment, "NAME=value" entries
   std::string directory;                 ///< the child's working directory
   ProcessGrouping grouping = ProcessGrouping::new_session;
+  int stdin_fd = -1;   ///< becomes the child's stdin
   int stdout_fd = -1;  ///< becomes the child's stdout
   int stderr_fd = -1;  ///< becomes the child's stderr (may equal stdout_fd)
 };
@@ -32,8 +34,8 @@ struct SpawnResult {
   int error = 0;  ///< the errno of a failed start (then pid is -1)
 };
 
-/// Starts a child with stdin at /dev/null, stdout and stderr on the given descriptors, an empty
-/// signal mask, default signal dispositions and no other descriptor of ours. A program or
+/// Starts a child with stdin, stdout and stderr on the given descriptors (/dev/null for each left
+/// at -1), an empty signal mask, default signal dispositions and no other descriptor of ours. A program or
 /// directory that is missing or not permitted is an `error` (ENOENT, EACCES…), not an exit code.
 [[nodiscard]] SpawnResult spawn_process(const SpawnRequest& request);
 
@@ -52,6 +54,11 @@ bool kill_process_group(pid_t pid);
 /// SIGKILLs the child's group and the child, and reaps it, blocking: for the paths that cannot
 /// wait asynchronously (a coroutine frame destroyed with its io_context, a server's shutdown).
 void kill_and_reap_now(pid_t pid);
+
+/// ::write(fd, data, size) with its result and errno, for a pipe to a child: when the child
+/// closed its end the write fails with EPIPE and the SIGPIPE it raises is discarded (blocked in
+/// this thread meanwhile), so that it cannot end this process whatever SIGPIPE's disposition.
+[[nodiscard]] ssize_t write_without_sigpipe(int fd, const void* data, std::size_t size);
 
 /// The exit code a shell would report for a wait status: the exit status, or 128 + the signal
 /// for a child killed by a signal.

@@ -71,12 +71,6 @@ Env command_env(const Env& backend_env, const Env& own_env) {
 
 namespace {
 
-struct Spawned {
-  pid_t pid = -1;
-  Fd out;
-  Fd err;
-};
-
 // What run() shares with the coroutines that collect a child's output and exit.
 struct Capture {
   static constexpr int kOut = 0;
@@ -131,29 +125,37 @@ CommandResult not_runnable(const std::string& argv0, int code) {
   return CommandResult{code, "", argv0 + (code == 126 ? ": Permission denied\n" : ": command not found\n")};
 }
 
-// Starts the child in a session of its own, with the pipes' write ends as stdout/stderr.
-// Returns errno on failure.
+// Starts the child in a session of its own, with the pipes `pipes` asks for. Returns errno on
+// failure.
 int spawn(const std::string& program, const std::vector<std::string>& argv, const Env& env, const std::string& root,
-          Spawned& child) {
-  int out_pipe[2];
-  int err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return errno;
-  Fd out_r(out_pipe[0]), out_w(out_pipe[1]);
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) return errno;
-  Fd err_r(err_pipe[0]), err_w(err_pipe[1]);
+          local::ChildPipes pipes, local::Child& child) {
+  // By standard descriptor: this process's end and the child's end of each pipe.
+  std::array<Fd, 3> ours;
+  std::array<Fd, 3> theirs;
+  const std::array<bool, 3> piped{pipes.in, pipes.out, pipes.err};
+  for (std::size_t target = 0; target < 3; ++target) {
+    if (!piped[target]) continue;
+    int ends[2];
+    if (::pipe2(ends, O_CLOEXEC) != 0) return errno;
+    const bool child_reads = target == 0;
+    theirs[target].adopt(ends[child_reads ? 0 : 1]);
+    ours[target].adopt(ends[child_reads ? 1 : 0]);
+  }
   exedev::detail::SpawnRequest request;
   request.program = program;
   request.argv = argv;
   for (const auto& [key, value] : env) request.environment.push_back(key + "=" + value);
   request.directory = root;
   request.grouping = exedev::detail::ProcessGrouping::new_session;
-  request.stdout_fd = out_w.get();
-  request.stderr_fd = err_w.get();
+  request.stdin_fd = theirs[0].get();
+  request.stdout_fd = theirs[1].get();
+  request.stderr_fd = theirs[2].get();
   const auto started = exedev::detail::spawn_process(request);
   if (started.error != 0) return started.error;
   child.pid = started.pid;
-  child.out.adopt(out_r.release());
-  child.err.adopt(err_r.release());
+  child.in.adopt(ours[0].release());
+  child.out.adopt(ours[1].release());
+  child.err.adopt(ours[2].release());
   return 0;
 }
 
@@ -193,52 +195,7 @@ Task<void> wait_exit(asio::posix::stream_descriptor& pidfd, pid_t pid, std::shar
   capture->status = *status;
 }
 
-// Reaps a killed child without blocking the executor, within the reap grace; past it, a
-// detached coroutine keeps waiting so that no zombie is left.
-Task<void> reap(asio::posix::stream_descriptor& pidfd, pid_t pid, std::shared_ptr<Capture> capture) {
-  if (capture->exited) co_return;
-  auto done = std::make_shared<bool>(false);
-  auto wait = [](asio::posix::stream_descriptor& fd, pid_t pid, std::shared_ptr<Capture> capture,
-                 std::shared_ptr<bool> done) -> Task<void> {
-    const auto status = co_await exedev::detail::reap_when_exited(fd, pid);
-    if (!status) co_return;
-    capture->exited = true;
-    capture->status = *status;
-    *done = true;
-  };
-  try {
-    co_await detail::run_shielded(wait(pidfd, pid, capture, done), kReapGrace);
-  } catch (const WorkspaceTimeoutError&) {
-  }
-  if (*done) co_return;
-  // A SIGKILLed process that has not exited after the grace is stuck in the kernel: let a
-  // detached waiter own the pidfd and reap it whenever it exits.
-  auto owner = std::make_shared<asio::posix::stream_descriptor>(std::move(pidfd));
-  asio::co_spawn(
-      owner->get_executor(),
-      [](std::shared_ptr<asio::posix::stream_descriptor> fd, pid_t pid) -> Task<void> {
-        co_await exedev::detail::reap_when_exited(*fd, pid);
-      }(owner, pid),
-      asio::detached);
-}
-
 std::string timeout_text(double seconds) { return fmt::format("{:g}", seconds); }
-
-// Kills and reaps (blocking) a child that run() abandons on an unexpected path, such as the
-// coroutine frame being destroyed with its io_context. The normal paths reap asynchronously.
-class ChildGuard {
- public:
-  explicit ChildGuard(pid_t pid) : pid_(pid) {}
-  ~ChildGuard() {
-    if (pid_ > 0) exedev::detail::kill_and_reap_now(pid_);
-  }
-  ChildGuard(const ChildGuard&) = delete;
-  ChildGuard& operator=(const ChildGuard&) = delete;
-  void release() { pid_ = -1; }
-
- private:
-  pid_t pid_;
-};
 
 // Waits until a started command's outcome is known: exit with both pipes at EOF, exit plus the
 // drain grace, overflow, a helper failure, the deadline, or the caller's cancellation (true).
@@ -259,6 +216,54 @@ Task<bool> wait_for_outcome(std::shared_ptr<Capture> capture, std::optional<Cloc
 }
 
 }  // namespace
+
+namespace local {
+
+ChildGuard::~ChildGuard() {
+  if (pid_ > 0) exedev::detail::kill_and_reap_now(pid_);
+}
+
+Task<void> reap_killed(asio::posix::stream_descriptor& pidfd, pid_t pid) {
+  auto reaped = std::make_shared<bool>(false);
+  auto wait = [](asio::posix::stream_descriptor& fd, pid_t pid, std::shared_ptr<bool> reaped) -> Task<void> {
+    const auto status = co_await exedev::detail::reap_when_exited(fd, pid);
+    *reaped = status.has_value();
+  };
+  try {
+    co_await detail::run_shielded(wait(pidfd, pid, reaped), kReapGrace);
+  } catch (const WorkspaceTimeoutError&) {
+  }
+  // A SIGKILLed process that has not exited after the grace is stuck in the kernel.
+  if (!*reaped) reap_in_background(std::move(pidfd), pid);
+}
+
+void reap_in_background(asio::posix::stream_descriptor pidfd, pid_t pid) {
+  auto owner = std::make_shared<asio::posix::stream_descriptor>(std::move(pidfd));
+  asio::co_spawn(
+      owner->get_executor(),
+      [](std::shared_ptr<asio::posix::stream_descriptor> fd, pid_t pid) -> Task<void> {
+        co_await exedev::detail::reap_when_exited(*fd, pid);
+      }(owner, pid),
+      asio::detached);
+}
+
+}  // namespace local
+
+int LocalBackend::State::start_command(const std::vector<std::string>& argv, const Env& own_env, const std::string& root,
+                                       local::ChildPipes pipes, local::Child& child) {
+  const Env child_env = command_env(env, own_env);
+  const auto lookup = find_program(argv[0], child_env, root);
+  if (lookup.missing_code) return lookup.missing_code;
+  const int error = spawn(lookup.program, argv, child_env, root, pipes, child);
+  if (error == 0) return 0;
+  if (error != ENOENT && error != EACCES) {
+    throw std::system_error(error, std::generic_category(), "cannot start '" + argv[0] + "'");
+  }
+  // The working directory, not the program, may be what is missing or closed.
+  ensure_alive();
+  if (::access(root.c_str(), X_OK) != 0) throw_errno(errno, root, "cannot enter the working directory");
+  return error == EACCES ? 126 : 127;
+}
 
 Task<CommandResult> LocalBackend::run(Command command, RunOptions options) {
   // run_command() keeps awaiting (to kill and reap) after a cancellation, so it must not throw
@@ -282,21 +287,10 @@ Task<CommandResult> LocalBackend::run_command(Command command, RunOptions option
   // The timeout clock starts once the working directory is resolved; startup counts.
   const auto deadline = exedev::detail::deadline_after(options.timeout);
 
-  const Env env = command_env(state_->env, options.env);
-
-  const auto lookup = find_program(argv[0], env, root);
-  if (lookup.missing_code) co_return not_runnable(argv[0], lookup.missing_code);
-  Spawned child;
-  if (const int error = spawn(lookup.program, argv, env, root, child); error != 0) {
-    if (error != ENOENT && error != EACCES) {
-      throw std::system_error(error, std::generic_category(), "cannot start '" + argv[0] + "'");
-    }
-    // The working directory, not the program, may be what is missing or closed.
-    state_->ensure_alive();
-    if (::access(root.c_str(), X_OK) != 0) throw_errno(errno, root, "cannot enter the working directory");
-    co_return not_runnable(argv[0], error == EACCES ? 126 : 127);
-  }
-  ChildGuard guard(child.pid);
+  local::Child child;
+  const int missing_code = state_->start_command(argv, options.env, root, local::ChildPipes{}, child);
+  if (missing_code != 0) co_return not_runnable(argv[0], missing_code);
+  local::ChildGuard guard(child.pid);
 
   const auto executor = co_await asio::this_coro::executor;
   asio::posix::stream_descriptor exit_fd(executor, exedev::detail::open_pidfd(child.pid));
@@ -306,7 +300,7 @@ Task<CommandResult> LocalBackend::run_command(Command command, RunOptions option
 
   if (deadline && Clock::now() >= *deadline) {
     exedev::detail::kill_process_group(child.pid);
-    co_await reap(exit_fd, child.pid, capture);
+    co_await local::reap_killed(exit_fd, child.pid);
     guard.release();
     throw WorkspaceTimeoutError(
         fmt::format("command timed out after {}s during startup", timeout_text(options.timeout->count())), PartialOutput{});
@@ -332,13 +326,13 @@ Task<CommandResult> LocalBackend::run_command(Command command, RunOptions option
   for (auto& signal : capture->stop) signal.emit(asio::cancellation_type::terminal);
   while (capture->live > 0) co_await capture->changed.wait();
   const std::exception_ptr failure = capture->failure;
-  const bool exited = capture->exited;  // before reap() records the exit of a killed child
+  const bool exited = capture->exited;
   const bool completed = exited && !cancelled && !capture->overflow && !failure;
   bool group_killed = true;
   if (!completed) {
     if (!exited) group_killed = exedev::detail::kill_process_group(child.pid);
     else ::killpg(child.pid, SIGKILL);  // background jobs still holding the output
-    co_await reap(exit_fd, child.pid, capture);
+    if (!exited) co_await local::reap_killed(exit_fd, child.pid);
   }
   guard.release();
 

@@ -1,9 +1,12 @@
 #pragma once
-// LocalBackend's state and what its commands (local_backend_commands.cpp) and files
-// (local_backend_files.cpp) share. Internal.
+// LocalBackend's state and what its commands (local_backend_commands.cpp), command streams
+// (local_command_stream.cpp) and files (local_backend_files.cpp) share. Internal.
 
 #include <exedev/workspace/local_backend.hpp>
 
+#include <boost/asio/posix/stream_descriptor.hpp>
+
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <map>
@@ -11,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <exedev/workspace/errors.hpp>
 
@@ -46,6 +50,44 @@ class Fd {
   int fd_;
 };
 
+/// Which of a command's standard streams are pipes to this process; the others are /dev/null.
+struct ChildPipes {
+  bool in = false;
+  bool out = true;
+  bool err = true;
+};
+
+/// A started command: its pid (also its session's and process group's id) and this process's
+/// ends of the pipes ChildPipes asked for.
+struct Child {
+  pid_t pid = -1;
+  Fd in;  // the write end of its stdin
+  Fd out;
+  Fd err;
+};
+
+/// Kills and reaps (blocking) a child abandoned on an unexpected path, such as a coroutine frame
+/// destroyed with its io_context. The normal paths reap asynchronously.
+class ChildGuard {
+ public:
+  explicit ChildGuard(pid_t pid) : pid_(pid) {}
+  ~ChildGuard();
+  ChildGuard(const ChildGuard&) = delete;
+  ChildGuard& operator=(const ChildGuard&) = delete;
+  void release() { pid_ = -1; }
+
+ private:
+  pid_t pid_;
+};
+
+/// Reaps a SIGKILLed child without blocking the executor, within a grace of 2 s; past it,
+/// reap_in_background takes `pidfd` over. Never throws for a cancellation.
+Task<void> reap_killed(boost::asio::posix::stream_descriptor& pidfd, pid_t pid);
+
+/// A detached coroutine owns `pidfd` and reaps the child whenever it exits, so that no zombie is
+/// left.
+void reap_in_background(boost::asio::posix::stream_descriptor pidfd, pid_t pid);
+
 }  // namespace local
 
 struct LocalBackend::State {
@@ -57,6 +99,13 @@ struct LocalBackend::State {
 
   // Throws WorkspaceUnavailableError unless the directory exists; returns it resolved.
   std::string ensure_alive();
+
+  // Starts `argv` as this backend's commands start: the leader of a session of its own, in `root`
+  // (ensure_alive()'s answer), with the inherited variables, then `env`, then `own_env`, and the
+  // pipes `pipes` asks for. Returns 0, or the exit code of a program that cannot run (126 or
+  // 127; no child then). Throws for the rest: the directory missing or closed, a system error.
+  int start_command(const std::vector<std::string>& argv, const Env& own_env, const std::string& root,
+                    local::ChildPipes pipes, local::Child& child);
 
   // Serializes this backend's reads and writes of one file (aliases share a key).
   class FileLock {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <exedev/workspace/backend.hpp>
+#include <exedev/workspace/command_stream.hpp>
 #include <exedev/workspace/sessions.hpp>
 
 namespace exedev::workspace {
@@ -35,6 +36,13 @@ namespace exedev::workspace {
 /// with boost::asio::error::operation_aborted. Background jobs that left the process group
 /// survive, as they would a timeout.
 ///
+/// Command streams: open_command_stream() starts `/bin/sh -c <script> sh <args...>` as run()
+/// starts a command (own session, working directory, environment), with stdin and stdout as pipes
+/// read and written on the caller's executor and stderr at /dev/null. A write to a command that
+/// closed its stdin is WorkspaceError, never a SIGPIPE. close() and the destructor close both
+/// pipes and SIGKILL the command's process group; close() reaps the command (bounded by 2 s),
+/// the destructor leaves that to a detached waiter on the stream's executor.
+///
 /// Process sessions (ShellProcessSessions): each operation is one `sh -c` command; the holders
 /// run on this machine under /tmp/exedev-sessions-<uid> and outlive this process.
 ///
@@ -48,6 +56,7 @@ class LocalBackend final : public WorkspaceBackend,
                            public SupportsFilesystem,
                            public SupportsRealpath,
                            public SupportsTreeTransfer,
+                           public SupportsCommandStreams,
                            public ShellProcessSessions {
  public:
   /// Combined stdout+stderr bytes a command may produce.
@@ -69,6 +78,7 @@ class LocalBackend final : public WorkspaceBackend,
   Task<std::string> working_dir() override;
 
   Task<CommandResult> run(Command command, RunOptions options) override;
+  Task<std::unique_ptr<CommandStream>> open_command_stream(std::string script, std::vector<std::string> args) override;
 
   /// Paths must be absolute (std::invalid_argument otherwise).
   Task<Bytes> read_bytes(std::string path) override;

@@ -22,15 +22,22 @@ struct Finished {
   std::optional<int> status;
 };
 
+// /bin/sh running `script` in /, with a PATH only; its descriptors are left to the caller.
+SpawnRequest sh_request(const std::string& script) {
+  SpawnRequest request;
+  request.program = "/bin/sh";
+  request.argv = {"sh", "-c", script};
+  request.environment = {"PATH=/usr/bin:/bin"};
+  request.directory = "/";
+  return request;
+}
+
 // Runs `script` under /bin/sh with stdout and stderr on one pipe, then reaps it.
 Finished run_sh(const std::string& script, ProcessGrouping grouping = ProcessGrouping::new_session,
                 const std::string& directory = "/") {
   int pipe_fds[2];
   REQUIRE(::pipe2(pipe_fds, O_CLOEXEC) == 0);
-  SpawnRequest request;
-  request.program = "/bin/sh";
-  request.argv = {"sh", "-c", script};
-  request.environment = {"PATH=/usr/bin:/bin"};
+  auto request = sh_request(script);
   request.directory = directory;
   request.grouping = grouping;
   request.stdout_fd = pipe_fds[1];
@@ -127,13 +134,9 @@ TEST_CASE("a program or directory that cannot be used is a start error, not a ch
 TEST_CASE("kill_process_group reaches the whole group, grandchildren included", "[unit][common]") {
   int pipe_fds[2];
   REQUIRE(::pipe2(pipe_fds, O_CLOEXEC) == 0);
-  SpawnRequest request;
-  request.program = "/bin/sh";
   // A background grandchild holds the pipe open; the group kill must end it too, or the read
   // below would never see EOF.
-  request.argv = {"sh", "-c", "sleep 600 & echo started; wait"};
-  request.environment = {"PATH=/usr/bin:/bin"};
-  request.directory = "/";
+  auto request = sh_request("sleep 600 & echo started; wait");
   request.stdout_fd = pipe_fds[1];
   request.stderr_fd = pipe_fds[1];
   const auto started = spawn_process(request);
@@ -153,4 +156,46 @@ TEST_CASE("kill_process_group reaches the whole group, grandchildren included", 
   ioc.run();
   REQUIRE(status);
   CHECK(exit_code_of(*status) == 128 + SIGKILL);
+}
+
+TEST_CASE("a child reads the given stdin, and a stream left at -1 is /dev/null", "[unit][common]") {
+  int to_child[2];
+  int from_child[2];
+  REQUIRE(::pipe2(to_child, O_CLOEXEC) == 0);
+  REQUIRE(::pipe2(from_child, O_CLOEXEC) == 0);
+  auto request = sh_request("read line; echo \"stdin:$line\"; echo err >&2");
+  request.stdin_fd = to_child[0];
+  request.stdout_fd = from_child[1];
+  const auto started = spawn_process(request);
+  ::close(to_child[0]);
+  ::close(from_child[1]);
+  REQUIRE(started.error == 0);
+  REQUIRE(::write(to_child[1], "hello\n", 6) == 6);
+  ::close(to_child[1]);
+  std::string output;
+  char buffer[64];
+  for (ssize_t n; (n = ::read(from_child[0], buffer, sizeof buffer)) > 0;) output.append(buffer, static_cast<std::size_t>(n));
+  ::close(from_child[0]);
+  CHECK(output == "stdin:hello\n");  // stderr went to /dev/null
+  kill_and_reap_now(started.pid);
+}
+
+TEST_CASE("write_without_sigpipe: a pipe without reader is EPIPE, and no SIGPIPE is left", "[unit][common]") {
+  // SIGPIPE's default disposition ends the process: the write must not raise it.
+  struct sigaction default_action{};
+  default_action.sa_handler = SIG_DFL;
+  struct sigaction previous{};
+  REQUIRE(::sigaction(SIGPIPE, &default_action, &previous) == 0);
+  int fds[2];
+  REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+  CHECK(write_without_sigpipe(fds[1], "ab", 2) == 2);
+  ::close(fds[0]);
+  errno = 0;
+  CHECK(write_without_sigpipe(fds[1], "ab", 2) == -1);
+  CHECK(errno == EPIPE);
+  sigset_t pending;
+  ::sigpending(&pending);
+  CHECK(sigismember(&pending, SIGPIPE) == 0);
+  ::close(fds[1]);
+  ::sigaction(SIGPIPE, &previous, nullptr);
 }
