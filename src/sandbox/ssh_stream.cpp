@@ -79,6 +79,7 @@ Task<std::unique_ptr<workspace::CommandStream>> ssh_open_command_stream(std::sha
                                                                        std::string script, std::vector<std::string> args) {
   const auto program_line = ssh_stream_program_line(script, args);
   auto channel = co_await connection->open_stream(std::string(ssh_stream_command));
+  if (!channel) co_return nullptr;  // the connection's streams are at their bound
   const auto end = co_await channel->write(program_line, std::chrono::seconds(10));
   if (end != ssh::ChannelStream::WriteEnd::written) {
     co_await channel->close();

@@ -51,7 +51,7 @@ Task<RunResult> ssh_run_script(std::shared_ptr<ssh::Connection> connection, std:
 /// A command stream (workspace::CommandStream) on a session channel of `connection`: `script`
 /// with positional `args` (run_script's), its program carried on the channel's first line of
 /// stdin (ssh_stream_command). The channel holds one of the connection's session slots until the
-/// stream is closed. Throws ConnectionError (sent() false) when no channel could be opened; the
+/// stream is closed. nullptr while the connection has its most streams open (max_streams()). Throws ConnectionError (sent() false) when no channel could be opened; the
 /// stream's own failures are WorkspaceError. Cancellation: the channel is closed in the
 /// background.
 Task<std::unique_ptr<workspace::CommandStream>> ssh_open_command_stream(std::shared_ptr<ssh::Connection> connection,

@@ -134,7 +134,41 @@ asio::awaitable<void> ChannelStream::close() {
   co_await links_.close(channel_);
 }
 
+std::size_t Connection::max_streams() const noexcept { return std::max<std::size_t>(1, options_.max_sessions / 2); }
+
+asio::awaitable<void> Connection::close_stream_channel(LIBSSH2_CHANNEL* channel) {
+  --open_streams_;
+  co_await close_channel(channel, true);
+}
+
+void Connection::close_stream_channel_in_background(LIBSSH2_CHANNEL* channel) {
+  --open_streams_;
+  close_channel_in_background(channel, true);
+}
+
 asio::awaitable<std::shared_ptr<ChannelStream>> Connection::open_stream(std::string command) {
+  if (open_streams_ >= max_streams()) co_return nullptr;
+  ++open_streams_;  // counted while it opens, so that concurrent openings keep to the bound
+  LIBSSH2_CHANNEL* channel = nullptr;
+  std::exception_ptr failure;
+  try {
+    channel = co_await open_stream_channel(command);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  if (failure) {
+    --open_streams_;
+    std::rethrow_exception(failure);
+  }
+  auto self = shared_from_this();
+  ChannelStreamLinks links{
+      [self](LIBSSH2_CHANNEL* ch) { return self->close_stream_channel(ch); },
+      [self](LIBSSH2_CHANNEL* ch) { self->close_stream_channel_in_background(ch); },
+  };
+  co_return std::make_shared<ChannelStream>(driver_, channel, std::move(links));
+}
+
+asio::awaitable<LIBSSH2_CHANNEL*> Connection::open_stream_channel(const std::string& command) {
   co_await acquire_session_slot();
   LIBSSH2_CHANNEL* channel = nullptr;
   try {
@@ -157,12 +191,7 @@ asio::awaitable<std::shared_ptr<ChannelStream>> Connection::open_stream(std::str
     close_channel_in_background(channel, true);
     std::rethrow_exception(failure);
   }
-  auto self = shared_from_this();
-  ChannelStreamLinks links{
-      [self](LIBSSH2_CHANNEL* ch) { return self->close_channel(ch, true); },
-      [self](LIBSSH2_CHANNEL* ch) { self->close_channel_in_background(ch, true); },
-  };
-  co_return std::make_shared<ChannelStream>(driver_, channel, std::move(links));
+  co_return channel;
 }
 
 }  // namespace exedev::ssh

@@ -115,10 +115,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   /// Opens a session channel (waiting for a free one, as exec does), execs `command` and returns
   /// the channel as a stream kept open (channel_stream.hpp): it holds one of max_sessions until
-  /// it is closed. Throws ConnectionError (sent() false) when no channel could be opened or the
+  /// it is closed. nullptr while max_streams() streams are open: streams never take the slots
+  /// commands need. Throws ConnectionError (sent() false) when no channel could be opened or the
   /// exec request was refused. Cancellation (terminal): a channel being opened is closed in the
   /// background and operation_aborted thrown.
   Task<std::shared_ptr<ChannelStream>> open_stream(std::string command);
+  /// Streams open at once at most: half of max_sessions (at least 1).
+  [[nodiscard]] std::size_t max_streams() const noexcept;
 
   /// Keeps one session channel open with `command` already started, so that the next exec of
   /// exactly that command skips the channel's opening and its exec request (two round trips).
@@ -211,6 +214,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Starts opening the next ready channel when there is none, a slot is free and nobody waits.
   void prepare_ready_channel();
   Task<void> open_ready_channel(_LIBSSH2_CHANNEL** opened);
+  // A session channel with `command` started, on a slot of its own.
+  Task<_LIBSSH2_CHANNEL*> open_stream_channel(const std::string& command);
+  // A stream's channel closed (now, or in the background), its count and slot given back.
+  Task<void> close_stream_channel(_LIBSSH2_CHANNEL* channel);
+  void close_stream_channel_in_background(_LIBSSH2_CHANNEL* channel);
   // An SFTP session on a slot the caller holds.
   Task<std::shared_ptr<Sftp>> start_sftp(const char* what);
   // What an SFTP session of this connection needs of it (ssh/sftp.hpp).
@@ -238,6 +246,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<Sftp> sftp_;
   bool opening_sftp_ = false;
   std::shared_ptr<Sftp> upload_lane_;  // a second SFTP session: slots_.lane() is open
+  std::size_t open_streams_ = 0;  // ChannelStreams not closed yet
   bool closed_ = false;
   detail::Event state_;  // a session slot, the channel opening, the SFTP session, the ready channel or a background task changed
 };

@@ -25,7 +25,8 @@ using ws::ProcessSessionSpec;
 using ws::SessionExit;
 using ws::SupportsProcessSessions;
 
-/// Rounds of a read's 2 s wait before a rule gives up on output that should come.
+/// Reads in a row that bring nothing (each waiting 2 s) before a rule gives up on output that
+/// should come.
 constexpr int kReadRounds = 30;
 constexpr auto kReadWait = std::chrono::milliseconds(2000);
 constexpr auto kExitWait = std::chrono::milliseconds(60'000);
@@ -57,19 +58,24 @@ struct Reader {
   /// Reads until `text` holds `needle` (true) or the program's output is complete or the rounds
   /// run out (false).
   Task<bool> until(std::string needle) {
-    for (int round = 0; round < kReadRounds; ++round) {
+    for (int idle = 0; idle < kReadRounds;) {
       if (text.find(needle) != std::string::npos) co_return true;
       if (complete) co_return false;
-      co_await step();
+      const bool progressed = co_await step();
+      idle = progressed ? 0 : idle + 1;
     }
     co_return text.find(needle) != std::string::npos;
   }
   /// Reads until the output is complete (false if the rounds run out first).
   Task<bool> until_complete() {
-    for (int round = 0; round < kReadRounds * 10 && !complete; ++round) co_await step();
+    for (int idle = 0; idle < kReadRounds && !complete;) {
+      const bool progressed = co_await step();
+      idle = progressed ? 0 : idle + 1;
+    }
     co_return complete;
   }
-  Task<void> step() {
+  /// One read; true when it brought bytes or the end.
+  Task<bool> step() {
     auto out = co_await sessions.read_output(name, offset, max_bytes, kReadWait);
     CHECK(out.dropped_bytes == 0);
     CHECK(out.data.size() <= max_bytes);
@@ -79,6 +85,7 @@ struct Reader {
     offset = out.next_offset;
     exit = out.exit;
     complete = out.complete;
+    co_return !out.data.empty() || out.complete;
   }
 };
 

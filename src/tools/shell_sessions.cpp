@@ -199,7 +199,25 @@ std::shared_ptr<SessionTools::Cursor> SessionTools::cursor(const std::string& na
   return entry;
 }
 
+Task<void> SessionTools::keep_attached(const std::string& name, const std::string& run_id, std::uint64_t offset) {
+  if (attach_declined_.contains(name)) co_return;
+  const auto [followed, first] = attached_runs_.try_emplace(name, run_id);
+  if (!first && followed->second != run_id) co_return;
+  bool attached = false;
+  try {
+    attached = co_await workspace_->attach_session(name, offset);
+  } catch (const ws::WorkspaceError&) {
+    // Attaching only saves commands: the operations that follow say what is wrong, if anything.
+  }
+  if (!attached) {
+    attach_declined_.insert(name);
+    attached_runs_.erase(name);
+  }
+}
+
 void SessionTools::forget(const std::string& name) {
+  attach_declined_.erase(name);
+  attached_runs_.erase(name);
   const auto prefix = name + '\n';
   auto it = cursors_.lower_bound(prefix);
   while (it != cursors_.end() && it->first.compare(0, prefix.size(), prefix) == 0) it = cursors_.erase(it);
@@ -245,6 +263,7 @@ Task<std::string> SessionTools::send(Arguments args, std::string run_id) {
     if (auto bytes = key_bytes(*key)) data += *bytes;
     sent += std::string(sent.empty() ? "" : " and ") + "the key " + *key;
   }
+  co_await keep_attached(name, run_id, cursor(name, run_id)->next_offset);
   for (std::size_t at = 0; at < data.size(); at += SupportsProcessSessions::max_write_bytes) {
     auto piece = data.substr(at, SupportsProcessSessions::max_write_bytes);
     co_await workspace_->write_stdin(name, std::move(piece));
@@ -260,6 +279,7 @@ Task<std::string> SessionTools::send(Arguments args, std::string run_id) {
 Task<std::string> SessionTools::read_since_last(std::string name, std::string run_id, std::chrono::milliseconds wait,
                                                 std::string heading) {
   const auto position = cursor(name, run_id);
+  co_await keep_attached(name, run_id, position->next_offset);
   // A byte is at most one character: this many bytes fit the answer's cap. (Where the cap is too
   // small for the heading and status lines, the Shell's truncate_tail still cuts, marked.)
   const std::size_t reserve = std::min(kStatusReserve + utf8_length(heading), options_.max_output_chars / 2);

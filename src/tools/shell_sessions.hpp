@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <string>
@@ -63,6 +64,12 @@ class SessionTools {
   Task<std::string> list();
   Task<std::string> close(std::string name);
 
+  /// Keeps `name` attached where run `run_id`'s next read goes on from (workspace
+  /// attach_session: writes and reads then cost no command each where the backend has command
+  /// streams; attached there already, it costs nothing). The attachment follows the first run
+  /// that touches the session; other runs' reads are commands. A session that could not be
+  /// attached once (an ended one, or a backend without command streams) is not asked again.
+  Task<void> keep_attached(const std::string& name, const std::string& run_id, std::uint64_t offset);
   std::shared_ptr<Cursor> cursor(const std::string& name, const std::string& run_id);
   /// Forgets every run's position in session `name` (it ended, or starts anew).
   void forget(const std::string& name);
@@ -71,6 +78,10 @@ class SessionTools {
   SessionToolOptions options_;
   /// By session name, '\n', run id (a name holds no newline).
   std::map<std::string, std::shared_ptr<Cursor>> cursors_;
+  /// The run each attached session follows, by session name.
+  std::map<std::string, std::string> attached_runs_;
+  /// The sessions that could not be attached.
+  std::set<std::string> attach_declined_;
 };
 
 }  // namespace exedev::tools::detail

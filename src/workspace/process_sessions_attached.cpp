@@ -25,15 +25,21 @@ namespace detail {
 
 struct SessionAttachment {
   std::unique_ptr<CommandStream> stream;
-  Bytes pending{};                 // log bytes read with the header, served first
-  std::uint64_t expected_from = 0; // the offset a sequential read asks for next
-  std::uint64_t position = 0;      // the log offset of the next byte the stream gives
-  std::uint64_t keep = 0;          // the session's max_output_bytes
+  Bytes pending{};              // log bytes that came with the header, given first
+  std::uint64_t position = 0;   // the log offset of the next byte a read gives
+  std::uint64_t from = 0;       // attach_session's offset: a read from it starts at `start`
+  std::uint64_t start = 0;      // where the stream began (later than `from` past released bytes)
+  std::uint64_t keep = 0;       // the session's max_output_bytes
   std::uint64_t streamed_since_trim = 0;
   bool writable = false;
   bool reading = false;
   bool writing = false;
-  bool released = false;           // detached: the last operation using it lets it go
+  bool released = false;  // detached: the last operation using it lets it go
+
+  /// Where a read from `offset` starts in the log.
+  [[nodiscard]] std::uint64_t read_start(std::uint64_t offset) const {
+    return offset == from ? std::max(offset, start) : offset;
+  }
 };
 
 }  // namespace detail
@@ -91,7 +97,11 @@ Task<bool> ShellProcessSessions::attach_session(std::string name, std::uint64_t 
   if (from_offset > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
     throw std::invalid_argument("from_offset must be below 2^63");
   }
-  co_await detach_session(name);
+  if (const auto found = attachments_.find(name); found != attachments_.end()) {
+    // Attached already where that read would start: nothing to do.
+    if (found->second->read_start(from_offset) == found->second->position) co_return true;
+    co_await detach_session(name);
+  }
   auto* streams = dynamic_cast<SupportsCommandStreams*>(this);
   if (streams == nullptr) co_return false;
   auto stream = co_await streams->open_command_stream(detail::session_attach_script(name, from_offset), {});
@@ -109,7 +119,8 @@ Task<bool> ShellProcessSessions::attach_session(std::string name, std::uint64_t 
     throw detail::SessionOutputError(name);  // a status that means success cannot come here
   }
   attachment->stream = std::move(stream);
-  attachment->expected_from = from_offset;
+  attachment->from = from_offset;
+  attachment->start = header.start;
   attachment->position = header.start;
   attachment->keep = header.keep;
   attachment->writable = header.writable;
@@ -166,24 +177,35 @@ Task<std::optional<SessionOutput>> ShellProcessSessions::read_attached(const std
                                                                        std::uint64_t from_offset, std::size_t max_bytes,
                                                                        std::chrono::milliseconds wait) {
   const auto found = attachments_.find(name);
-  if (found == attachments_.end() || found->second->reading || found->second->expected_from != from_offset) {
-    co_return std::nullopt;
-  }
+  if (found == attachments_.end() || found->second->reading) co_return std::nullopt;
   auto attachment = found->second;
-  Bytes data;
+  auto& a = *attachment;
+  const std::uint64_t at = a.read_start(from_offset);
+  if (at != a.position) co_return std::nullopt;  // elsewhere in the log: a command
+  SessionOutput output;
+  output.offset = at;
+  output.dropped_bytes = at - from_offset;
+  if (!a.pending.empty()) {
+    output.data = a.pending.substr(0, max_bytes);
+    a.pending.erase(0, output.data.size());
+    output.next_offset = at + output.data.size();
+    a.position = output.next_offset;
+    co_return output;
+  }
   bool ended = false;
   {
     const AttachmentUse use(attachment, &detail::SessionAttachment::reading);
-    if (!attachment->pending.empty()) {
-      data = attachment->pending.substr(0, max_bytes);
-      attachment->pending.erase(0, data.size());
-    } else {
-      try {
-        data = co_await attachment->stream->read_some(max_bytes, wait);
-        ended = data.empty() && attachment->stream->ended();
-      } catch (const WorkspaceError&) {
-        ended = true;  // broke: the command reads on
+    try {
+      output.data = co_await a.stream->read_some(max_bytes, wait);
+      ended = output.data.empty() && a.stream->ended();
+      // What has come already goes with it: one answer, not one per piece the stream was written in.
+      while (!output.data.empty() && output.data.size() < max_bytes) {
+        const auto more = co_await a.stream->read_some(max_bytes - output.data.size(), std::chrono::milliseconds(0));
+        if (more.empty()) break;
+        output.data += more;
       }
+    } catch (const WorkspaceError&) {
+      ended = true;  // broke: a command reads on
     }
   }
   if (ended) {
@@ -192,17 +214,12 @@ Task<std::optional<SessionOutput>> ShellProcessSessions::read_attached(const std
     co_await detach_session(name);
     co_return std::nullopt;
   }
-  SessionOutput output;
-  output.offset = attachment->position;
-  output.dropped_bytes = attachment->position - from_offset;
-  output.next_offset = attachment->position + data.size();
-  output.data = std::move(data);
-  attachment->position = output.next_offset;
-  attachment->expected_from = output.next_offset;
-  attachment->streamed_since_trim += output.data.size();
-  if (attachment->streamed_since_trim >= attachment->keep) {
+  output.next_offset = at + output.data.size();
+  a.position = output.next_offset;
+  a.streamed_since_trim += output.data.size();
+  if (a.streamed_since_trim >= a.keep) {
     // The log is released as reads go (max_output_bytes); these reads are not commands.
-    attachment->streamed_since_trim = 0;
+    a.streamed_since_trim = 0;
     (void)co_await session_script(detail::session_trim_script(name), {}, true);
   }
   co_return output;

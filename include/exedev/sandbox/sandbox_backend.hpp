@@ -185,8 +185,9 @@ class SandboxBackend final : public workspace::WorkspaceBackend,
                                                       bool idempotent, workspace::ScriptStdoutSink on_stdout) override;
 
   /// Over SSH: a session channel kept open (one of the connection's max_sessions slots until
-  /// the stream is closed), the program carried on its first line of stdin. Over /exec: nullptr
-  /// (exe.dev's API has no stdin). Provisions or attaches first; errors as run(); the stream's
+  /// the stream is closed), the program carried on its first line of stdin; at most half of
+  /// SshOptions::max_sessions (5 of 10) at once, so that commands always find slots: past that,
+  /// nullptr. Over /exec: nullptr (exe.dev's API has no stdin). Provisions or attaches first; errors as run(); the stream's
   /// own failures (the connection dropped under it) are WorkspaceError and are not recovered:
   /// open another. Cancellation: as run(); no channel is left open.
   workspace::Task<std::unique_ptr<workspace::CommandStream>> open_command_stream(std::string script,

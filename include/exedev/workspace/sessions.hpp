@@ -179,9 +179,11 @@ class SupportsProcessSessions {
   /// session slots until detach_session) carries this client's writes to the program and its
   /// output as it comes, so write_stdin costs no command and read_output from where the
   /// previous read ended (starting at from_offset) returns as soon as the program prints. Every
-  /// other operation, and a read from any other offset, stays one command. True once attached
-  /// (again, when it was: the old stream is closed first). False, changing nothing, when the
-  /// backend or its route in use has no command streams (exe.dev's /exec), the program has
+  /// other operation, and a read from any other offset, stays one command. True once attached;
+  /// attached already where a read from from_offset would go on, nothing is done; attached
+  /// elsewhere, the old stream is closed and a new one opened there. False, changing nothing, when the
+  /// backend or its route in use has no command streams (exe.dev's /exec) or has its most open
+  /// (SandboxBackend over SSH: half of SshOptions::max_sessions, 5), the program has
   /// ended or is lost, or the environment's `tail` cannot follow a process (GNU coreutils'
   /// `--pid`): the operations then go on one command each. Cancellation: not attached, no
   /// stream left open.
