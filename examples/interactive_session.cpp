@@ -63,6 +63,14 @@ exedev::Task<std::string> read_until(ws::Workspace& workspace, std::uint64_t& of
   throw std::runtime_error("the REPL did not print the expected answer");
 }
 
+/// Attaches the session from `offset` where the route has command streams (SSH: one channel
+/// carries the writes and the output), and says which way the operations go.
+exedev::Task<void> attach(ws::Workspace& workspace, std::uint64_t offset) {
+  const bool attached = co_await workspace.attach_session(session_name, offset);
+  std::cout << (attached ? "  (attached: writes and reads travel on one stream)\n"
+                         : "  (not attached: this route has no command streams; one request per operation)\n");
+}
+
 /// Types `line` into the REPL and shows what it printed until `answer` appeared.
 exedev::Task<void> ask(ws::Workspace& workspace, std::uint64_t& offset, std::string line, std::string answer) {
   std::cout << "  >>> " << line << "\n";
@@ -80,6 +88,7 @@ exedev::Task<std::string> first_process(const exedev::Sandbox& sandbox) {
     spec.pty = true;
     co_await workspace.start_session(session_name, spec);
     std::cout << "process " << ::getpid() << " started session '" << session_name << "'\n";
+    co_await attach(workspace, 0);
     std::uint64_t offset = 0;
     co_await read_until(workspace, offset, ">>> ");
     co_await ask(workspace, offset, "6 * 7", "42");
@@ -89,6 +98,7 @@ exedev::Task<std::string> first_process(const exedev::Sandbox& sandbox) {
     const std::string later = "import time; time.sleep(2); print('" + std::string(detached_answer) + "')";
     co_await workspace.write_stdin(session_name, later + "\n");
     std::cout << "  >>> " << later << "\n  (detaching)\n";
+    co_await workspace.detach_session(session_name);
     saved_ref = run.backend->ref()->to_json();
   });
   co_return saved_ref;
@@ -106,6 +116,7 @@ exedev::Task<void> second_process(const exedev::Sandbox& sandbox, std::string sa
     if (!found) throw std::runtime_error("the REPL's session is not running");
     std::cout << "process " << ::getpid() << " re-attached to session '" << session_name << "'\n";
     // From the start: everything the REPL printed, the answer given while detached included.
+    co_await attach(workspace, 0);
     std::uint64_t offset = 0;
     show(co_await read_until(workspace, offset, std::string(detached_answer) + "\r\n>>> "));
     co_await workspace.write_stdin(session_name, "exit(3)\n");
