@@ -71,6 +71,19 @@ const std::vector<std::string>& session_signal_names() {
   return names;
 }
 
+Task<SessionOutput> follow_output(SupportsProcessSessions& sessions, std::string name, std::uint64_t from_offset,
+                                  std::function<void(const SessionOutput&)> on_output) {
+  if (!on_output) throw std::invalid_argument("follow_output needs a callback");
+  auto offset = from_offset;
+  while (true) {
+    auto output = co_await sessions.read_output(name, offset, SupportsProcessSessions::max_read_bytes,
+                                                SupportsProcessSessions::max_read_wait);
+    on_output(output);
+    if (output.complete) co_return output;
+    offset = output.next_offset;
+  }
+}
+
 Task<CommandResult> ShellProcessSessions::session_script(std::string script, std::vector<std::string> args,
                                                           bool idempotent) {
   auto* commands = dynamic_cast<SupportsCommands*>(this);

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -197,6 +198,16 @@ class SupportsProcessSessions {
   /// session's state (a lost one's at once: nothing is signalled). Cancelled: the program may be stopped and its state left; remove it again.
   virtual Task<void> remove_session(std::string name) = 0;
 };
+
+/// Hands session `name`'s output from `from_offset` to `on_output` as it comes, one read at a
+/// time (read_output, each waiting up to max_read_wait: on an attached session each piece as the
+/// program prints it), until the program has ended and everything was read; returns that last
+/// read (its exit, or lost; next_offset is the end of the output). Each read is given whole
+/// (data, offset, dropped_bytes), also the last one. `on_output` runs on the caller's executor;
+/// what it throws stops following and is thrown. Errors as read_output. Cancellation: stops at
+/// once; the reads done have been handed over, nothing else changed.
+Task<SessionOutput> follow_output(SupportsProcessSessions& sessions, std::string name, std::uint64_t from_offset,
+                                  std::function<void(const SessionOutput&)> on_output);
 
 /// The shell-derived implementation: a backend derives from it beside SupportsCommands (and
 /// WorkspaceBackend, for the default cwd) and gets every operation, run through its own

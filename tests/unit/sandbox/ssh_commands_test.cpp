@@ -2,6 +2,8 @@
 // programs are run here by the local /bin/sh, as sshd's session would run them.
 #include "sandbox/ssh_commands.hpp"
 
+#include "common/base64.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -11,6 +13,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 #include <sys/wait.h>
 
 using exedev::detail::EndMarkerReader;
@@ -207,4 +210,19 @@ TEST_CASE("ssh commands: a script gets its arguments and cannot read its own tex
 TEST_CASE("ssh commands: the stop program ends at once when the group is gone") {
   const auto run = run_sh(exedev::detail::ssh_stop_program(999999999));
   CHECK(run.exit_code == 0);
+}
+
+TEST_CASE("ssh commands: a stream's first line is its program; the rest of stdin is the program's") {
+  const std::vector<std::string> args = {exedev::detail::base64_encode("first arg")};
+  const auto line = exedev::detail::ssh_stream_program_line(
+      "printf '%s|' \"$(printf %s \"$1\" | base64 -d)\"; cat; echo \"|$PATH\" | cut -c1-15", args);
+  REQUIRE(line.back() == '\n');
+  CHECK(line.find('\n') == line.size() - 1);  // one line, whatever the script holds
+  // What the VM's login shell runs for the exec request, with the line and then the stream.
+  const auto run = run_sh("exec " + std::string(exedev::detail::ssh_stream_command) + " <<'EOF'\n" + line +
+                          "the stream's bytes\nEOF\n");
+  CHECK(run.exit_code == 0);
+  CHECK(run.stdout_bytes == "first arg|the stream's bytes\n|/usr/bin:/bin:\n");
+  CHECK_THROWS_AS(exedev::detail::ssh_stream_program_line("x", {"not base64!"}), std::invalid_argument);
+  CHECK_THROWS_AS(exedev::detail::ssh_stream_program_line(std::string("a\0b", 3), {}), std::invalid_argument);
 }

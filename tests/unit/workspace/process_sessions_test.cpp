@@ -447,3 +447,122 @@ TEST_CASE("process sessions: a holder killed from outside leaves a lost session"
     CHECK_FALSE(std::filesystem::exists(state));
   });
 }
+
+TEST_CASE("process sessions: an attach stream's header", "[unit][workspace]") {
+  const auto attached = detail::parse_session_attach_header("attached 4096 65536 1", "s", 100);
+  CHECK_FALSE(attached.refused.has_value());
+  CHECK(attached.start == 4096);
+  CHECK(attached.keep == 65536);
+  CHECK(attached.writable);
+  CHECK_FALSE(detail::parse_session_attach_header("attached 100 65536 0", "s", 100).writable);
+  const auto refused = detail::parse_session_attach_header("refused 103", "s", 0);
+  REQUIRE(refused.refused.has_value());
+  CHECK(*refused.refused == detail::kSessionEnded);
+  // Anything else is the environment's doing, and refused.
+  const std::vector<std::string> hostile = {
+      "",                                  // nothing
+      "attached 99 65536 1",               // a start before the offset asked for
+      "attached 100 1024 1",               // a keep below 64 KiB
+      "attached 100 65536 2",              // not 0 or 1
+      "attached 100 65536",                // a field short
+      "attached 100 65536 1 extra",        // a field over
+      "attached -1 65536 1",               // a sign
+      "attached 99999999999999999999 65536 1",  // past 2^63
+      "refused 0",                         // success is no refusal
+      "refused 256",                       // not a status
+      "refused",                           // no status
+      "ATTACHED 100 65536 1",              // another word
+      "attached  100 65536 1",             // two spaces
+  };
+  for (const auto& line : hostile) {
+    INFO(line);
+    CHECK_THROWS_AS(detail::parse_session_attach_header(line, "s", 100), detail::SessionOutputError);
+  }
+}
+
+TEST_CASE("process sessions: attached reads go on where the stream is, on LocalBackend's streams", "[unit][workspace]") {
+  TempDir dir;
+  auto backend = std::make_shared<ws::LocalBackend>(dir.path());
+  const auto name = "unit-" + exedev::detail::random_hex(12);
+  exedev::testing::run([&](boost::asio::any_io_executor) -> ws::Task<void> {
+    ws::ProcessSessionSpec spec;
+    spec.command = ws::Command::shell("echo one; read x; echo \"got $x\"; read y");
+    spec.pty = false;
+    co_await backend->start_session(name, spec);
+    CO_REQUIRE(co_await backend->attach_session(name, 0));
+    CHECK(backend->session_attached(name));
+    auto first = co_await backend->read_output(name, 0, 100, std::chrono::milliseconds(5000));
+    CHECK(first.data == "one\n");
+    // Attaching again where the reads are keeps the stream; the next read continues on it.
+    CO_CHECK(co_await backend->attach_session(name, first.next_offset));
+    const std::string line = "two\n";
+    co_await backend->write_stdin(name, line);
+    auto second = co_await backend->read_output(name, first.next_offset, 100, std::chrono::milliseconds(5000));
+    CHECK(second.offset == 4);
+    CHECK(second.data == "got two\n");
+    // A read from elsewhere is a command, and leaves the attachment where it was.
+    const auto again = co_await backend->read_output(name, 0, 100, std::chrono::milliseconds(0));
+    CHECK(again.data == "one\ngot two\n");
+    CHECK(backend->session_attached(name));
+    co_await backend->detach_session(name);
+    CHECK_FALSE(backend->session_attached(name));
+    co_await backend->remove_session(name);
+    // An unknown session is refused as a command would refuse it.
+    CO_CHECK((co_await error_of<ws::WorkspaceUsageError>(backend->attach_session(name, 0))).has_value());
+  });
+}
+
+TEST_CASE("process sessions: an ended program is not attached", "[unit][workspace]") {
+  TempDir dir;
+  auto backend = std::make_shared<ws::LocalBackend>(dir.path());
+  const auto name = "unit-" + exedev::detail::random_hex(12);
+  exedev::testing::run([&](boost::asio::any_io_executor) -> ws::Task<void> {
+    ws::ProcessSessionSpec spec;
+    spec.command = ws::Command::shell("exit 4");
+    spec.pty = false;
+    co_await backend->start_session(name, spec);
+    CO_CHECK((co_await backend->wait_session(name, std::chrono::milliseconds(20'000))).code == 4);
+    CO_CHECK_FALSE(co_await backend->attach_session(name, 0));
+    CHECK_FALSE(backend->session_attached(name));
+    co_await backend->remove_session(name);
+  });
+}
+
+TEST_CASE("process sessions: follow_output hands every piece over until the end", "[unit][workspace]") {
+  TempDir dir;
+  auto backend = std::make_shared<ws::LocalBackend>(dir.path());
+  exedev::testing::run([&](boost::asio::any_io_executor executor) -> ws::Task<void> {
+    for (const bool attach : {false, true}) {
+      INFO("attached: " << attach);
+      const auto name = "unit-" + exedev::detail::random_hex(12);
+      ws::ProcessSessionSpec spec;
+      spec.command = ws::Command::shell("echo one; read x; echo \"got $x\"; exit 6");
+      spec.pty = false;
+      co_await backend->start_session(name, spec);
+      if (attach) CO_REQUIRE(co_await backend->attach_session(name, 0));
+      std::string seen;
+      std::uint64_t expected_offset = 0;
+      bool answered = false;
+      std::exception_ptr write_failure;
+      // The program waits for its line: the callback, having seen the first output, has it
+      // written (a write beside the read under way).
+      auto& sessions = *backend;
+      const auto last = co_await ws::follow_output(sessions, name, 0, [&](const ws::SessionOutput& out) {
+        CHECK(out.offset == expected_offset);
+        expected_offset = out.next_offset;
+        seen += out.data;
+        if (!answered && seen == "one\n") {
+          answered = true;
+          boost::asio::co_spawn(executor, backend->write_stdin(name, "two\n"),
+                                [&](std::exception_ptr e) { write_failure = e; });
+        }
+      });
+      CHECK_FALSE(write_failure);
+      CHECK(seen == "one\ngot two\n");
+      CHECK(last.complete);
+      REQUIRE(last.exit.has_value());
+      CHECK(last.exit->code == 6);
+      co_await backend->remove_session(name);
+    }
+  });
+}
