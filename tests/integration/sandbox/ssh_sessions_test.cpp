@@ -13,36 +13,57 @@
 using namespace sbx;
 namespace ws = exedev::workspace;
 
+namespace {
+
+/// A backend over SSH whose connection has `max_sessions` session slots.
+std::shared_ptr<exedev::SandboxBackend> ssh_backend(Fixture& f, const SshSetup& s, std::size_t max_sessions) {
+  auto options = ssh_options(f, exedev::Transport::ssh, s.registered, std::nullopt);
+  options.ssh.max_sessions = max_sessions;
+  return std::make_shared<exedev::SandboxBackend>(std::move(options));
+}
+
+/// `cat` on a terminal.
+ws::ProcessSessionSpec cat_spec() {
+  ws::ProcessSessionSpec spec;
+  spec.command = ws::Command::argv({"cat"});
+  return spec;
+}
+
+/// Writes `text` and a newline to `cat` on a terminal, then reads from `offset` until its echo
+/// and cat's copy have come (each read must bring bytes within its wait); moves `offset` on.
+Task<void> echo_trip(exedev::SandboxBackend& backend, const std::string& name, std::uint64_t& offset, std::string text) {
+  const auto line = text + "\n";
+  co_await backend.write_stdin(name, line);
+  const auto twice = text + "\r\n" + text + "\r\n";
+  std::string seen;
+  while (seen.find(twice) == std::string::npos) {
+    const auto out = co_await backend.read_output(name, offset, 4096, std::chrono::seconds(10));
+    REQUIRE_FALSE(out.data.empty());
+    CHECK(out.offset == offset);
+    seen += out.data;
+    offset = out.next_offset;
+  }
+}
+
+}  // namespace
+
 TEST_CASE("over SSH, an attached session's writes and reads take no channel of their own; detaching frees its slot",
           "[integration]") {
   SshSetup s;
   Fixture f(s.emulator_options());
   if (f.skip("the emulator's sshd")) return;
   exedev::testing::run([&](Executor) -> Task<void> {
-    auto options = ssh_options(f, exedev::Transport::ssh, s.registered, std::nullopt);
-    options.ssh.max_sessions = 1;
-    auto backend = std::make_shared<exedev::SandboxBackend>(std::move(options));
+    auto backend = ssh_backend(f, s, 1);
     const auto name = "attached-" + random_suffix();
-    ws::ProcessSessionSpec spec;
-    spec.command = ws::Command::argv({"cat"});
+    const auto spec = cat_spec();
     co_await backend->start_session(name, spec);
     CO_REQUIRE(co_await backend->attach_session(name, 0));
     CHECK(backend->session_attached(name));
     const auto landings = f.emu().ssh_landings().size();
-    std::string seen;
     std::uint64_t offset = 0;
     for (int trip = 0; trip < 20; ++trip) {
-      const std::string line = "trip " + std::to_string(trip) + "\n";
-      co_await backend->write_stdin(name, line);
-      // The terminal echoes the line and cat prints it: twice.
-      const std::string expected = "trip " + std::to_string(trip) + "\r\n";
-      while (seen.find(expected + expected) == std::string::npos) {
-        const auto out = co_await backend->read_output(name, offset, 4096, std::chrono::seconds(10));
-        REQUIRE_FALSE(out.data.empty());  // it came within the wait
-        CHECK(out.offset == offset);
-        seen += out.data;
-        offset = out.next_offset;
-      }
+      const auto text = "trip " + std::to_string(trip);
+      co_await echo_trip(*backend, name, offset, text);
     }
     CHECK(backend->session_attached(name));
     CHECK(f.emu().ssh_landings().size() == landings);  // one connection all along
@@ -65,11 +86,8 @@ TEST_CASE("over SSH, at most half of the session slots are attached streams; det
   Fixture f(s.emulator_options());
   if (f.skip("the emulator's sshd")) return;
   exedev::testing::run([&](Executor) -> Task<void> {
-    auto options = ssh_options(f, exedev::Transport::ssh, s.registered, std::nullopt);
-    options.ssh.max_sessions = 4;
-    auto backend = std::make_shared<exedev::SandboxBackend>(std::move(options));
-    ws::ProcessSessionSpec spec;
-    spec.command = ws::Command::argv({"cat"});
+    auto backend = ssh_backend(f, s, 4);
+    const auto spec = cat_spec();
     std::vector<std::string> names;
     for (int i = 0; i < 3; ++i) {
       names.push_back("bounded-" + std::to_string(i) + "-" + random_suffix());
@@ -85,16 +103,9 @@ TEST_CASE("over SSH, at most half of the session slots are attached streams; det
     CHECK(listed.size() >= 3);
     co_await backend->detach_session(names[0]);
     CO_CHECK(co_await backend->attach_session(names[2], 0));
-    const std::string line = "through the stream\n";
-    co_await backend->write_stdin(names[2], line);
-    std::string seen;
     std::uint64_t offset = 0;
-    while (seen.find("through the stream\r\nthrough the stream\r\n") == std::string::npos) {
-      const auto out = co_await backend->read_output(names[2], offset, 4096, std::chrono::seconds(10));
-      REQUIRE_FALSE(out.data.empty());
-      seen += out.data;
-      offset = out.next_offset;
-    }
+    const std::string text = "through the stream";
+    co_await echo_trip(*backend, names[2], offset, text);
     for (const auto& name : names) co_await backend->remove_session(name);
     co_await backend->close();
   }, limits(120s));
@@ -107,8 +118,7 @@ TEST_CASE("over /exec, attach_session says no and the operations go on as reques
   exedev::testing::run([&](Executor) -> Task<void> {
     auto backend = std::make_shared<exedev::SandboxBackend>(ssh_options(f, exedev::Transport::exec, s.registered, std::nullopt));
     const auto name = "unattached-" + random_suffix();
-    ws::ProcessSessionSpec spec;
-    spec.command = ws::Command::argv({"cat"});
+    const auto spec = cat_spec();
     co_await backend->start_session(name, spec);
     const auto requests = f.emu().commands().size();
     CO_CHECK_FALSE(co_await backend->attach_session(name, 0));

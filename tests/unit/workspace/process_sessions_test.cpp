@@ -553,7 +553,8 @@ TEST_CASE("process sessions: follow_output hands every piece over until the end"
         seen += out.data;
         if (!answered && seen == "one\n") {
           answered = true;
-          boost::asio::co_spawn(executor, backend->write_stdin(name, "two\n"),
+          const ws::Bytes line = "two\n";
+          boost::asio::co_spawn(executor, backend->write_stdin(name, line),
                                 [&](std::exception_ptr e) { write_failure = e; });
         }
       });
