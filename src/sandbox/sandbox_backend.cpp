@@ -560,11 +560,12 @@ Task<void> SandboxBackend::close() {
   // Wait for a VM being provisioned, so that its ref is recorded before the client goes. A
   // cancellation (even one from before: a run that was cancelled is ending) does not cut this
   // short; it is raised once the client is closed.
-  EXEDEV_AWAIT_DESPITE_CANCELLATION(error, [](Impl& impl) -> Task<void> {
+  EXEDEV_AWAIT_DESPITE_CANCELLATION(error, [](SandboxBackend& backend, Impl& impl) -> Task<void> {
     while (impl.target.phases.phase() == detail::ProvisionPhase::busy) co_await impl.target.phase_changed.wait();
+    co_await backend.detach_all_sessions();
     co_await impl.route.close();
     co_await impl.client.close();
-  }(*impl_));
+  }(*this, *impl_));
   if (error) std::rethrow_exception(error);
 }
 

@@ -271,6 +271,12 @@ asio::awaitable<void> Connection::close_channel(LIBSSH2_CHANNEL* channel, bool h
 }
 
 void Connection::close_channel_in_background(LIBSSH2_CHANNEL* channel, bool holds_session_slot) {
+  if (driver_->dropped()) {
+    // Nothing to send: the session frees the channel. Nothing is spawned either, so a channel's
+    // owner may let it go after the connection closed, its executor gone too.
+    if (holds_session_slot) release_session_slot();
+    return;
+  }
   ++background_tasks_;
   auto self = shared_from_this();
   // Closing waits for the server's close, which may come only when the remote process ends;

@@ -136,6 +136,13 @@ Task<void> ShellProcessSessions::detach_session(std::string name) {
   co_await release_attachment(std::move(attachment));
 }
 
+Task<void> ShellProcessSessions::detach_all_sessions() {
+  while (!attachments_.empty()) {
+    const auto name = attachments_.begin()->first;
+    co_await detach_session(name);
+  }
+}
+
 Task<void> ShellProcessSessions::release_attachment(std::shared_ptr<detail::SessionAttachment> attachment) {
   attachment->released = true;
   if (attachment->reading || attachment->writing) co_return;  // the last user lets it go

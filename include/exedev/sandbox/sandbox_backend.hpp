@@ -245,8 +245,8 @@ class SandboxBackend final : public workspace::WorkspaceBackend,
   /// The client in use (made on first use when none was given).
   workspace::Task<Client> client();
 
-  /// Waits for a VM this backend is provisioning (so its ref is recorded), then closes the SSH
-  /// connection and the client this backend made (never one it was given). Never touches the VM. Once the close has
+  /// Waits for a VM this backend is provisioning (so its ref is recorded), detaches its attached
+  /// process sessions (they run on), then closes the SSH connection and the client this backend made (never one it was given). Never touches the VM. Once the close has
   /// started, the wait included, it finishes before a cancellation reaches the caller; the
   /// cancellation is then raised (operation_aborted, with the close's error nested
   /// if it failed). A failed close keeps the client; calling close() again retries. The

@@ -231,6 +231,11 @@ class ShellProcessSessions : public SupportsProcessSessions {
 
   /// Whether `name` is attached on this object (attach_session).
   [[nodiscard]] bool session_attached(const std::string& name) const;
+  /// Detaches every session attached on this object (the sessions run on). Streams hold I/O
+  /// objects of the executor they were opened on (SandboxBackend: the SSH connection's): a
+  /// backend with sessions attached is destroyed, or detaches them, before that executor's
+  /// io_context goes (SandboxBackend::close() detaches them). Not cancellable (it is short).
+  Task<void> detach_all_sessions();
 
  private:
   // The attached session's write; false when it must go as a command.

@@ -106,6 +106,10 @@ TEST_CASE("over SSH, at most half of the session slots are attached streams; det
     std::uint64_t offset = 0;
     const std::string text = "through the stream";
     co_await echo_trip(*backend, names[2], offset, text);
+    // close() detaches what is attached; the sessions run on, and the backend reconnects for them.
+    co_await backend->close();
+    CHECK_FALSE(backend->session_attached(names[1]));
+    CHECK_FALSE(backend->session_attached(names[2]));
     for (const auto& name : names) co_await backend->remove_session(name);
     co_await backend->close();
   }, limits(120s));
