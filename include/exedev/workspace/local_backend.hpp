@@ -40,8 +40,9 @@ namespace exedev::workspace {
 /// starts a command (own session, working directory, environment), with stdin and stdout as pipes
 /// read and written on the caller's executor and stderr at /dev/null. A write to a command that
 /// closed its stdin is WorkspaceError, never a SIGPIPE. close() and the destructor close both
-/// pipes and SIGKILL the command's process group; close() reaps the command (bounded by 2 s),
-/// the destructor leaves that to a detached waiter on the stream's executor.
+/// pipes and SIGKILL the command's process group; close() reaps the command (bounded by 2 s,
+/// then a detached waiter), the destructor reaps it at once (SIGKILL makes that prompt). Between
+/// operations a stream holds no I/O object, so it may be destroyed after its executor.
 ///
 /// Process sessions (ShellProcessSessions): each operation is one `sh -c` command; the holders
 /// run on this machine under /tmp/exedev-sessions-<uid> and outlive this process.
