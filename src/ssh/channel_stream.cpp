@@ -177,20 +177,8 @@ asio::awaitable<LIBSSH2_CHANNEL*> Connection::open_stream_channel(const std::str
     release_session_slot();
     throw;
   }
-  std::exception_ptr failure;
-  try {
-    const long rc = co_await request_exec(channel, command, "a command stream's exec request");
-    if (rc != 0) {
-      throw ConnectionError(fmt::format("SSH: {} refused the exec request: {}", driver_->where(), driver_->last_error_message()),
-                            false, libssh2_error(static_cast<int>(rc)));
-    }
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  if (failure) {
-    close_channel_in_background(channel, true);
-    std::rethrow_exception(failure);
-  }
+  auto starting = start_command(channel, command, "a command stream's exec request");
+  co_await closing_on_failure(channel, std::move(starting));
   co_return channel;
 }
 

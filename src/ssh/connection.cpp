@@ -303,28 +303,20 @@ asio::awaitable<ExecResult> Connection::exec(ExecRequest request) {
     }
   }
   prepare_ready_channel();  // for the next exec, while this one runs
-  std::exception_ptr failure;
-  ExecResult result;
-  try {
-    result = co_await run_on_channel(channel, request, started);
-  } catch (...) {
-    failure = std::current_exception();
+  auto running = run_on_channel(channel, request, started);
+  co_return co_await closing_on_failure(channel, std::move(running));
+}
+
+asio::awaitable<void> Connection::start_command(LIBSSH2_CHANNEL* channel, const std::string& command, const char* what) {
+  const long rc = co_await request_exec(channel, command, what);
+  if (rc != 0) {
+    throw ConnectionError(fmt::format("SSH: {} refused the exec request: {}", driver_->where(), driver_->last_error_message()),
+                          false, libssh2_error(static_cast<int>(rc)));
   }
-  if (failure) {
-    close_channel_in_background(channel, true);
-    std::rethrow_exception(failure);
-  }
-  co_return result;
 }
 
 asio::awaitable<ExecResult> Connection::run_on_channel(LIBSSH2_CHANNEL* channel, ExecRequest& request, bool started) {
-  if (!started) {
-    const long rc = co_await request_exec(channel, request.command, "the exec request");
-    if (rc != 0) {
-      throw ConnectionError(fmt::format("SSH: {} refused the exec request: {}", driver_->where(), driver_->last_error_message()),
-                            false, libssh2_error(static_cast<int>(rc)));
-    }
-  }
+  if (!started) co_await start_command(channel, request.command, "the exec request");
   // From here on the command may run: a drop is sent() == true.
   const Call call = running_command;
   if (request.extra_receive_window > 0) {

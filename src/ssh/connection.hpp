@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -214,6 +215,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Starts opening the next ready channel when there is none, a slot is free and nobody waits.
   void prepare_ready_channel();
   Task<void> open_ready_channel(_LIBSSH2_CHANNEL** opened);
+  // The exec request of `command` on `channel`; ConnectionError (sent() false) when refused.
+  Task<void> start_command(_LIBSSH2_CHANNEL* channel, const std::string& command, const char* what);
+  // `operation` on `channel`, a session channel holding a slot; when it throws, the channel is
+  // closed in the background (its slot freed) and the failure rethrown.
+  template <typename T>
+  Task<T> closing_on_failure(_LIBSSH2_CHANNEL* channel, Task<T> operation);
   // A session channel with `command` started, on a slot of its own.
   Task<_LIBSSH2_CHANNEL*> open_stream_channel(const std::string& command);
   // A stream's channel closed (now, or in the background), its count and slot given back.
@@ -250,5 +257,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool closed_ = false;
   detail::Event state_;  // a session slot, the channel opening, the SFTP session, the ready channel or a background task changed
 };
+
+template <typename T>
+Task<T> Connection::closing_on_failure(_LIBSSH2_CHANNEL* channel, Task<T> operation) {
+  std::exception_ptr failure;
+  try {
+    co_return co_await std::move(operation);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  close_channel_in_background(channel, true);
+  std::rethrow_exception(failure);
+}
 
 }  // namespace exedev::ssh

@@ -301,17 +301,22 @@ Task<void> test_session_names_are_validated_and_unique(Rule& r) {
   });
 }
 
-/// Attaches `name` from offset 0, or skips the rule: the backend's route has no command streams.
-Task<void> attach_or_skip(SupportsProcessSessions& s, const std::string& name) {
-  const bool attached = co_await s.attach_session(name, 0);
-  if (!attached) throw SkipRule{"the backend's route has no command streams to attach on"};
+/// Runs `body` on a fresh session of `spec` attached from offset 0, with a reader of it from
+/// there; skips the rule where the backend's route has no command streams to attach on.
+Task<void> with_attached_session(Rule& r, ProcessSessionSpec spec,
+                                 std::function<Task<void>(SupportsProcessSessions&, std::string, Reader&)> body) {
+  co_await with_session(r, std::move(spec), [&r, &body](std::string name) -> Task<void> {
+    auto& s = sessions(r.backend);
+    const bool attached = co_await s.attach_session(name, 0);
+    if (!attached) throw SkipRule{"the backend's route has no command streams to attach on"};
+    Reader reader{s, name};
+    co_await body(s, name, reader);
+  });
 }
 
 Task<void> test_session_attached_echo_and_detach(Rule& r) {
-  co_await with_session(r, shell_spec("exec cat", true), [&r](std::string name) -> Task<void> {
-    auto& s = sessions(r.backend);
-    co_await attach_or_skip(s, name);
-    Reader reader{s, name};
+  co_await with_attached_session(r, shell_spec("exec cat", true),
+                                 [](SupportsProcessSessions& s, std::string name, Reader& reader) -> Task<void> {
     const std::string first = "one\n";
     co_await s.write_stdin(name, first);
     CO_REQUIRE(co_await reader.until("one\r\none\r\n"));
@@ -333,10 +338,8 @@ Task<void> test_session_attached_echo_and_detach(Rule& r) {
 
 Task<void> test_session_attached_burst_and_end(Rule& r) {
   const auto line = "read x; i=1; while [ $i -le 10000 ]; do echo \"line $i\"; i=$((i + 1)); done; exit 5";
-  co_await with_session(r, shell_spec(line, true), [&r](std::string name) -> Task<void> {
-    auto& s = sessions(r.backend);
-    co_await attach_or_skip(s, name);
-    Reader reader{s, name};
+  co_await with_attached_session(r, shell_spec(line, true),
+                                 [](SupportsProcessSessions& s, std::string name, Reader& reader) -> Task<void> {
     reader.max_bytes = 64 * 1024;
     const std::string go = "go\n";
     co_await s.write_stdin(name, go);
@@ -353,10 +356,8 @@ Task<void> test_session_attached_burst_and_end(Rule& r) {
 
 Task<void> test_session_attached_pipes_reach_eof(Rule& r) {
   const auto line = "while IFS= read -r l; do echo \"got:$l\"; done; echo eof";
-  co_await with_session(r, shell_spec(line, false), [&r](std::string name) -> Task<void> {
-    auto& s = sessions(r.backend);
-    co_await attach_or_skip(s, name);
-    Reader reader{s, name};
+  co_await with_attached_session(r, shell_spec(line, false),
+                                 [](SupportsProcessSessions& s, std::string name, Reader& reader) -> Task<void> {
     const std::string input = "a\n";
     co_await s.write_stdin(name, input);
     CO_REQUIRE(co_await reader.until("got:a\n"));
