@@ -1,7 +1,8 @@
 // The conformance suite's process-session rules (SupportsProcessSessions): a pseudo-terminal's
 // echo, resize and Ctrl-C, pipes' EOF, exit statuses, re-attaching from a second backend, live
-// output, a burst, and the read limits. Every wait is a read or wait with a bound, never a
-// sleep; no rule asserts a duration.
+// output, a burst, the read limits, and attached sessions (skipped where the backend's route has
+// no command streams). Every wait is a read or wait with a bound, never a sleep; no rule asserts
+// a duration.
 
 #include <algorithm>
 #include <chrono>
