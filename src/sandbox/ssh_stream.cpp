@@ -45,8 +45,8 @@ class SshCommandStream final : public workspace::CommandStream {
   Task<workspace::Bytes> read_some(std::size_t max_bytes, std::chrono::milliseconds wait) override {
     if (max_bytes == 0) throw std::invalid_argument("a command stream read takes at least one byte");
     workspace::Bytes data;
-    const auto count = co_await connection_errors_mapped(channel_->read_some(data, max_bytes, wait));
-    (void)count;
+    auto reading = channel_->read_some(data, max_bytes, wait);  // appends to `data`; the count is its size
+    (void)co_await connection_errors_mapped(std::move(reading));
     co_return data;
   }
 

@@ -64,15 +64,19 @@ long ChannelStream::read_stream(int stream, std::string& into, std::size_t max_b
                         true, libssh2_error(static_cast<int>(rc)));
 }
 
+void ChannelStream::drain_stderr(std::uint64_t ticket) {
+  std::string dropped;
+  while (read_stream(SSH_EXTENDED_DATA_STDERR, dropped, kStderrChunk, ticket) > 0) dropped.clear();
+}
+
 asio::awaitable<std::size_t> ChannelStream::read_some(std::string& into, std::size_t max_bytes, Clock::duration wait) {
   if (closed_) throw std::logic_error("read from a closed command stream");
   const auto deadline = Clock::now() + wait;
   const auto ticket = driver_->new_ticket();
-  std::string dropped;
   try {
     while (!ended_) {
       // Stderr first, so that it never fills the window while stdout is waited for.
-      while (read_stream(SSH_EXTENDED_DATA_STDERR, dropped, kStderrChunk, ticket) > 0) dropped.clear();
+      drain_stderr(ticket);
       const long rc = read_stream(0, into, max_bytes, ticket);
       if (rc > 0) co_return static_cast<std::size_t>(rc);
       if (rc == 0) {
@@ -94,7 +98,6 @@ asio::awaitable<ChannelStream::WriteEnd> ChannelStream::write(std::string_view d
   const auto ticket = driver_->new_ticket();
   std::size_t sent = 0;
   auto deadline = Clock::now() + stall_timeout;
-  std::string dropped;
   while (sent < data.size()) {
     const long rc = driver_->attempt(ticket, [&] {
       return static_cast<long>(::libssh2_channel_write_ex(channel_, 0, data.data() + sent, data.size() - sent));
@@ -109,7 +112,7 @@ asio::awaitable<ChannelStream::WriteEnd> ChannelStream::write(std::string_view d
       co_return WriteEnd::closed;
     }
     // Stderr is drained here too: a command blocked writing it would never read its stdin.
-    while (read_stream(SSH_EXTENDED_DATA_STDERR, dropped, kStderrChunk, ticket) > 0) dropped.clear();
+    drain_stderr(ticket);
     const bool progressed = co_await wait_progress(ticket, deadline);
     if (!progressed) co_return WriteEnd::stalled;
   }

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -69,6 +70,8 @@ class ChannelStream {
  private:
   // One read of `stream` into `into`: bytes, 0 at its end, or LIBSSH2_ERROR_EAGAIN.
   long read_stream(int stream, std::string& into, std::size_t max_bytes, std::uint64_t ticket);
+  // Reads what stderr holds and drops it.
+  void drain_stderr(std::uint64_t ticket);
   // Waits for the connection's progress until `deadline`: false when the deadline came first.
   Task<bool> wait_progress(std::uint64_t ticket, Clock::time_point deadline);
 
