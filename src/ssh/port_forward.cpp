@@ -193,19 +193,22 @@ asio::awaitable<void> PortForwarder::accept_loop(std::shared_ptr<PortForwarder> 
     const auto id = ++last_id_;
     auto& signal = active_[id];
     signal = std::make_unique<asio::cancellation_signal>();
-    asio::co_spawn(acceptor_.get_executor(), serve(self, id, std::move(socket)),
-                   asio::bind_cancellation_slot(signal->slot(), asio::detached));
+    // The signal goes when the relay's coroutine has ended, in its completion handler: the
+    // coroutine's cancellation slot refers to the signal until its last resumption.
+    asio::co_spawn(acceptor_.get_executor(), serve(self, std::move(socket)),
+                   asio::bind_cancellation_slot(signal->slot(), [self, id](const std::exception_ptr&) {
+                     self->active_.erase(id);
+                   }));
   }
 }
 
-asio::awaitable<void> PortForwarder::serve(std::shared_ptr<PortForwarder> /*keep_alive*/, std::uint64_t id, tcp::socket socket) {
+asio::awaitable<void> PortForwarder::serve(std::shared_ptr<PortForwarder> /*keep_alive*/, tcp::socket socket) {
   try {
     co_await connection_->forward(std::move(socket), host_, remote_port_);
   } catch (...) {
     // One connection's failure (refused by the VM, the SSH connection lost, stopped) closes
     // that connection only; `forward` has closed its socket.
   }
-  active_.erase(id);
 }
 
 }  // namespace exedev::ssh

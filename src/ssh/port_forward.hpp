@@ -39,8 +39,7 @@ class PortForwarder : public std::enable_shared_from_this<PortForwarder> {
 
  private:
   boost::asio::awaitable<void> accept_loop(std::shared_ptr<PortForwarder> self);
-  boost::asio::awaitable<void> serve(std::shared_ptr<PortForwarder> self, std::uint64_t id,
-                                     boost::asio::ip::tcp::socket socket);
+  boost::asio::awaitable<void> serve(std::shared_ptr<PortForwarder> self, boost::asio::ip::tcp::socket socket);
 
   std::shared_ptr<Connection> connection_;
   std::string host_;
@@ -49,7 +48,7 @@ class PortForwarder : public std::enable_shared_from_this<PortForwarder> {
   boost::asio::ip::tcp::acceptor acceptor_;
   bool stopped_ = false;
   std::uint64_t last_id_ = 0;
-  // One signal per relay, alive until that relay ends (its coroutine's slot refers to it).
+  // One signal per relay, alive until that relay's coroutine has ended (its slot refers to it).
   std::map<std::uint64_t, std::unique_ptr<boost::asio::cancellation_signal>> active_;
 };
 
