@@ -116,7 +116,9 @@ struct Background {
 
   void start(const asio::any_io_executor& ex, Task<void> task) {
     asio::co_spawn(ex, std::move(task),
-                   asio::bind_cancellation_slot(cancel->slot(), [done = done, error = error](std::exception_ptr e) {
+                   // The handler holds the signal: the task's cancellation slot refers to it
+                   // until the task's end, even when this Background is gone first.
+                   asio::bind_cancellation_slot(cancel->slot(), [done = done, error = error, cancel = cancel](std::exception_ptr e) {
                      *done = true;
                      *error = e;
                    }));
