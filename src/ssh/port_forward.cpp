@@ -175,7 +175,7 @@ void PortForwarder::stop() {
   stopped_ = true;
   boost::system::error_code ignored;
   acceptor_.close(ignored);
-  // A relay removes its own signal when it ends, which an emit never does synchronously.
+  // A relay's signal is removed once the relay has ended, which an emit never brings about at once.
   for (auto& [id, signal] : active_) signal->emit(asio::cancellation_type::terminal);
 }
 
