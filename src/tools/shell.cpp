@@ -7,6 +7,7 @@
 #include "tools/arguments.hpp"
 #include "tools/content_hash.hpp"
 #include "tools/outcome.hpp"
+#include "tools/redaction.hpp"
 #include "tools/output.hpp"
 #include "tools/schema.hpp"
 #include "tools/shell_jobs.hpp"
@@ -14,6 +15,7 @@
 #include "tools/shell_policy.hpp"
 #include "tools/shell_scripts.hpp"
 #include "tools/shell_sessions.hpp"
+#include "tools/shell_specs.hpp"
 #include "tools/text.hpp"
 #include "tools/utf8_stream.hpp"
 #include "tools/workspace_access.hpp"
@@ -34,13 +36,9 @@ namespace exedev::tools {
 namespace ws = exedev::workspace;
 using detail::has_errc;
 using detail::Job;
-using detail::JsonType;
 using detail::ModelRetry;
-using detail::Parameter;
 using detail::python_float;
 using detail::python_repr;
-using detail::text_parameter;
-using detail::ToolSpec;
 using ws::detail::posix_join;
 
 namespace {
@@ -119,51 +117,6 @@ void validate(const ShellOptions& o) {
   }
 }
 
-Parameter optional_seconds(std::string name, std::string description) {
-  return detail::typed_parameter(std::move(name), JsonType::number, std::move(description), "null", true);
-}
-
-/// Each tool as the reference's docstrings and signatures describe it.
-ToolSpec spec_of(const std::string& name) {
-  using detail::tool_description;
-  if (contains(session_tool_names(), name)) return detail::session_tool_spec(name);
-  ToolSpec spec;
-  spec.name = name;
-  auto& ps = spec.parameters;
-  if (name == "run_command") {
-    spec.description = tool_description("Execute a shell command and return its output.",
-                                        "Labeled stdout/stderr output with exit code on non-zero exit.");
-    ps.push_back(text_parameter("command", "The shell command to run."));
-    // The reference's docstring says 30 whatever default_timeout is.
-    ps.push_back(optional_seconds("timeout_seconds", "Maximum seconds to wait (default: 30)."));
-  } else if (name == "start_command") {
-    spec.description = tool_description(
-        "Start a long-running command in the background (e.g. a server or watcher).\n\n"
-        "The command keeps running, after this run too, until it exits or\n"
-        "`stop_command(command_id)` stops it; call `stop_command` when done to\n"
-        "also remove its output files.",
-        "A message containing the unique command ID for later check/stop calls.");
-    ps.push_back(text_parameter("command", "The shell command to run in the background."));
-  } else if (name == "check_command") {
-    spec.description = tool_description("Check the status and recent output of a background command.",
-                                        "Status and recent output of the background command.");
-    ps.push_back(text_parameter("command_id", "The ID returned by start_command."));
-  } else if (name == "stop_command") {
-    spec.description = tool_description("Stop a background command and return its final output.",
-                                        "Final output and exit status of the stopped command.");
-    ps.push_back(text_parameter("command_id", "The ID returned by start_command."));
-  } else {
-    spec.description = detail::persistent_tool_description();
-    ps.push_back(text_parameter("command", "The shell command to run."));
-    auto mode = text_parameter("mode", "`foreground` to wait, `background` to return at once.");
-    mode.choices = {"foreground", "background"};
-    mode.default_json = "\"foreground\"";
-    ps.push_back(std::move(mode));
-    ps.push_back(optional_seconds("timeout", "Seconds to wait in foreground mode (default: the configured timeout)."));
-  }
-  return spec;
-}
-
 /// The reference's `recoverable`: what the model can act on becomes a retry. A refused
 /// permission (a read-only refusal included) says so; a vanished working directory is named.
 Task<std::string> recoverable(Task<std::string> tool) {
@@ -190,6 +143,8 @@ struct Shell::State {
   ShellOptions options;
   detail::CommandPolicy policy;
   std::optional<std::string> jobs_base;
+  /// ShellOptions' redacted_values and redact, for every text the tools return.
+  std::shared_ptr<const detail::Redaction> redaction;
   /// The session tools, when offered.
   std::optional<detail::SessionTools> sessions;
   /// persist_cwd: the directory recorded for calls without a run id (or seen for cwd_run_id).
@@ -241,12 +196,14 @@ Shell::Shell(std::shared_ptr<ws::Workspace> workspace, ShellOptions options) : s
       options.allowed_commands.empty() ? default_denied_commands() : std::vector<std::string>{});
   state_->policy.denied_operators = options.denied_operators;
   state_->policy.allow_interactive = options.allow_interactive;
+  state_->redaction = std::make_shared<const detail::Redaction>(options.redacted_values, options.redact);
   state_->options = std::move(options);
   if (offers_sessions(state_->options)) {
     detail::SessionToolOptions session_options;
     session_options.policy = state_->policy;
     session_options.env = state_->command_env().value_or(ws::Env{});
     session_options.max_output_chars = state_->options.max_output_chars;
+    session_options.redaction = state_->redaction;
     state_->sessions.emplace(state_->workspace, std::move(session_options));
   }
 }
@@ -264,7 +221,7 @@ Task<std::vector<ToolDefinition>> Shell::tools() {
   for (const auto& name : all_tool_names()) {
     if (!contains(state->options.tools, name)) continue;
     if (contains(session_tool_names(), name) && !sessions) continue;
-    definitions.push_back(detail::definition_of(spec_of(name)));
+    definitions.push_back(detail::definition_of(detail::shell_tool_spec(name)));
   }
   co_return definitions;
 }
@@ -274,8 +231,14 @@ Task<ToolResult> Shell::call(std::string name, std::string arguments, ToolCallCo
   // Keeps the state alive across the awaits even if the tool set is destroyed meanwhile.
   auto state = state_;
   const auto executor = co_await boost::asio::this_coro::executor;
+  detail::RedactedOutput streamed(state->redaction, std::move(context.on_output));
+  context.on_output = streamed.callback();
   const auto relay = detail::relay_wait_notices(executor, context.on_output);  // waits for exe.dev's rate limit
+  // The session tools redact their answers themselves (a session's output as a stream).
+  const bool answer_redacted = contains(session_tool_names(), name);
   auto result = co_await detail::to_tool_result(state->dispatch(std::move(name), std::move(arguments), std::move(context)));
+  streamed.finish();
+  if (!answer_redacted || result.outcome != ToolOutcome::success) result.text = state->redaction->apply(std::move(result.text));
   // Every result keeps its tail: each tool puts its status, ID and exit lines last.
   if (result.outcome == ToolOutcome::success) result.text = detail::truncate_tail(result.text, state->options.max_output_chars);
   co_return result;
@@ -287,7 +250,7 @@ Task<std::string> Shell::State::dispatch(std::string name, std::string arguments
     if (contains(options.tools, tool)) offered.push_back(tool);
   }
   if (!contains(offered, name)) throw ModelRetry(detail::unknown_tool_message(name, offered));
-  const detail::Arguments args(spec_of(name), arguments);
+  const detail::Arguments args(detail::shell_tool_spec(name), arguments);
   if (name == "run_command") {
     co_return co_await recoverable(
         run_command(args.text("command"), args.optional_number("timeout_seconds"), context.run_id, context.on_output));

@@ -179,9 +179,9 @@ Task<std::string> SessionTools::call(std::string name, Arguments args, std::stri
   try {
     if (name == "start_session") co_return co_await start(std::move(args), std::move(run_id), std::move(default_cwd));
     if (name == "send_to_session") co_return co_await send(std::move(args), std::move(run_id));
-    if (name == "list_sessions") co_return co_await list();
+    if (name == "list_sessions") co_return redacted(co_await list());
     auto session = args.text("name");
-    if (name == "close_session") co_return co_await close(std::move(session));
+    if (name == "close_session") co_return redacted(co_await close(std::move(session)));
     const auto wait = wait_of(args);
     co_return co_await read_since_last(std::move(session), std::move(run_id), wait, std::string());
   } catch (const std::invalid_argument& e) {
@@ -195,7 +195,7 @@ Task<std::string> SessionTools::call(std::string name, Arguments args, std::stri
 
 std::shared_ptr<SessionTools::Cursor> SessionTools::cursor(const std::string& name, const std::string& run_id) {
   auto& entry = cursors_[name + '\n' + run_id];
-  if (!entry) entry = std::make_shared<Cursor>();
+  if (!entry) entry = std::make_shared<Cursor>(Cursor{0, {}, RedactingStream(options_.redaction)});
   return entry;
 }
 
@@ -213,6 +213,10 @@ Task<void> SessionTools::keep_attached(const std::string& name, const std::strin
     attach_declined_.insert(name);
     attached_runs_.erase(name);
   }
+}
+
+std::string SessionTools::redacted(std::string text) const {
+  return options_.redaction ? options_.redaction->apply(std::move(text)) : text;
 }
 
 void SessionTools::forget(const std::string& name) {
@@ -289,6 +293,7 @@ Task<std::string> SessionTools::read_since_last(std::string name, std::string ru
   // Committed once the answer is made: a cancelled read leaves the position where it was.
   auto next_offset = position->next_offset;
   auto decoder = position->decoder;
+  auto redactor = position->redactor;
   std::string text;
   std::size_t bytes_read = 0;
   std::uint64_t dropped = 0;
@@ -297,8 +302,9 @@ Task<std::string> SessionTools::read_since_last(std::string name, std::string ru
   for (;;) {
     output = co_await workspace_->read_output(name, next_offset, max_bytes - bytes_read, this_wait);
     if (output.dropped_bytes > 0) {
-      // The bytes before the gap end whatever sequence they began.
-      text += decoder.finish();
+      // The bytes before the gap end whatever sequence (or redacted value) they began.
+      text += redactor.feed(decoder.finish());
+      text += redactor.finish();
       dropped += output.dropped_bytes;
     }
     std::string_view kept = output.data;
@@ -310,8 +316,11 @@ Task<std::string> SessionTools::read_since_last(std::string name, std::string ru
       kept = kept.substr(0, line_end + 1);
       next_offset = output.offset + kept.size();
     }
-    text += decoder.feed(kept);
-    if (output.complete) text += decoder.finish();
+    text += redactor.feed(decoder.feed(kept));
+    if (output.complete) {
+      text += redactor.feed(decoder.finish());
+      text += redactor.finish();
+    }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (output.complete || output.data.empty() || bytes_read >= max_bytes || left <= std::chrono::milliseconds::zero()) {
       break;
@@ -320,7 +329,8 @@ Task<std::string> SessionTools::read_since_last(std::string name, std::string ru
   }
   position->next_offset = next_offset;
   position->decoder = std::move(decoder);
-  auto answer = std::move(heading);
+  position->redactor = std::move(redactor);
+  auto answer = redacted(std::move(heading));
   if (dropped > 0) {
     answer += "[" + with_thousands(dropped) + " bytes of older output were dropped before this read]\n";
   }
@@ -329,16 +339,21 @@ Task<std::string> SessionTools::read_since_last(std::string name, std::string ru
   if (bytes_read >= max_bytes && !output.complete) {
     answer += "[output cut at " + with_thousands(max_bytes) + " bytes: call read_session for the rest]\n";
   }
-  if (output.lost) {
-    answer += "[session " + python_repr(name) + " was lost: its holder is gone and no end was recorded" +
-              (output.complete ? "]" : "; output remains to be read]");
-  } else if (output.complete) {
-    answer += "[session " + python_repr(name) + " exited: " + exit_text(*output.exit) + "]";
-  } else if (output.exit) {
-    answer += "[session " + python_repr(name) + " exited (" + exit_text(*output.exit) + "); output remains to be read]";
-  } else {
-    answer += "[session " + python_repr(name) + " is running]";
+  if (const auto held = position->redactor.held_back(); held > 0) {
+    answer += "[" + with_thousands(held) + " bytes held back: they may begin a redacted value; the next read shows them]\n";
   }
+  std::string status;
+  if (output.lost) {
+    status = "[session " + python_repr(name) + " was lost: its holder is gone and no end was recorded" +
+             (output.complete ? "]" : "; output remains to be read]");
+  } else if (output.complete) {
+    status = "[session " + python_repr(name) + " exited: " + exit_text(*output.exit) + "]";
+  } else if (output.exit) {
+    status = "[session " + python_repr(name) + " exited (" + exit_text(*output.exit) + "); output remains to be read]";
+  } else {
+    status = "[session " + python_repr(name) + " is running]";
+  }
+  answer += redacted(std::move(status));
   co_return answer;
 }
 

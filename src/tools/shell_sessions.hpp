@@ -8,6 +8,7 @@
 #include <exedev/workspace/workspace.hpp>
 
 #include "tools/arguments.hpp"
+#include "tools/redaction.hpp"
 #include "tools/schema.hpp"
 #include "tools/shell_policy.hpp"
 #include "tools/utf8_stream.hpp"
@@ -35,6 +36,8 @@ struct SessionToolOptions {
   CommandPolicy policy{};
   workspace::Env env{};  ///< Already without the denied names.
   std::size_t max_output_chars = 50'000;
+  /// ShellOptions' redaction; null: none.
+  std::shared_ptr<const Redaction> redaction{};
   EXEDEV_COAWAIT_GUARD;
 };
 
@@ -52,6 +55,8 @@ class SessionTools {
   struct Cursor {
     std::uint64_t next_offset = 0;
     Utf8Stream decoder;
+    /// The output's redaction, from the first read on: a value split between reads is redacted.
+    RedactingStream redactor;
   };
 
   Task<std::string> start(Arguments args, std::string run_id, std::optional<std::string> default_cwd);
@@ -71,6 +76,8 @@ class SessionTools {
   /// attached once (an ended one, or a backend without command streams) is not asked again.
   Task<void> keep_attached(const std::string& name, const std::string& run_id, std::uint64_t offset);
   std::shared_ptr<Cursor> cursor(const std::string& name, const std::string& run_id);
+  /// `text` redacted as a whole (what is not the session's output: headings, states, lists).
+  [[nodiscard]] std::string redacted(std::string text) const;
   /// Forgets every run's position in session `name` (it ended, or starts anew).
   void forget(const std::string& name);
 

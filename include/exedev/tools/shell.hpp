@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -86,6 +87,17 @@ struct ShellOptions {
   std::optional<workspace::Env> env{};
   /// Names in `env` matching one of these globs (fnmatch, case-sensitive) are not passed.
   std::vector<std::string> denied_env_patterns{};
+  /// Texts the model must never see (a token, a password the commands use): wherever one
+  /// occurs in what the tools return (results, errors, output streamed to
+  /// ToolCallContext::on_output, session output) it is replaced by "[redacted]", even split
+  /// between two pieces of a stream (a piece's end that may begin one waits for the next; a
+  /// session read says how many characters wait). Matched exactly, byte for byte; at a position
+  /// the longest matching value wins. Non-empty UTF-8 strings.
+  std::vector<std::string> redacted_values{};
+  /// Applied after redacted_values to every text the tools return, each streamed piece and each
+  /// session read on its own (a pattern split between pieces is the hook's to handle). Empty:
+  /// none. Called on the tool call's coroutine; it must not throw.
+  std::function<std::string(std::string)> redact{};
   /// The tools to offer: a subset of run_scoped_tool_names(), "shell" and session_tool_names().
   /// The session tools start their programs through the same policy as commands; what is then
   /// typed into a session (a shell's command lines among it) is not checked.

@@ -28,3 +28,28 @@ TEST_CASE("run_command delivers output while the command runs", "[integration][t
     CHECK(seen == "ready\nfinished\n");
   });
 }
+
+TEST_CASE("run_command's live output is redacted, a value split between two pieces too", "[integration][tools][live-output]") {
+  on_each_backend([&](Bench& bench) -> Task<void> {
+    auto workspace = bench.first();
+    const auto wd = co_await workspace->working_dir();
+    tools::ShellOptions options;
+    options.redacted_values = {"tok-4f9a1c"};
+    tools::Shell shell(workspace, options);
+    // The command prints the value's first half and waits for a file only on_output creates once
+    // it has seen "ready": the second half is printed after the first was delivered, so the two
+    // come in different pieces. The first half never reaches the callback on its own.
+    std::string seen;
+    tools::ToolCallContext context;
+    context.on_output = [&seen, wd](std::string_view text) {
+      const bool before = seen.find("ready") != std::string::npos;
+      seen += text;
+      if (!before && seen.find("ready") != std::string::npos) std::ofstream(wd + "/go.flag") << "go\n";
+    };
+    nlohmann::json arguments;
+    arguments["command"] = "printf 'ready tok-4f'; while [ ! -e go.flag ]; do sleep 0.05; done; echo '9a1c done'";
+    arguments["timeout_seconds"] = 30;
+    CHECK_TEXT(co_await call_in(shell, "run_command", args(arguments), context), "[stdout]\nready [redacted] done\n");
+    CHECK(seen == "ready [redacted] done\n");
+  });
+}

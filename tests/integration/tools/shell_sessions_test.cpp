@@ -164,6 +164,35 @@ TEST_CASE("session tools on pipes: argv, env without denied names, invalid UTF-8
   });
 }
 
+TEST_CASE("a session's output is redacted, a value split between two reads too", "[integration][tools][sessions]") {
+  on_each_backend([&](Bench& bench) -> Task<void> {
+    auto options = session_options();
+    // The halves of the value in variables of their own: no answer (the start's command line
+    // included) shows either unless the redaction lets it through.
+    options.env = ws::Env{{"FIRST_HALF", "tok-4f"}, {"SECOND_HALF", "9a1c"}};
+    options.redacted_values = {"tok-4f9a1c"};
+    tools::Shell shell(bench.first(), options);
+    const auto name = unique_name("split");
+    nlohmann::json start;
+    start["name"] = name;
+    // The program prints the first half, waits for a line, then prints the second half: the
+    // halves come in different reads.
+    start["argv"] = {"sh", "-c", "printf 'the token: %s' \"$FIRST_HALF\"; read line; printf '%s done\\n' \"$SECOND_HALF\""};
+    start["pty"] = false;
+    auto transcript = co_await call(shell, "start_session", args(start));
+    transcript = co_await read_until(shell, name, "[6 bytes held back: they may begin a redacted value; the next read shows them]\n",
+                                     transcript);
+    CHECK(transcript.find("the token: ") != std::string::npos);
+    transcript += co_await call(shell, "send_to_session", send_args(name, "go"));
+    transcript = co_await read_until(shell, name, "[session '" + name + "' exited: exit code 0]", transcript);
+    CHECK(transcript.find("the token: [redacted] done\n") == std::string::npos);  // the halves came apart
+    CHECK(transcript.find("[redacted] done\n") != std::string::npos);
+    CHECK(transcript.find("tok-4f") == std::string::npos);
+    CHECK(transcript.find("9a1c") == std::string::npos);
+    co_await call(shell, "close_session", name_args(name));
+  });
+}
+
 TEST_CASE("session tools cap each read and lose nothing between reads; the start obeys the policy",
           "[integration][tools][sessions]") {
   on_each_backend([&](Bench& bench) -> Task<void> {

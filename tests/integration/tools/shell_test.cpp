@@ -130,6 +130,34 @@ TEST_CASE("env is passed without the denied names; persist_cwd follows cd", "[in
   });
 }
 
+TEST_CASE("redacted values and the redact hook keep what commands print from the model", "[integration][tools]") {
+  on_each_backend([&](Bench& bench) -> Task<void> {
+    auto workspace = bench.first();
+    tools::ShellOptions options;
+    options.env = ws::Env{{"DEPLOY_TOKEN", "tok-4f9a1c"}};
+    options.redacted_values = {"tok-4f9a1c"};
+    options.redact = [](std::string text) {
+      const std::string host = "db.internal.example";
+      for (auto at = text.find(host); at != std::string::npos; at = text.find(host, at)) text.replace(at, host.size(), "<host>");
+      return text;
+    };
+    tools::Shell shell(workspace, options);
+    CHECK_TEXT(co_await run(shell, "echo \"token=$DEPLOY_TOKEN\"; echo \"$DEPLOY_TOKEN at db.internal.example\" >&2; exit 3"),
+               "[stdout]\ntoken=[redacted]\n\n[stderr]\n[redacted] at <host>\n\n[exit code: 3]");
+    // A background job's output, and the command line its answer repeats.
+    const auto started = co_await call(shell, "start_command", command_args("echo \"$DEPLOY_TOKEN\"; echo tok-4f9a1c"));
+    CHECK(started.rfind("Started background command: 'echo \"$DEPLOY_TOKEN\"; echo [redacted]'\nID: ", 0) == 0);
+    const auto id = started_id(started);
+    CHECK_TEXT(co_await check_until(shell, id, "finished"), "[stdout]\n[redacted]\n[redacted]\n\n[status: finished]\n[exit code: 0]");
+    CHECK_TEXT(co_await call(shell, "stop_command", id_args(id)), "[stdout]\n[redacted]\n[redacted]\n\n[stopped]\n[exit code: 0]");
+    // Without the options, the same command shows the value: the redaction is the options'.
+    tools::ShellOptions plain;
+    plain.env = options.env;
+    tools::Shell unredacted(workspace, plain);
+    CHECK_TEXT(co_await run(unredacted, "echo \"$DEPLOY_TOKEN\""), "[stdout]\ntok-4f9a1c\n");
+  });
+}
+
 TEST_CASE("a background job started through one backend is checked and stopped through another", "[integration][tools]") {
   on_each_backend([&](Bench& bench) -> Task<void> {
     auto workspace = bench.first();
@@ -291,6 +319,9 @@ TEST_CASE("Shell validates its options and needs an attached workspace", "[unit]
   tools::ShellOptions zero;
   zero.max_output_chars = 0;
   invalid(zero, "max_output_chars must be a positive integer.");
+  tools::ShellOptions empty_value;
+  empty_value.redacted_values = {"sk-1", ""};
+  invalid(empty_value, "redacted_values must not contain an empty string.");
   tools::ShellOptions unknown;
   unknown.tools = {"run_command", "zap", "bash"};
   invalid(unknown, "Unknown shell tools: bash, zap. Available: run_command, start_command, check_command, "
