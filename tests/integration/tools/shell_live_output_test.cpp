@@ -1,11 +1,26 @@
 // Live output of run_command, on both backends: the command waits for a file that only the
 // on_output callback creates, so it ends before its timeout only if its output arrived while
-// it ran. Needs RunOptions::on_stdout delivered live by LocalBackend and SandboxBackend.
+// it ran. Needs RunOptions::on_stdout delivered live by LocalBackend and SandboxBackend. The
+// same wait splits a redacted value between two pieces of that output.
 #include "integration/tools/shell_bench.hpp"
 
 #include <fstream>
 
 using namespace shell_test;
+
+namespace {
+
+/// An on_output that collects what comes into `seen` and creates `<wd>/go.flag` once "ready"
+/// has come: the command, waiting for that file, goes on only after its output arrived.
+std::function<void(std::string_view)> go_on_ready(std::string& seen, const std::string& wd) {
+  return [&seen, wd](std::string_view text) {
+    const bool before = seen.find("ready") != std::string::npos;
+    seen += text;
+    if (!before && seen.find("ready") != std::string::npos) std::ofstream(wd + "/go.flag") << "go\n";
+  };
+}
+
+}  // namespace
 
 TEST_CASE("run_command delivers output while the command runs", "[integration][tools][live-output]") {
   on_each_backend([&](Bench& bench) -> Task<void> {
@@ -16,11 +31,7 @@ TEST_CASE("run_command delivers output while the command runs", "[integration][t
     // before its timeout only if its output arrived while it ran.
     std::string seen;
     tools::ToolCallContext context;
-    context.on_output = [&seen, wd](std::string_view text) {
-      const bool before = seen.find("ready") != std::string::npos;
-      seen += text;
-      if (!before && seen.find("ready") != std::string::npos) std::ofstream(wd + "/go.flag") << "go\n";
-    };
+    context.on_output = go_on_ready(seen, wd);
     nlohmann::json arguments;
     arguments["command"] = "echo ready; while [ ! -e go.flag ]; do sleep 0.05; done; echo finished";
     arguments["timeout_seconds"] = 30;
@@ -41,11 +52,7 @@ TEST_CASE("run_command's live output is redacted, a value split between two piec
     // come in different pieces. The first half never reaches the callback on its own.
     std::string seen;
     tools::ToolCallContext context;
-    context.on_output = [&seen, wd](std::string_view text) {
-      const bool before = seen.find("ready") != std::string::npos;
-      seen += text;
-      if (!before && seen.find("ready") != std::string::npos) std::ofstream(wd + "/go.flag") << "go\n";
-    };
+    context.on_output = go_on_ready(seen, wd);
     nlohmann::json arguments;
     arguments["command"] = "printf 'ready tok-4f'; while [ ! -e go.flag ]; do sleep 0.05; done; echo '9a1c done'";
     arguments["timeout_seconds"] = 30;
