@@ -77,6 +77,9 @@ Trees (any workspace; REMOTE relative to the working directory, LOCAL without ':
 
 Tools:
   --env=NAME=VALUE          environment of every command (repeatable)
+  --redact-env=NAME         the value of variable NAME (given with --env, else this server's
+                            own) is shown to the model as [redacted] in every tool's output
+                            (repeatable)
   --read-only               only reading tools: no commands, no file changes
   --persistent-shell        also offer the `shell` tool (one shell session kept between calls)
   --interactive             also offer the session tools, for programs that talk back (a REPL, a
@@ -97,6 +100,9 @@ struct Config {
   std::optional<std::string> scope_tag{};
   bool destroy_on_exit = false;
   workspace::Env env{};
+  /// --redact-env: the values, taken once the flags are read.
+  std::vector<std::string> redact_env_names{};
+  std::vector<std::string> redacted_values{};
   bool read_only = false;
   bool persistent_shell = false;
   bool interactive = false;
@@ -205,6 +211,8 @@ Config parse(int argc, char** argv) {
       const auto equals = assignment.find('=');
       if (equals == std::string::npos || equals == 0) bad_usage("--env needs NAME=VALUE");
       config.env[assignment.substr(0, equals)] = assignment.substr(equals + 1);
+    } else if (name == "--redact-env") {
+      config.redact_env_names.push_back(need_value());
     } else if (name == "--transport") {
       const auto transport = parse_transport(need_value());
       if (!transport) bad_usage("--transport is auto, ssh or exec");
@@ -233,6 +241,14 @@ Config parse(int argc, char** argv) {
     }
   }
   check_combination(config, spec_given);
+  for (const auto& variable : config.redact_env_names) {
+    const auto given = config.env.find(variable);
+    const char* own = std::getenv(variable.c_str());
+    std::string value = given != config.env.end() ? given->second : own != nullptr ? own : "";
+    // The name only: the value is the secret.
+    if (value.empty()) bad_usage("--redact-env=" + variable + ": no --env nor environment variable of that name has a value");
+    config.redacted_values.push_back(std::move(value));
+  }
   return config;
 }
 
@@ -319,6 +335,7 @@ std::vector<std::shared_ptr<tools::Toolset>> make_toolsets(const Config& config,
     shell.tools.insert(shell.tools.end(), tools::session_tool_names().begin(), tools::session_tool_names().end());
   }
   if (config.command_timeout) shell.default_timeout = workspace::Seconds(*config.command_timeout);
+  shell.redacted_values = config.redacted_values;
   return {std::make_shared<tools::FileSystem>(workspace), std::make_shared<tools::Shell>(workspace, shell)};
 }
 

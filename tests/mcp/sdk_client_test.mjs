@@ -40,7 +40,7 @@ delete environment.EXE_SSH_KEY;
 const transport = new StdioClientTransport({
   command: server,
   args: ['--emulator', '--working-dir=project', '--tag=mcp-test', `--transport=${transportName}`, `--ssh-key=${key}`,
-         ...(mode === 'repl' ? ['--interactive'] : [])],
+         '--env=DEPLOY_TOKEN=tok-4f9a1c', '--redact-env=DEPLOY_TOKEN', ...(mode === 'repl' ? ['--interactive'] : [])],
   env: environment,
   stderr: 'pipe',
 });
@@ -119,6 +119,9 @@ if (mode === 'repl') {
 const session = await ok('run_command', { command: 'echo "session:${SSH_CONNECTION:+ssh}"' });
 assert.equal(session, transportName === 'ssh' ? '[stdout]\nsession:ssh\n' : '[stdout]\nsession:\n');
 console.log(`commands run over ${transportName}`);
+// --redact-env: the commands have the value, the model sees [redacted].
+assert.equal(await ok('run_command', { command: 'echo "$DEPLOY_TOKEN" "${#DEPLOY_TOKEN}"' }), '[stdout]\n[redacted] 10\n');
+console.log('the --redact-env value is redacted');
 // What the server logged, once it has exited: SSH was chosen (and said so) only when asked for.
 async function checkLog() {
   await logEnded;
