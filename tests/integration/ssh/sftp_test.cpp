@@ -119,7 +119,9 @@ TEST_CASE("ssh sftp: a large write goes in halves over a second session, which y
         auto opening = Connection::open(f.endpoint(), options);
         auto connection = co_await std::move(opening);
         auto sftp = co_await connection->sftp();
-        CHECK(connection->upload_lane() == nullptr);  // asked: it opens in the background
+        // Asked for: it opens in the background (whether it is open already when this returns
+        // depends on the scheduling, so it is not checked).
+        (void)connection->upload_lane();
         co_await let_channel_openings_finish(*connection);
         REQUIRE(connection->upload_lane() != nullptr);
         CHECK(sftp_servers_of(f).size() == 2);
@@ -155,14 +157,17 @@ TEST_CASE("ssh sftp: a large write goes in halves over a second session, which y
 
         // A second session whose sftp-server dies is let go; the write goes whole on the first.
         co_await let_channel_openings_finish(*connection);
-        REQUIRE(connection->upload_lane() != nullptr);
+        const std::weak_ptr<ssh::Sftp> broken_lane = connection->upload_lane();
+        REQUIRE_FALSE(broken_lane.expired());
         const auto servers = sftp_servers_of(f);
         REQUIRE(servers.size() == 2);
         REQUIRE(::kill(servers.back(), SIGKILL) == 0);
         const auto third = random_bytes(6 << 20, 5);
         co_await sftp->write_file(path, third, 0644);
         CO_CHECK(read_local(path) == third);
-        CHECK(connection->upload_lane() == nullptr);
+        // Let go (a new lane may already be opening or open by now, never the broken one).
+        const auto lane_now = connection->upload_lane();
+        CHECK((lane_now == nullptr || lane_now != broken_lane.lock()));
         co_await connection->close();
       },
       testing::RunLimits{.deadline = 120s});
