@@ -203,7 +203,7 @@ Task<void> ShellFilesystem::check_commit(const CommandResult& committed, const s
 
 Task<bool> ShellFilesystem::write_chunked(std::string path, std::string temp_name, std::string encoded,
                                           WriteCheck verify) {
-  const auto begun = co_await sh(write_begin_script(path, temp_name, verify.gzip));
+  const auto begun = co_await sh(write_begin_script(path, temp_name, verify.gzip), {}, true);
   if (verify.gzip && begun.exit_code == kMissingGzip) co_return false;
   co_await check(begun, path, false);
   const auto destination = parse_write_begin_output(begun.stdout_text, path);
@@ -251,7 +251,7 @@ Task<std::pair<CommandResult, std::exception_ptr>> ShellFilesystem::begin_beside
                                                                                        std::string_view data) {
   const auto executor = co_await boost::asio::this_coro::executor;
   auto group = boost::asio::experimental::make_parallel_group(
-      boost::asio::co_spawn(executor, sh(std::move(script)), boost::asio::deferred),
+      boost::asio::co_spawn(executor, sh(std::move(script), {}, true), boost::asio::deferred),
       boost::asio::co_spawn(executor, transfer_->upload(std::move(early_temp), data), boost::asio::deferred));
   const StopUploadIfBeginFails condition;
   auto outcome = co_await group.async_wait(condition, boost::asio::use_awaitable);
@@ -277,7 +277,7 @@ Task<void> ShellFilesystem::write_transferred(std::string path, std::string temp
     begun = std::move(outcome.first);
     early_failure = outcome.second;
   } else {
-    begun = co_await sh(begin);
+    begun = co_await sh(begin, {}, true);
   }
   co_await check(begun, path, false);
   rethrow_unless_path_refused(early_failure);

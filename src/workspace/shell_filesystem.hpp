@@ -97,6 +97,8 @@ struct WriteCheck {
 /// The first request of a chunked write: prepares an empty temp file (unless `creates_temp` is
 /// false: a file transfer makes it) and prints the resolved destination (as realpath_script
 /// prints its value) unless it is `path` itself, normalized. `gzip`: as write_whole_script.
+/// Sent again, it does the same (no block has been written before its answer), so it is sent
+/// as idempotent: a connection lost under it does not cost the write.
 [[nodiscard]] std::string write_begin_script(const std::string& path, const std::string& temp_name, bool gzip,
                                              bool creates_temp = true);
 /// The temp file of a chunked write made with its first block in it ($1, base64): as

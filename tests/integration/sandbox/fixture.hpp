@@ -26,6 +26,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
 namespace sbx {
@@ -108,6 +109,23 @@ E expect_error(const std::exception_ptr& error) {
   throw std::logic_error("unreachable");
 }
 
+
+/// What `error` holds, for a failure message: "none", or each exception's type and text,
+/// outermost first, through the causes nested in it.
+inline std::string describe(const std::exception_ptr& error) {
+  if (!error) return "none";
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    std::string text = std::string(typeid(e).name()) + ": " + e.what();
+    if (const auto* nested = dynamic_cast<const std::nested_exception*>(&e); nested && nested->nested_ptr()) {
+      text += "\n  caused by " + describe(nested->nested_ptr());
+    }
+    return text;
+  } catch (...) {
+    return "a non-standard exception";
+  }
+}
 
 class Fixture {
  public:

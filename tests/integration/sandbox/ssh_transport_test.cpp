@@ -12,6 +12,9 @@
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <string_view>
+
+#include <signal.h>
 
 using namespace sbx;
 using exedev::workspace::Command;
@@ -50,6 +53,20 @@ Task<std::exception_ptr> pause_when(Fixture& f, std::string name, std::function<
   co_await c.pause_vm(name);
   co_await c.close();
   co_return nullptr;
+}
+
+// Stops every process of VM `name` (SIGSTOP, as a pause does) and returns once each has stopped.
+Task<void> stop_vm_processes(Fixture& f, const std::string& name) {
+  const auto pids = f.emu().vm_processes(name);
+  for (const int pid : pids) ::kill(pid, SIGSTOP);
+  const auto all_stopped = [&] {
+    return std::all_of(pids.begin(), pids.end(), [](int pid) {
+      const auto stat = proc_text(pid, "stat");
+      const auto paren = stat.rfind(')');
+      return paren == std::string::npos || paren + 2 >= stat.size() || std::string_view("TtZX").find(stat[paren + 2]) != std::string_view::npos;
+    });
+  };
+  co_await wait_until(all_stopped, 30s);
 }
 
 }  // namespace
@@ -322,20 +339,35 @@ TEST_CASE("over SSH, an SFTP write whose connection breaks mid-way recovers as a
     const auto dir = co_await w.working_dir();
     co_await w.write_text("file.bin", "old content");
     const auto name = backend->ref()->id;
-    // The upload is under way once its temp file beside the target has bytes in it.
-    const auto uploading = [&] {
+    // The bytes the upload has put in its temp file beside the target; under way once there are some.
+    const auto uploaded = [&] {
       std::error_code ignored;
+      std::uintmax_t size = 0;
       for (const auto& entry : std::filesystem::directory_iterator(dir, ignored)) {
         const auto file = entry.path().filename().string();
-        if (file.starts_with(".exedev-") && entry.is_regular_file(ignored) && entry.file_size(ignored) > 0) return true;
+        if (file.starts_with(".exedev-") && entry.is_regular_file(ignored)) size = std::max(size, entry.file_size(ignored));
       }
-      return false;
+      return size;
+    };
+    const auto uploading = [&] { return uploaded() > 0; };
+    // However busy the machine, the pause must find the upload under way (not the commit after
+    // it, a command that may have run, which is not sent again): so the VM's processes, the
+    // sftp-server writing the temp file among them, stop first, as the pause then stops them.
+    std::uintmax_t uploaded_when_cut = 0;
+    const auto stop_then_pause = [&]() -> Task<std::exception_ptr> {
+      co_await wait_until(uploading, 60s);
+      co_await stop_vm_processes(f, name);
+      uploaded_when_cut = uploaded();
+      co_return co_await pause_when(f, name, [] { return true; });  // closes the VM's SSH connections
     };
     auto writing = w.write_bytes("file.bin", data);
-    auto pausing = pause_when(f, name, uploading);  // the pause closes the VM's SSH connections
+    auto pausing = stop_then_pause();
     using namespace asio::experimental::awaitable_operators;
     auto outcome = co_await (capture(std::move(writing)) && std::move(pausing));
+    INFO("the write ended with " << describe(std::get<0>(outcome)));
     CHECK_FALSE(std::get<0>(outcome));  // recovered: the write went through
+    CHECK(uploaded_when_cut > 0);
+    CHECK(uploaded_when_cut < data.size());
     CHECK(f.count("resume") == 1);
     CHECK(backend->transport_in_use() == exedev::Transport::ssh);
     const auto now = co_await w.read_bytes("file.bin");
