@@ -78,7 +78,10 @@ asio::awaitable<std::size_t> ChannelStream::read_some(std::string& into, std::si
       // Stderr first, so that it never fills the window while stdout is waited for.
       drain_stderr(ticket);
       const long rc = read_stream(0, into, max_bytes, ticket);
-      if (rc > 0) co_return static_cast<std::size_t>(rc);
+      if (rc > 0) {
+        co_await driver_->share_thread();  // a caller reading in a loop may never wait otherwise
+        co_return static_cast<std::size_t>(rc);
+      }
       if (rc == 0) {
         ended_ = true;
         break;
@@ -105,6 +108,7 @@ asio::awaitable<ChannelStream::WriteEnd> ChannelStream::write(std::string_view d
     if (rc > 0) {
       sent += static_cast<std::size_t>(rc);
       deadline = Clock::now() + stall_timeout;
+      co_await driver_->share_thread();
       continue;
     }
     if (rc != LIBSSH2_ERROR_EAGAIN) {

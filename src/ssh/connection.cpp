@@ -401,7 +401,8 @@ asio::awaitable<void> Connection::stream_command(LIBSSH2_CHANNEL* channel, ExecR
         request.on_exit_status(status);
       }
     }
-    if (!progressed) co_await driver_->wait(ticket, call);
+    if (progressed) co_await driver_->share_thread();
+    else co_await driver_->wait(ticket, call);
   }
 }
 

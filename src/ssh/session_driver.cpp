@@ -8,6 +8,7 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -160,6 +161,7 @@ asio::awaitable<void> SessionDriver::wait(std::uint64_t ticket, const Call& call
   const bool wants_write = outbound_owner_ != 0 || outbound_pending_;
   if (pump_state_ == PumpState::idle || (wants_write && pump_state_ == PumpState::watching_read)) wake_pump_.notify();
   co_await progress_.wait_until(call.deadline);
+  last_turn_ = Clock::now();
   --waiters_;
   throw_if_dropped(call);
   const bool owner = outbound_owner_ == ticket && ticket != 0;
@@ -191,9 +193,21 @@ asio::awaitable<long> SessionDriver::run(Call call, std::function<long()> fn) {
   } catch (...) {
     failure = std::current_exception();
   }
+  if (!failure) co_await share_thread();
   co_await asio::this_coro::throw_if_cancelled(throw_if_cancelled);
   if (failure) std::rethrow_exception(failure);
   co_return rc;
+}
+
+asio::awaitable<void> SessionDriver::share_thread() {
+  constexpr auto turn = std::chrono::milliseconds(2);
+  if (Clock::now() - last_turn_ < turn) co_return;
+  const bool throw_if_cancelled = co_await asio::this_coro::throw_if_cancelled();
+  co_await asio::this_coro::throw_if_cancelled(false);
+  const auto executor = co_await asio::this_coro::executor;
+  co_await asio::post(executor, asio::use_awaitable);
+  co_await asio::this_coro::throw_if_cancelled(throw_if_cancelled);
+  last_turn_ = Clock::now();
 }
 
 void SessionDriver::start_pump(std::chrono::seconds keepalive_interval) {

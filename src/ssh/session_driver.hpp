@@ -85,6 +85,13 @@ class SessionDriver : public std::enable_shared_from_this<SessionDriver> {
   /// as run() does; `ticket` must be the one of the caller's attempts.
   boost::asio::awaitable<void> wait(std::uint64_t ticket, const Call& call);
 
+  /// Lets the executor's other work run (one post) when this connection's calls have held the
+  /// thread for a turn (2 ms) without waiting: a transfer whose peer keeps up succeeds at every
+  /// call and would otherwise hold the thread to its end, timers and cancellations and the
+  /// thread's other connections waiting. Not a cancellation point: a pending cancellation stays
+  /// for the caller's next wait. Loops that make progress call it after each step.
+  boost::asio::awaitable<void> share_thread();
+
   /// Throws the ConnectionError of a dropped or closed session.
   void throw_if_dropped(const Call& call) const;
   /// Classifies a libssh2 result after a call: a code meaning the session is dead marks it
@@ -130,6 +137,7 @@ class SessionDriver : public std::enable_shared_from_this<SessionDriver> {
   enum class PumpState { busy, idle, watching_read, watching_write, ended };
   PumpState pump_state_ = PumpState::busy;
   Clock::time_point last_send_ = Clock::now();
+  Clock::time_point last_turn_ = Clock::now();  // when this connection's work last let others run
   std::chrono::seconds keepalive_interval_{0};
 
   bool dropped_ = false;
