@@ -101,7 +101,6 @@ struct Config {
   bool destroy_on_exit = false;
   workspace::Env env{};
   /// --redact-env: the values, taken once the flags are read.
-  std::vector<std::string> redact_env_names{};
   std::vector<std::string> redacted_values{};
   bool read_only = false;
   bool persistent_shell = false;
@@ -131,6 +130,20 @@ std::optional<std::string>& spec_field(VMSpecFields& spec, const std::string& na
   return spec.disk;
 }
 
+// The values of the --redact-env variables: from `env` (the --env flags), else this server's own.
+std::vector<std::string> values_to_redact(const std::vector<std::string>& variables, const workspace::Env& env) {
+  std::vector<std::string> values;
+  for (const auto& variable : variables) {
+    const auto given = env.find(variable);
+    const char* own = std::getenv(variable.c_str());
+    std::string value = given != env.end() ? given->second : own != nullptr ? own : "";
+    // The name only: the value is the secret.
+    if (value.empty()) bad_usage("--redact-env=" + variable + ": no --env nor environment variable of that name has a value");
+    values.push_back(std::move(value));
+  }
+  return values;
+}
+
 // The flags given together make sense: one workspace, and the VM flags only for a VM (the spec's
 // only for one made here: `spec_given`).
 void check_combination(const Config& config, bool spec_given) {
@@ -152,6 +165,7 @@ Config parse(int argc, char** argv) {
     config.kind = kind;
   };
   bool spec_given = false;
+  std::vector<std::string> redact_env_names;  // resolved after the loop: an --env may come later
   for (int i = 1; i < argc; ++i) {
     const auto flag = exedev::detail::split_flag(argv[i]);
     const std::string& name = flag.name;
@@ -212,7 +226,7 @@ Config parse(int argc, char** argv) {
       if (equals == std::string::npos || equals == 0) bad_usage("--env needs NAME=VALUE");
       config.env[assignment.substr(0, equals)] = assignment.substr(equals + 1);
     } else if (name == "--redact-env") {
-      config.redact_env_names.push_back(need_value());
+      redact_env_names.push_back(need_value());
     } else if (name == "--transport") {
       const auto transport = parse_transport(need_value());
       if (!transport) bad_usage("--transport is auto, ssh or exec");
@@ -241,14 +255,7 @@ Config parse(int argc, char** argv) {
     }
   }
   check_combination(config, spec_given);
-  for (const auto& variable : config.redact_env_names) {
-    const auto given = config.env.find(variable);
-    const char* own = std::getenv(variable.c_str());
-    std::string value = given != config.env.end() ? given->second : own != nullptr ? own : "";
-    // The name only: the value is the secret.
-    if (value.empty()) bad_usage("--redact-env=" + variable + ": no --env nor environment variable of that name has a value");
-    config.redacted_values.push_back(std::move(value));
-  }
+  config.redacted_values = values_to_redact(redact_env_names, config.env);
   return config;
 }
 

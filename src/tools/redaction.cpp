@@ -56,7 +56,7 @@ std::string Redaction::hooked(std::string text) const { return hook_ ? hook_(std
 RedactingStream::RedactingStream(std::shared_ptr<const Redaction> redaction) : redaction_(std::move(redaction)) {}
 
 std::string RedactingStream::feed(std::string_view piece) {
-  if (!redaction_ || redaction_->empty()) return std::string(piece);
+  if (redaction_->empty()) return std::string(piece);
   pending_ += piece;
   std::size_t stopped_at = 0;
   auto text = redaction_->replace(pending_, false, stopped_at);
@@ -66,14 +66,14 @@ std::string RedactingStream::feed(std::string_view piece) {
 }
 
 std::string RedactingStream::finish() {
-  if (!redaction_ || redaction_->empty()) return {};
+  if (redaction_->empty()) return {};
   auto held = std::move(pending_);
   pending_.clear();
   return held.empty() ? held : redaction_->apply(std::move(held));
 }
 
 RedactedOutput::RedactedOutput(std::shared_ptr<const Redaction> redaction, std::function<void(std::string_view)> on_output)
-    : redacting_(on_output && redaction && !redaction->empty()) {
+    : redacting_(on_output && !redaction->empty()) {
   shared_ = std::make_shared<Shared>(Shared{std::move(on_output), RedactingStream(std::move(redaction))});
 }
 

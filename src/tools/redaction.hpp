@@ -46,7 +46,8 @@ class Redaction {
 /// the next: at most the longest value's length less one byte waits.
 class RedactingStream {
  public:
-  explicit RedactingStream(std::shared_ptr<const Redaction> redaction = {});
+  /// `redaction` must not be null (an empty Redaction redacts nothing).
+  explicit RedactingStream(std::shared_ptr<const Redaction> redaction = std::make_shared<const Redaction>());
 
   /// The redacted text of `piece` after what came before, less the end that may begin a value.
   [[nodiscard]] std::string feed(std::string_view piece);
@@ -63,6 +64,7 @@ class RedactingStream {
 /// A tool call's ToolCallContext::on_output through a RedactingStream of its own.
 class RedactedOutput {
  public:
+  /// `redaction` must not be null.
   RedactedOutput(std::shared_ptr<const Redaction> redaction, std::function<void(std::string_view)> on_output);
 
   /// What to hand on as the call's on_output: empty where there is none, `on_output` itself

@@ -216,7 +216,7 @@ Task<void> SessionTools::keep_attached(const std::string& name, const std::strin
 }
 
 std::string SessionTools::redacted(std::string text) const {
-  return options_.redaction ? options_.redaction->apply(std::move(text)) : text;
+  return options_.redaction->apply(std::move(text));
 }
 
 void SessionTools::forget(const std::string& name) {
@@ -295,6 +295,11 @@ Task<std::string> SessionTools::read_since_last(std::string name, std::string ru
   auto decoder = position->decoder;
   auto redactor = position->redactor;
   std::string text;
+  // The end of the output, or a gap in it, ends whatever sequence (or redacted value) it began.
+  const auto end_stream = [&decoder, &redactor, &text] {
+    text += redactor.feed(decoder.finish());
+    text += redactor.finish();
+  };
   std::size_t bytes_read = 0;
   std::uint64_t dropped = 0;
   ws::SessionOutput output;
@@ -302,9 +307,7 @@ Task<std::string> SessionTools::read_since_last(std::string name, std::string ru
   for (;;) {
     output = co_await workspace_->read_output(name, next_offset, max_bytes - bytes_read, this_wait);
     if (output.dropped_bytes > 0) {
-      // The bytes before the gap end whatever sequence (or redacted value) they began.
-      text += redactor.feed(decoder.finish());
-      text += redactor.finish();
+      end_stream();
       dropped += output.dropped_bytes;
     }
     std::string_view kept = output.data;
@@ -317,10 +320,7 @@ Task<std::string> SessionTools::read_since_last(std::string name, std::string ru
       next_offset = output.offset + kept.size();
     }
     text += redactor.feed(decoder.feed(kept));
-    if (output.complete) {
-      text += redactor.feed(decoder.finish());
-      text += redactor.finish();
-    }
+    if (output.complete) end_stream();
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (output.complete || output.data.empty() || bytes_read >= max_bytes || left <= std::chrono::milliseconds::zero()) {
       break;

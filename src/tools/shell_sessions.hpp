@@ -36,8 +36,8 @@ struct SessionToolOptions {
   CommandPolicy policy{};
   workspace::Env env{};  ///< Already without the denied names.
   std::size_t max_output_chars = 50'000;
-  /// ShellOptions' redaction; null: none.
-  std::shared_ptr<const Redaction> redaction{};
+  /// ShellOptions' redaction (never null; by default it redacts nothing).
+  std::shared_ptr<const Redaction> redaction = std::make_shared<const Redaction>();
   EXEDEV_COAWAIT_GUARD;
 };
 

@@ -1,5 +1,5 @@
-// Live output of run_command, on both backends: the command waits for a file that only the
-// on_output callback creates, so it ends before its timeout only if its output arrived while
+// Live output of run_command, on both backends: the command waits on a FIFO that only the
+// on_output callback writes to, so it ends before its timeout only if its output arrived while
 // it ran. Needs RunOptions::on_stdout delivered live by LocalBackend and SandboxBackend. The
 // same wait splits a redacted value between two pieces of that output.
 #include "integration/tools/shell_bench.hpp"
@@ -10,13 +10,15 @@ using namespace shell_test;
 
 namespace {
 
-/// An on_output that collects what comes into `seen` and creates `<wd>/go.flag` once "ready"
-/// has come: the command, waiting for that file, goes on only after its output arrived.
+/// An on_output that collects what comes into `seen` and writes a line to the FIFO `<wd>/go`
+/// once "ready" has come: the command, reading that FIFO, goes on only after its output
+/// arrived. (The command makes the FIFO before it prints "ready" and opens it right after, so
+/// this open waits at most for that.)
 std::function<void(std::string_view)> go_on_ready(std::string& seen, const std::string& wd) {
   return [&seen, wd](std::string_view text) {
     const bool before = seen.find("ready") != std::string::npos;
     seen += text;
-    if (!before && seen.find("ready") != std::string::npos) std::ofstream(wd + "/go.flag") << "go\n";
+    if (!before && seen.find("ready") != std::string::npos) std::ofstream(wd + "/go") << "go\n";
   };
 }
 
@@ -27,13 +29,13 @@ TEST_CASE("run_command delivers output while the command runs", "[integration][t
     auto workspace = bench.first();
     const auto wd = co_await workspace->working_dir();
     tools::Shell shell(workspace);
-    // The command waits for a file only on_output creates, once it has seen "ready": it ends
+    // The command waits for a line only on_output writes, once it has seen "ready": it ends
     // before its timeout only if its output arrived while it ran.
     std::string seen;
     tools::ToolCallContext context;
     context.on_output = go_on_ready(seen, wd);
     nlohmann::json arguments;
-    arguments["command"] = "echo ready; while [ ! -e go.flag ]; do sleep 0.05; done; echo finished";
+    arguments["command"] = "mkfifo go && echo ready && read line < go && echo finished";
     arguments["timeout_seconds"] = 30;
     CHECK_TEXT(co_await call_in(shell, "run_command", args(arguments), context), "[stdout]\nready\nfinished\n");
     CHECK(seen == "ready\nfinished\n");
@@ -47,14 +49,14 @@ TEST_CASE("run_command's live output is redacted, a value split between two piec
     tools::ShellOptions options;
     options.redacted_values = {"tok-4f9a1c"};
     tools::Shell shell(workspace, options);
-    // The command prints the value's first half and waits for a file only on_output creates once
+    // The command prints the value's first half and waits for a line only on_output writes once
     // it has seen "ready": the second half is printed after the first was delivered, so the two
     // come in different pieces. The first half never reaches the callback on its own.
     std::string seen;
     tools::ToolCallContext context;
     context.on_output = go_on_ready(seen, wd);
     nlohmann::json arguments;
-    arguments["command"] = "printf 'ready tok-4f'; while [ ! -e go.flag ]; do sleep 0.05; done; echo '9a1c done'";
+    arguments["command"] = "mkfifo go && printf 'ready tok-4f' && read line < go && echo '9a1c done'";
     arguments["timeout_seconds"] = 30;
     CHECK_TEXT(co_await call_in(shell, "run_command", args(arguments), context), "[stdout]\nready [redacted] done\n");
     CHECK(seen == "ready [redacted] done\n");
