@@ -467,6 +467,10 @@ std::vector<int> Emulator::vm_processes(const std::string& name) const {
   const auto id = impl_->with_lobby([&] { return impl_->lobby->vm_id(name); });
   return id ? find_vm_processes(*id) : std::vector<int>{};
 }
+std::size_t Emulator::stop_vm_processes(const std::string& name) {
+  const auto id = impl_->with_lobby([&] { return impl_->lobby->vm_id(name); });
+  return id ? emulator::stop_vm_processes(*id) : 0;
+}
 std::vector<CommandRecord> Emulator::commands() const {
   return impl_->with_lobby([&] { return impl_->lobby->commands(); });
 }

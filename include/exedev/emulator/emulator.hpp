@@ -62,6 +62,12 @@ class Emulator {
   std::optional<VMRecord> vm(const std::string& name) const;
   /// Process ids currently running for a VM (including detached ones).
   std::vector<int> vm_processes(const std::string& name) const;
+  /// Stops (SIGSTOP) every process of VM `name` and returns once each has stopped (at most about
+  /// 2 s), as `pause` does, but leaves the VM running and its SSH connections open: a test holds
+  /// a VM still at a moment of its choosing (an upload's sftp-server mid-file, say). A `pause`
+  /// and `resume` afterwards continue them; else they stay stopped until the VM goes. Returns
+  /// how many processes were stopped.
+  std::size_t stop_vm_processes(const std::string& name);
   /// Every /exec request that was read, in order. A request is recorded before the client can
   /// see the end of its response (or the connection reset), so it is here once a call returns.
   std::vector<CommandRecord> commands() const;

@@ -12,9 +12,6 @@
 #include <fstream>
 #include <iterator>
 #include <random>
-#include <string_view>
-
-#include <signal.h>
 
 using namespace sbx;
 using exedev::workspace::Command;
@@ -46,27 +43,18 @@ std::vector<int> vm_processes_besides_the_waiting_shell(Fixture& f, const std::s
   return pids;
 }
 
-// Pauses VM `name` once `condition` holds (pausing closes the VM's SSH connections, as on exe.dev).
-Task<std::exception_ptr> pause_when(Fixture& f, std::string name, std::function<bool()> condition) {
-  co_await wait_until(std::move(condition), 60s);
+// Pauses VM `name` (pausing closes the VM's SSH connections, as on exe.dev).
+Task<void> pause(Fixture& f, const std::string& name) {
   auto c = f.client(co_await asio::this_coro::executor);
   co_await c.pause_vm(name);
   co_await c.close();
-  co_return nullptr;
 }
 
-// Stops every process of VM `name` (SIGSTOP, as a pause does) and returns once each has stopped.
-Task<void> stop_vm_processes(Fixture& f, const std::string& name) {
-  const auto pids = f.emu().vm_processes(name);
-  for (const int pid : pids) ::kill(pid, SIGSTOP);
-  const auto all_stopped = [&] {
-    return std::all_of(pids.begin(), pids.end(), [](int pid) {
-      const auto stat = proc_text(pid, "stat");
-      const auto paren = stat.rfind(')');
-      return paren == std::string::npos || paren + 2 >= stat.size() || std::string_view("TtZX").find(stat[paren + 2]) != std::string_view::npos;
-    });
-  };
-  co_await wait_until(all_stopped, 30s);
+// Pauses VM `name` once `condition` holds.
+Task<std::exception_ptr> pause_when(Fixture& f, std::string name, std::function<bool()> condition) {
+  co_await wait_until(std::move(condition), 60s);
+  co_await pause(f, name);
+  co_return nullptr;
 }
 
 }  // namespace
@@ -356,9 +344,10 @@ TEST_CASE("over SSH, an SFTP write whose connection breaks mid-way recovers as a
     std::uintmax_t uploaded_when_cut = 0;
     const auto stop_then_pause = [&]() -> Task<std::exception_ptr> {
       co_await wait_until(uploading, 60s);
-      co_await stop_vm_processes(f, name);
+      REQUIRE(f.emu().stop_vm_processes(name) > 0);
       uploaded_when_cut = uploaded();
-      co_return co_await pause_when(f, name, [] { return true; });  // closes the VM's SSH connections
+      co_await pause(f, name);  // closes the VM's SSH connections
+      co_return nullptr;
     };
     auto writing = w.write_bytes("file.bin", data);
     auto pausing = stop_then_pause();
